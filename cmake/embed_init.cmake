@@ -1,0 +1,2 @@
+# Writes an assembly file that .incbin's the static init binary into the library's read-only data.
+file(WRITE ${OUT} "    .section .rodata.sandlet_init,\"a\"\n    .balign 64\n    .globl sandlet_init_blob\n    .hidden sandlet_init_blob\nsandlet_init_blob:\n    .incbin \"${BIN}\"\n    .globl sandlet_init_blob_end\n    .hidden sandlet_init_blob_end\nsandlet_init_blob_end:\n    .section .note.GNU-stack,\"\",@progbits\n")

@@ -1,0 +1,267 @@
+/*
+ * sandlet — embeddable sandbox runtime. The stable C ABI.
+ *
+ * Conventions (apply to every function below unless its comment says otherwise):
+ *  - Fallible calls return a `sandlet_error_t *`: NULL on success, otherwise an error owned by the caller
+ *    (free it with sandlet_error_delete). Outputs are trailing out-parameters, written only on success.
+ *  - Every handle has exactly one NULL-safe release function (`_close` or `_delete`).
+ *  - Strings passed in are copied; the caller keeps ownership. Strings returned by accessors are owned by
+ *    the object they came from and stay valid until it is released.
+ *  - Option structs start with a `size` field: set it to sizeof(the struct) (the *_INIT macros do), so that
+ *    later versions can add fields without breaking callers.
+ *  - The library never exits, aborts or prints on the caller's behalf.
+ *
+ * Thread-safety: a runtime, and the sandboxes opened from it, may be used from any thread concurrently.
+ * Specs and results are plain values: use one from one thread at a time.
+ *
+ * Asynchronous calls take a completion callback. Callbacks run on the runtime's event-loop thread; they
+ * must not block, and must not call the blocking (synchronous) functions of this header — doing so returns
+ * FAILED_PRECONDITION instead of deadlocking. They may call other *_async functions.
+ */
+#ifndef SANDLET_SANDLET_H
+#define SANDLET_SANDLET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(SANDLET_BUILDING_LIBRARY)
+#define SANDLET_API __attribute__((visibility("default")))
+#else
+#define SANDLET_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when the ABI changes incompatibly. Compare with sandlet_abi_version() at run time. */
+#define SANDLET_ABI_VERSION 1
+
+/* ---------------------------------------------------------------------------------------------------
+ * Errors. Codes and their retry rules:
+ *   INVALID_ARGUMENT    bad input; the message names the field. Do not retry unchanged.
+ *   NOT_FOUND           no such sandbox, file, command or backend.
+ *   ALREADY_EXISTS      the object exists already.
+ *   PERMISSION_DENIED   the host or the sandbox refused the operation.
+ *   RESOURCE_EXHAUSTED  a limit was hit (memory, pids, disk, output). Retry only after freeing something.
+ *   FAILED_PRECONDITION wrong state (sandbox destroyed, blocking call from a callback). Fix the state first.
+ *   UNAVAILABLE         transient (node full, agent restarting, sandbox paused). Retry later with backoff.
+ *   UNIMPLEMENTED       the backend or a kernel feature is missing on this host; the message says which.
+ *   DEADLINE_EXCEEDED   a timeout expired.
+ *   CANCELLED           the operation was cancelled by the caller.
+ *   INTERNAL            a bug or an unexpected kernel answer; the message carries the operation and errno.
+ * ------------------------------------------------------------------------------------------------- */
+typedef enum sandlet_code {
+  SANDLET_OK = 0,
+  SANDLET_CANCELLED = 1,
+  SANDLET_UNKNOWN = 2,
+  SANDLET_INVALID_ARGUMENT = 3,
+  SANDLET_DEADLINE_EXCEEDED = 4,
+  SANDLET_NOT_FOUND = 5,
+  SANDLET_ALREADY_EXISTS = 6,
+  SANDLET_PERMISSION_DENIED = 7,
+  SANDLET_RESOURCE_EXHAUSTED = 8,
+  SANDLET_FAILED_PRECONDITION = 9,
+  SANDLET_ABORTED = 10,
+  SANDLET_OUT_OF_RANGE = 11,
+  SANDLET_UNIMPLEMENTED = 12,
+  SANDLET_INTERNAL = 13,
+  SANDLET_UNAVAILABLE = 14,
+  SANDLET_DATA_LOSS = 15
+} sandlet_code_t;
+
+typedef struct sandlet_error sandlet_error_t;
+
+SANDLET_API sandlet_code_t sandlet_error_code(const sandlet_error_t *err);   /* SANDLET_OK for NULL */
+SANDLET_API const char *sandlet_error_message(const sandlet_error_t *err);  /* "" for NULL */
+SANDLET_API int sandlet_error_errno(const sandlet_error_t *err);            /* 0 when no errno applies */
+SANDLET_API void sandlet_error_delete(sandlet_error_t *err);                /* NULL is fine */
+SANDLET_API const char *sandlet_code_name(sandlet_code_t code);             /* "INVALID_ARGUMENT", static */
+
+/* Frees memory the library handed out as `void *`/`char *` (file contents, JSON strings). NULL is fine. */
+SANDLET_API void sandlet_free(void *ptr);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Versions.
+ * ------------------------------------------------------------------------------------------------- */
+SANDLET_API uint32_t sandlet_abi_version(void);      /* == SANDLET_ABI_VERSION of the built library */
+SANDLET_API const char *sandlet_version_string(void); /* "0.1.0", static */
+
+/* ---------------------------------------------------------------------------------------------------
+ * Runtime: one per process is typical. It owns the state directory, an event-loop thread and a small
+ * worker pool. Opening it sweeps what crashed runs left behind (like sandlet_runtime_gc).
+ * ------------------------------------------------------------------------------------------------- */
+typedef struct sandlet_runtime sandlet_runtime_t;
+
+typedef struct sandlet_runtime_options {
+  uint32_t size;            /* sizeof(sandlet_runtime_options_t) */
+  uint32_t worker_threads;  /* threads for create/destroy work; 0 = default (2) */
+  int skip_gc_on_open;      /* non-zero: do not sweep leftovers at open */
+} sandlet_runtime_options_t;
+#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0}
+
+/* Opens (creating if needed) the runtime rooted at `root`; NULL means $SANDLET_ROOT, else /var/lib/sandlet.
+   `opts` may be NULL. On success *out is owned by the caller: release it with sandlet_runtime_close. */
+SANDLET_API sandlet_error_t *sandlet_runtime_open(const char *root, const sandlet_runtime_options_t *opts,
+                                                  sandlet_runtime_t **out);
+/* Destroys every `owned` sandbox this runtime created, waits for in-flight callbacks, frees the runtime.
+   Sandbox handles still open become unusable (calls return FAILED_PRECONDITION) but must still be closed.
+   Must not be called from a callback. NULL is fine. */
+SANDLET_API void sandlet_runtime_close(sandlet_runtime_t *rt);
+SANDLET_API const char *sandlet_runtime_root(const sandlet_runtime_t *rt);
+
+/* Backends known to this build and whether this host can run each. The array is owned by the runtime and
+   valid until it is closed. `reason` is "" when available, otherwise says what is missing. */
+typedef struct sandlet_backend_info {
+  const char *name;    /* "container", "fncall", "microvm", "fullvm" */
+  int available;       /* non-zero if this host can run it */
+  const char *reason;  /* why not, e.g. "no /dev/kvm" */
+} sandlet_backend_info_t;
+SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, const sandlet_backend_info_t **out,
+                                                      size_t *count);
+
+/* Removes what crashed or expired runs left behind: dead sandboxes' cgroups and directories, sandboxes
+   past their max lifetime, `owned` sandboxes whose owner process died. Never touches a live sandbox of
+   another live process. *removed (may be NULL) receives how many sandboxes were cleaned up. */
+SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *removed);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Spec: what a sandbox looks like. Build from JSON or field by field; every setter validates and names the
+ * field in its error. JSON schema (all fields optional except layers):
+ *   { "backend": "container",
+ *     "layers": ["/lowest/dir", ...],            read-only lower directories, lowest first
+ *     "env": {"K": "V"}, "workdir": "/", "hostname": "sandbox", "user": "0:0" | "name",
+ *     "limits": {"cpus": 1.5, "memory": "512M"|bytes, "pids": 256, "disk": "1G"|bytes},
+ *     "network": "none",
+ *     "labels": {"task": "t1"},
+ *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0 }
+ * ------------------------------------------------------------------------------------------------- */
+typedef struct sandlet_spec sandlet_spec_t;
+
+SANDLET_API sandlet_error_t *sandlet_spec_new(sandlet_spec_t **out);
+SANDLET_API sandlet_error_t *sandlet_spec_from_json(const char *json, size_t len, sandlet_spec_t **out);
+/* *out is a NUL-terminated JSON string; free it with sandlet_free. */
+SANDLET_API sandlet_error_t *sandlet_spec_to_json(const sandlet_spec_t *spec, char **out);
+SANDLET_API void sandlet_spec_delete(sandlet_spec_t *spec);
+
+SANDLET_API sandlet_error_t *sandlet_spec_set_backend(sandlet_spec_t *spec, const char *backend);
+SANDLET_API sandlet_error_t *sandlet_spec_add_layer(sandlet_spec_t *spec, const char *layer);
+SANDLET_API sandlet_error_t *sandlet_spec_set_env(sandlet_spec_t *spec, const char *key, const char *value);
+SANDLET_API sandlet_error_t *sandlet_spec_set_workdir(sandlet_spec_t *spec, const char *path);
+SANDLET_API sandlet_error_t *sandlet_spec_set_hostname(sandlet_spec_t *spec, const char *hostname);
+SANDLET_API sandlet_error_t *sandlet_spec_set_user(sandlet_spec_t *spec, const char *user);
+SANDLET_API sandlet_error_t *sandlet_spec_set_cpus(sandlet_spec_t *spec, double cpus);
+SANDLET_API sandlet_error_t *sandlet_spec_set_memory(sandlet_spec_t *spec, uint64_t bytes);
+SANDLET_API sandlet_error_t *sandlet_spec_set_pids(sandlet_spec_t *spec, uint64_t pids);
+SANDLET_API sandlet_error_t *sandlet_spec_set_disk(sandlet_spec_t *spec, uint64_t bytes);
+SANDLET_API sandlet_error_t *sandlet_spec_set_network(sandlet_spec_t *spec, const char *mode);
+SANDLET_API sandlet_error_t *sandlet_spec_set_label(sandlet_spec_t *spec, const char *key, const char *value);
+SANDLET_API sandlet_error_t *sandlet_spec_set_lifetime(sandlet_spec_t *spec, const char *policy);
+SANDLET_API sandlet_error_t *sandlet_spec_set_max_lifetime(sandlet_spec_t *spec, double seconds);
+SANDLET_API sandlet_error_t *sandlet_spec_set_idle_timeout(sandlet_spec_t *spec, double seconds);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Sandboxes.
+ * An `owned` sandbox is destroyed when its runtime closes, when the creating process dies, or when the
+ * last handle to it in the creating runtime is closed. A `detached` one lives until destroyed or until its
+ * max lifetime; any process can attach to it by id.
+ * ------------------------------------------------------------------------------------------------- */
+typedef struct sandlet_sandbox sandlet_sandbox_t;
+
+/* Creates a sandbox. On failure nothing is left behind. *out is owned by the caller (sandlet_sandbox_close). */
+SANDLET_API sandlet_error_t *sandlet_sandbox_create(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
+                                                    sandlet_sandbox_t **out);
+/* Completion: `err` (owned by the callback, NULL on success) and `sb` (owned by the callback, NULL on error). */
+typedef void (*sandlet_create_cb)(void *user_data, sandlet_error_t *err, sandlet_sandbox_t *sb);
+SANDLET_API sandlet_error_t *sandlet_sandbox_create_async(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
+                                                          sandlet_create_cb cb, void *user_data);
+
+/* Opens a handle on an existing sandbox by id, also one created by another process. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_attach(sandlet_runtime_t *rt, const char *id,
+                                                    sandlet_sandbox_t **out);
+SANDLET_API const char *sandlet_sandbox_id(const sandlet_sandbox_t *sb);
+/* Kills every process of the sandbox and removes it. The handle stays valid until closed. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_destroy(sandlet_sandbox_t *sb);
+SANDLET_API sandlet_error_t *sandlet_sandbox_destroy_async(sandlet_sandbox_t *sb,
+                                                           void (*cb)(void *user_data, sandlet_error_t *err),
+                                                           void *user_data);
+/* Releases the handle (see the ownership rule above). NULL is fine. */
+SANDLET_API void sandlet_sandbox_close(sandlet_sandbox_t *sb);
+/* The sandbox's record as a JSON object (id, state, backend, labels, spec, created_at, ...). Free with sandlet_free. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_info_json(sandlet_sandbox_t *sb, char **out);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Exec.
+ * ------------------------------------------------------------------------------------------------- */
+#define SANDLET_STDOUT 1
+#define SANDLET_STDERR 2
+
+/* Streaming output: called on the event-loop thread with each chunk as it arrives. When set, output is
+   delivered only through this callback and the result's stdout/stderr stay empty. */
+typedef void (*sandlet_output_cb)(void *user_data, int stream, const void *data, size_t len);
+
+typedef struct sandlet_exec_options {
+  uint32_t size;                 /* sizeof(sandlet_exec_options_t) */
+  const char *const *argv;       /* NULL-terminated, argv[0] required; resolved through PATH */
+  const char *const *env;        /* NULL-terminated "KEY=VALUE" added to the spec's env; may be NULL */
+  const char *cwd;               /* NULL = the spec's workdir */
+  const char *user;              /* NULL = the spec's user; "uid[:gid]" or a name from /etc/passwd */
+  const void *stdin_data;        /* bytes fed to stdin, then EOF; NULL = empty stdin */
+  size_t stdin_len;
+  double timeout_s;              /* 0 = no timeout; on expiry every process of this exec is killed */
+  uint64_t output_limit;         /* per stream; 0 = default 16 MiB. Beyond it output is dropped + flagged */
+  int kill_on_output_limit;      /* non-zero: kill the command when a stream passes the limit */
+  sandlet_output_cb on_output;   /* optional streaming callback */
+  void *output_user_data;
+} sandlet_exec_options_t;
+#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0}
+
+typedef struct sandlet_exec_result sandlet_exec_result_t;
+
+/* Runs a command and waits for it and every process it started. A command that cannot be started
+   (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED), not a result. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_exec(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
+                                                  sandlet_exec_result_t **out);
+typedef void (*sandlet_exec_cb)(void *user_data, sandlet_error_t *err, sandlet_exec_result_t *result);
+/* The options (and the strings/bytes they point to) are copied before this returns. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_exec_async(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
+                                                        sandlet_exec_cb cb, void *user_data);
+
+SANDLET_API int sandlet_exec_result_exit_code(const sandlet_exec_result_t *r); /* -1 if killed by a signal */
+SANDLET_API int sandlet_exec_result_signal(const sandlet_exec_result_t *r);    /* 0 if it exited */
+SANDLET_API int sandlet_exec_result_timed_out(const sandlet_exec_result_t *r);
+SANDLET_API const char *sandlet_exec_result_stdout(const sandlet_exec_result_t *r, size_t *len); /* NUL-terminated too */
+SANDLET_API const char *sandlet_exec_result_stderr(const sandlet_exec_result_t *r, size_t *len);
+SANDLET_API int sandlet_exec_result_stdout_truncated(const sandlet_exec_result_t *r);
+SANDLET_API int sandlet_exec_result_stderr_truncated(const sandlet_exec_result_t *r);
+SANDLET_API uint64_t sandlet_exec_result_duration_ns(const sandlet_exec_result_t *r);  /* request to exit */
+SANDLET_API uint64_t sandlet_exec_result_run_ns(const sandlet_exec_result_t *r);       /* spawn to exit, in the sandbox */
+SANDLET_API void sandlet_exec_result_delete(sandlet_exec_result_t *r);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Files, resolved inside the sandbox's root (symlinks cannot escape it).
+ * ------------------------------------------------------------------------------------------------- */
+/* Creates or replaces `path`, creating missing parent directories. mode 0 = 0644. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_write_file(sandlet_sandbox_t *sb, const char *path, const void *data,
+                                                        size_t len, uint32_t mode);
+/* Reads at most `max_bytes` (0 = 64 MiB); a larger file is OUT_OF_RANGE. *data is freed with sandlet_free. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_read_file(sandlet_sandbox_t *sb, const char *path, uint64_t max_bytes,
+                                                       void **data, size_t *len);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Listing: all sandboxes under the runtime's root, from every process.
+ * ------------------------------------------------------------------------------------------------- */
+typedef struct sandlet_sandbox_list sandlet_sandbox_list_t;
+/* `label_filter` is NULL or "key=value"; only sandboxes carrying that label are listed. */
+SANDLET_API sandlet_error_t *sandlet_runtime_list(sandlet_runtime_t *rt, const char *label_filter,
+                                                  sandlet_sandbox_list_t **out);
+SANDLET_API size_t sandlet_sandbox_list_count(const sandlet_sandbox_list_t *l);
+SANDLET_API const char *sandlet_sandbox_list_id(const sandlet_sandbox_list_t *l, size_t i);
+SANDLET_API const char *sandlet_sandbox_list_state(const sandlet_sandbox_list_t *l, size_t i); /* "running", "dead" */
+SANDLET_API const char *sandlet_sandbox_list_json(const sandlet_sandbox_list_t *l, size_t i); /* the full record */
+SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SANDLET_SANDLET_H */

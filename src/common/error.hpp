@@ -1,0 +1,68 @@
+// Internal error type. Core code throws sandlet::Error; the C ABI shims catch
+// everything and turn it into a sandlet_error_t, so nothing crosses the ABI.
+#pragma once
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "sandlet/sandlet.h"
+
+namespace sandlet {
+
+enum class Code : int {
+  kOk = SANDLET_OK,
+  kCancelled = SANDLET_CANCELLED,
+  kUnknown = SANDLET_UNKNOWN,
+  kInvalidArgument = SANDLET_INVALID_ARGUMENT,
+  kDeadlineExceeded = SANDLET_DEADLINE_EXCEEDED,
+  kNotFound = SANDLET_NOT_FOUND,
+  kAlreadyExists = SANDLET_ALREADY_EXISTS,
+  kPermissionDenied = SANDLET_PERMISSION_DENIED,
+  kResourceExhausted = SANDLET_RESOURCE_EXHAUSTED,
+  kFailedPrecondition = SANDLET_FAILED_PRECONDITION,
+  kAborted = SANDLET_ABORTED,
+  kOutOfRange = SANDLET_OUT_OF_RANGE,
+  kUnimplemented = SANDLET_UNIMPLEMENTED,
+  kInternal = SANDLET_INTERNAL,
+  kUnavailable = SANDLET_UNAVAILABLE,
+  kDataLoss = SANDLET_DATA_LOSS,
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(Code code, std::string message, int err_no = 0)
+      : std::runtime_error(std::move(message)), code_(code), errno_(err_no) {}
+  Code code() const noexcept { return code_; }
+  int err_no() const noexcept { return errno_; }
+
+ private:
+  Code code_;
+  int errno_;
+};
+
+// Maps an errno from a failed syscall to the closest status code.
+inline Code code_from_errno(int e) {
+  switch (e) {
+    case ENOENT: return Code::kNotFound;
+    case EEXIST: return Code::kAlreadyExists;
+    case EPERM: case EACCES: return Code::kPermissionDenied;
+    case EINVAL: return Code::kInvalidArgument;
+    case ENOSPC: case ENOMEM: case EMFILE: case ENFILE: case EAGAIN: return Code::kResourceExhausted;
+    case ENOSYS: case EOPNOTSUPP: return Code::kUnimplemented;
+    case ETIMEDOUT: return Code::kDeadlineExceeded;
+    case ECANCELED: return Code::kCancelled;
+    default: return Code::kInternal;
+  }
+}
+
+// Throws an Error built from errno: "<what>: <strerror> (errno N)".
+[[noreturn]] inline void throw_errno(const std::string& what, int e = errno) {
+  throw Error(code_from_errno(e), what + ": " + std::strerror(e) + " (errno " + std::to_string(e) + ")", e);
+}
+
+[[noreturn]] inline void throw_invalid(const std::string& field, const std::string& why) {
+  throw Error(Code::kInvalidArgument, "invalid spec field '" + field + "': " + why);
+}
+
+}  // namespace sandlet

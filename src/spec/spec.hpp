@@ -1,0 +1,65 @@
+// The sandbox spec: the one place user input is parsed and validated (Boost.JSON).
+// Every error is an Error(kInvalidArgument) whose message names the field and the reason;
+// nothing is created from a spec that did not validate.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandlet {
+
+enum class Lifetime { kOwned, kDetached };
+
+struct Limits {
+  double cpus = 0;           // 0 = no CPU limit; else quota in CPUs (0.01 .. 1024)
+  uint64_t memory = 0;       // bytes; 0 = no memory limit; else >= 4 MiB
+  uint64_t pids = 4096;      // max processes; >= 2 (the agent plus one); a default guards against fork bombs
+  uint64_t disk = 2ull << 30;  // bytes of the writable layer; >= 1 MiB
+};
+
+struct Spec {
+  std::string backend = "container";
+  std::vector<std::string> layers;           // lowest first; absolute paths of existing directories
+  std::map<std::string, std::string> env;    // keys: non-empty, no '=' or NUL
+  std::string workdir = "/";                 // absolute
+  std::string hostname = "sandbox";          // RFC 1123 label(s), <= 64 chars
+  std::string user;                          // "" (root), "uid", "uid:gid", or a name ([a-z_][a-z0-9_-]*)
+  Limits limits;
+  std::string network = "none";              // only "none" (loopback only) for now
+  std::map<std::string, std::string> labels; // keys 1..63 chars [A-Za-z0-9._/-]; values <= 256 chars
+  Lifetime lifetime = Lifetime::kOwned;
+  double max_lifetime_s = 86400;             // > 0; a lost owner never leaves a sandbox forever
+  double idle_timeout_s = 0;                 // 0 = none; else the sandbox is destroyed after this long idle
+};
+
+// Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields are errors. Sizes accept a
+// number of bytes or a string with a binary suffix: "512M", "1G", "64k", "1.5G", "100" (bytes).
+Spec parse_spec_json(std::string_view json);
+std::string spec_to_json(const Spec& spec);
+
+// Whole-spec checks that need the host (layers exist and are directories, backend known).
+void validate_spec(const Spec& spec);
+
+// Field setters used by the C ABI's field-by-field builder; each validates like the JSON parser does.
+void spec_set_backend(Spec& s, std::string_view v);
+void spec_add_layer(Spec& s, std::string_view v);
+void spec_set_env(Spec& s, std::string_view key, std::string_view value);
+void spec_set_workdir(Spec& s, std::string_view v);
+void spec_set_hostname(Spec& s, std::string_view v);
+void spec_set_user(Spec& s, std::string_view v);
+void spec_set_cpus(Spec& s, double v);
+void spec_set_memory(Spec& s, uint64_t v);
+void spec_set_pids(Spec& s, uint64_t v);
+void spec_set_disk(Spec& s, uint64_t v);
+void spec_set_network(Spec& s, std::string_view v);
+void spec_set_label(Spec& s, std::string_view key, std::string_view value);
+void spec_set_lifetime(Spec& s, std::string_view v);
+void spec_set_max_lifetime(Spec& s, double seconds);
+void spec_set_idle_timeout(Spec& s, double seconds);
+
+// "512M" -> 536870912; throws Error(kInvalidArgument) naming `field` on bad input.
+uint64_t parse_size(std::string_view text, const std::string& field);
+
+}  // namespace sandlet
