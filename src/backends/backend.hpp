@@ -1,0 +1,38 @@
+// One abstract interface per backend and one registry table {name, factory, probe}. A backend turns a
+// validated spec into running sandbox whose agent listens on rec.agent_socket; everything after that
+// (exec, files) speaks the agent protocol and is backend-independent.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/record.hpp"
+#include "sys/cgroup.hpp"
+#include "sys/fd.hpp"
+
+namespace sandlet {
+
+// Host facts a backend needs, probed once when the runtime opens.
+struct HostContext {
+  std::string root;                // runtime root directory
+  sys::CgroupSystem cgroups;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Starts the sandbox described by rec.spec inside directory `dir`, filling rec's runtime fields.
+  // Returns a pidfd of the sandbox's top process (a child of this process). Throws; on failure nothing
+  // the backend made is left behind.
+  virtual sys::UniqueFd create(SandboxRecord& rec, const std::string& dir) = 0;
+};
+
+struct BackendEntry {
+  const char* name;
+  std::unique_ptr<Backend> (*factory)(const HostContext&);
+  std::string (*probe)();  // "" when this host can run it, else why not
+};
+
+const std::vector<BackendEntry>& backend_registry();
+
+}  // namespace sandlet

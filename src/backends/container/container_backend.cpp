@@ -1,0 +1,166 @@
+// The container backend: a sandbox is sandlet's init as PID 1 of fresh user/mount/pid/ipc/uts/net/cgroup
+// namespaces, in its own cgroup, on an OverlayFS root (idmapped layers + size-capped tmpfs upper).
+// Creation is a linear pipeline of small steps; every kernel object is held by an RAII owner until the
+// sandbox reports ready, so a failure at any step unwinds to nothing.
+#include "backends/container/container_backend.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "proto/agent_protocol.hpp"
+#include "runtime/embedded_init.hpp"
+#include "runtime/exec_env.hpp"
+#include "sys/fs_util.hpp"
+#include "sys/mount_api.hpp"
+#include "sys/seccomp_filter.hpp"
+#include "sys/spawn_init.hpp"
+#include "sys/unix_socket.hpp"
+
+namespace sandlet {
+namespace {
+
+constexpr uint32_t kIdsPerSandbox = 65536;
+constexpr int kReadyTimeoutMs = 20000;
+
+// Reads one frame from the setup socket, waiting at most until `deadline_ms` from now.
+bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int timeout_ms) {
+  std::string buf;
+  auto fill = [&](size_t want) {
+    while (buf.size() < want) {
+      pollfd p{fd, POLLIN, 0};
+      int r = ::poll(&p, 1, timeout_ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
+                                                           std::to_string(timeout_ms / 1000) + " s");
+      char tmp[4096];
+      ssize_t n = ::read(fd, tmp, std::min(sizeof tmp, want - buf.size()));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      buf.append(tmp, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  if (!fill(proto::kHeaderSize)) return false;
+  if (!proto::decode_header(buf.data(), &h)) throw Error(Code::kInternal, "sandbox init sent a malformed frame");
+  if (!fill(proto::kHeaderSize + h.len)) return false;
+  payload = buf.substr(proto::kHeaderSize);
+  return true;
+}
+
+class ContainerBackend final : public Backend {
+ public:
+  explicit ContainerBackend(const HostContext& host) : host_(host) {}
+
+  sys::UniqueFd create(SandboxRecord& rec, const std::string& dir) override {
+    const Spec& spec = rec.spec;
+    // 1. cgroup with limits, delegated to the sandbox's root.
+    auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, spec.limits, rec.uid_base);
+    rec.cgroups = cgroup.paths();
+
+    // 2. The agent's listening socket, on a host path only the runtime can reach.
+    rec.agent_socket = dir + "/agent.sock";
+    sys::UniqueFd listener = sys::listen_unix(rec.agent_socket);
+
+    // 3. The init, paused in its new namespaces until ids and cgroups are in place.
+    sys::UniqueFd setup_host, setup_child;
+    sys::socket_pair(setup_host, setup_child);
+    sys::InitSpawnParams params;
+    params.exec_fd = embedded_init_fd();
+    params.setup_fd = setup_child.get();
+    params.cgroup_fd = cgroup.v2_fd();
+    params.die_with_parent = spec.lifetime == Lifetime::kOwned;
+    auto init = sys::PausedInit::spawn(params);
+    setup_child.reset();
+
+    cgroup.add_to_v1(init.pid());
+    // PID 1 must survive the sandbox's own OOM kills; the agent resets this for every command.
+    sys::write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
+    init.map_ids(rec.uid_base, kIdsPerSandbox);
+    init.resume();  // the init execs while we build its root filesystem
+
+    // 4. Root filesystem as a detached mount, idmapped into the sandbox's user namespace.
+    sys::UniqueFd userns(::open(("/proc/" + std::to_string(init.pid()) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!userns) throw_errno("open user namespace of sandbox init");
+    sys::UniqueFd rootfs = sys::build_overlay_rootfs(spec.layers, userns.get(), rec.uid_base, spec.limits.disk);
+
+    // 5. Configuration and fds to the init; wait for it to report ready.
+    proto::InitConfig config;
+    config.hostname = spec.hostname;
+    config.workdir = spec.workdir;
+    config.user = spec.user;
+    config.env = base_env(spec);
+    config.seccomp_bpf = sys::baseline_seccomp_bpf();
+    config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
+    config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
+    config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp;
+    sys::send_with_fds(setup_host.get(), proto::frame(proto::Msg::kInitConfig, config.encode()),
+                       {rootfs.get(), listener.get(), cgroup.v2_fd()});
+    rootfs.reset();
+    listener.reset();
+
+    proto::FrameHeader h;
+    std::string payload;
+    if (!read_setup_frame(setup_host.get(), h, payload, kReadyTimeoutMs))
+      throw Error(Code::kInternal, "sandbox init exited during setup (" + describe_exit(init) + ")");
+    if (h.type == proto::Msg::kError) {
+      proto::ErrorReply err;
+      proto::ErrorReply::decode(payload, &err);
+      throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
+    }
+    if (h.type != proto::Msg::kInitReady) throw Error(Code::kInternal, "sandbox init sent an unexpected frame");
+
+    rec.init_pid = init.pid();
+    rec.init_start = sys::process_start_time(init.pid()).value_or(0);
+    cgroup.release();
+    return init.release();
+  }
+
+ private:
+  static std::string describe_exit(const sys::PausedInit& init) {
+    siginfo_t info = {};
+    if (::waitid(P_PIDFD, static_cast<id_t>(init.pidfd()), &info, WEXITED | WNOWAIT | WNOHANG | __WALL) == 0 &&
+        info.si_pid != 0) {
+      if (info.si_code == CLD_EXITED) {
+        switch (info.si_status) {
+          case 120: return "could not be started";
+          case 121: return "could not switch to root inside its user namespace";
+          case 126: return "could not exec the embedded init";
+          default: return "exit status " + std::to_string(info.si_status);
+        }
+      }
+      return "killed by signal " + std::to_string(info.si_status);
+    }
+    return "no exit status";
+  }
+
+  const HostContext& host_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_container_backend(const HostContext& host) {
+  return std::make_unique<ContainerBackend>(host);
+}
+
+std::string probe_container() {
+  auto max_userns = sys::read_file_if_exists("/proc/sys/user/max_user_namespaces", 64);
+  if (max_userns && std::atol(max_userns->c_str()) == 0) return "user namespaces are disabled (user.max_user_namespaces = 0)";
+  auto fs = sys::read_file_if_exists("/proc/filesystems", 1 << 16);
+  if (!fs || fs->find("\toverlay\n") == std::string::npos) return "the kernel has no OverlayFS";
+  if (::geteuid() != 0) return "the container backend needs root (CAP_SYS_ADMIN) on the host";
+  try {
+    sys::CgroupSystem::detect();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace sandlet

@@ -1,0 +1,198 @@
+// C ABI: sandboxes, exec, files.
+#include <boost/asio/post.hpp>
+
+#include "capi/handles.hpp"
+
+using sandlet::capi::guard;
+
+namespace {
+
+// Copies the C options into owned C++ values (the caller's memory may go away after the call returns).
+sandlet::ExecParams to_params(const sandlet_exec_options_t* o) {
+  using sandlet::Code;
+  using sandlet::Error;
+  if (o->size < offsetof(sandlet_exec_options_t, output_user_data) + sizeof(void*))
+    throw Error(Code::kInvalidArgument, "sandlet_exec_options_t.size is too small (use SANDLET_EXEC_OPTIONS_INIT)");
+  if (!o->argv || !o->argv[0]) throw Error(Code::kInvalidArgument, "invalid exec field 'argv': a command is required");
+  sandlet::ExecParams p;
+  for (auto a = o->argv; *a; ++a) p.argv.emplace_back(*a);
+  if (o->env)
+    for (auto e = o->env; *e; ++e) p.env.emplace_back(*e);
+  if (o->cwd) p.cwd = o->cwd;
+  if (o->user) p.user = o->user;
+  if (o->stdin_data && o->stdin_len) p.stdin_data.assign(static_cast<const char*>(o->stdin_data), o->stdin_len);
+  p.timeout_s = o->timeout_s;
+  p.output_limit = o->output_limit;
+  p.kill_on_output_limit = o->kill_on_output_limit != 0;
+  if (o->on_output) {
+    auto cb = o->on_output;
+    void* ud = o->output_user_data;
+    p.on_output = [cb, ud](int stream, std::string_view data) { cb(ud, stream, data.data(), data.size()); };
+  }
+  return p;
+}
+
+sandlet_sandbox_t* wrap(std::shared_ptr<sandlet::Sandbox> sb) {
+  auto* h = new sandlet_sandbox;
+  h->sb = std::move(sb);
+  return h;
+}
+
+}  // namespace
+
+extern "C" {
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_create(sandlet_runtime_t* rt, const sandlet_spec_t* spec,
+                                                    sandlet_sandbox_t** out) {
+  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE(spec);
+  SANDLET_REQUIRE(out);
+  return guard([&] {
+    auto sb = rt->rt->create(spec->spec);
+    *out = wrap(std::move(sb));
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_create_async(sandlet_runtime_t* rt, const sandlet_spec_t* spec,
+                                                          sandlet_create_cb cb, void* user_data) {
+  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE(spec);
+  SANDLET_REQUIRE(cb);
+  return guard([&] {
+    rt->rt->create_async(spec->spec, [cb, user_data](std::exception_ptr error, std::shared_ptr<sandlet::Sandbox> sb) {
+      if (error) {
+        cb(user_data, sandlet::capi::error_from(error), nullptr);
+        return;
+      }
+      sandlet_sandbox_t* handle = nullptr;
+      try {
+        handle = wrap(std::move(sb));
+      } catch (...) {
+        cb(user_data, sandlet::capi::current_error(), nullptr);
+        return;
+      }
+      cb(user_data, nullptr, handle);
+    });
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_attach(sandlet_runtime_t* rt, const char* id, sandlet_sandbox_t** out) {
+  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE(id);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = wrap(rt->rt->attach(id)); });
+}
+
+SANDLET_API const char* sandlet_sandbox_id(const sandlet_sandbox_t* sb) { return sb ? sb->sb->id().c_str() : ""; }
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_destroy(sandlet_sandbox_t* sb) {
+  SANDLET_REQUIRE(sb);
+  return guard([&] { sb->sb->destroy(); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_destroy_async(sandlet_sandbox_t* sb,
+                                                           void (*cb)(void* user_data, sandlet_error_t* err),
+                                                           void* user_data) {
+  SANDLET_REQUIRE(sb);
+  return guard([&] {
+    auto target = sb->sb;
+    auto rt = target->runtime();
+    rt->run_on_workers([target, cb, user_data, raw = rt.get()] {
+      sandlet_error_t* err = guard([&] { target->destroy(); });
+      boost::asio::post(raw->io(), [cb, user_data, err] {
+        if (cb)
+          cb(user_data, err);
+        else
+          sandlet_error_delete(err);
+      });
+    });
+  });
+}
+
+SANDLET_API void sandlet_sandbox_close(sandlet_sandbox_t* sb) { delete sb; }
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_info_json(sandlet_sandbox_t* sb, char** out) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(sb->sb->info_json()); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_exec(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
+                                                  sandlet_exec_result_t** out) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(opts);
+  SANDLET_REQUIRE(out);
+  return guard([&] {
+    auto result = std::make_unique<sandlet_exec_result>();
+    result->outcome = sb->sb->exec(to_params(opts));
+    *out = result.release();
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_exec_async(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
+                                                        sandlet_exec_cb cb, void* user_data) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(opts);
+  SANDLET_REQUIRE(cb);
+  return guard([&] {
+    sb->sb->exec_async(to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
+      if (error) {
+        cb(user_data, sandlet::capi::error_from(error), nullptr);
+        return;
+      }
+      auto* r = new (std::nothrow) sandlet_exec_result;
+      if (!r) {
+        cb(user_data, sandlet::capi::make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM), nullptr);
+        return;
+      }
+      r->outcome = std::move(outcome);
+      cb(user_data, nullptr, r);
+    });
+  });
+}
+
+SANDLET_API int sandlet_exec_result_exit_code(const sandlet_exec_result_t* r) { return r ? r->outcome.exit_code : -1; }
+SANDLET_API int sandlet_exec_result_signal(const sandlet_exec_result_t* r) { return r ? r->outcome.signal : 0; }
+SANDLET_API int sandlet_exec_result_timed_out(const sandlet_exec_result_t* r) { return r && r->outcome.timed_out; }
+SANDLET_API const char* sandlet_exec_result_stdout(const sandlet_exec_result_t* r, size_t* len) {
+  if (len) *len = r ? r->outcome.stdout_data.size() : 0;
+  return r ? r->outcome.stdout_data.c_str() : "";
+}
+SANDLET_API const char* sandlet_exec_result_stderr(const sandlet_exec_result_t* r, size_t* len) {
+  if (len) *len = r ? r->outcome.stderr_data.size() : 0;
+  return r ? r->outcome.stderr_data.c_str() : "";
+}
+SANDLET_API int sandlet_exec_result_stdout_truncated(const sandlet_exec_result_t* r) {
+  return r && r->outcome.stdout_truncated;
+}
+SANDLET_API int sandlet_exec_result_stderr_truncated(const sandlet_exec_result_t* r) {
+  return r && r->outcome.stderr_truncated;
+}
+SANDLET_API uint64_t sandlet_exec_result_duration_ns(const sandlet_exec_result_t* r) {
+  return r ? r->outcome.duration_ns : 0;
+}
+SANDLET_API uint64_t sandlet_exec_result_run_ns(const sandlet_exec_result_t* r) { return r ? r->outcome.run_ns : 0; }
+SANDLET_API void sandlet_exec_result_delete(sandlet_exec_result_t* r) { delete r; }
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_write_file(sandlet_sandbox_t* sb, const char* path, const void* data,
+                                                        size_t len, uint32_t mode) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(path);
+  if (len && !data) return sandlet::capi::null_arg("data");
+  return guard([&] { sb->sb->write_file(path, std::string(static_cast<const char*>(data), len), mode); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_read_file(sandlet_sandbox_t* sb, const char* path, uint64_t max_bytes,
+                                                       void** data, size_t* len) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(path);
+  SANDLET_REQUIRE(data);
+  SANDLET_REQUIRE(len);
+  return guard([&] {
+    std::string content = sb->sb->read_file(path, max_bytes);
+    *data = sandlet::capi::dup_string(content);
+    *len = content.size();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,66 @@
+// C ABI: specs.
+#include "capi/handles.hpp"
+
+using sandlet::capi::guard;
+
+extern "C" {
+
+SANDLET_API sandlet_error_t* sandlet_spec_new(sandlet_spec_t** out) {
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = new sandlet_spec; });
+}
+
+SANDLET_API sandlet_error_t* sandlet_spec_from_json(const char* json, size_t len, sandlet_spec_t** out) {
+  SANDLET_REQUIRE(json);
+  SANDLET_REQUIRE(out);
+  return guard([&] {
+    auto s = std::make_unique<sandlet_spec>();
+    s->spec = sandlet::parse_spec_json(std::string_view(json, len));
+    *out = s.release();
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_spec_to_json(const sandlet_spec_t* spec, char** out) {
+  SANDLET_REQUIRE(spec);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(sandlet::spec_to_json(spec->spec)); });
+}
+
+SANDLET_API void sandlet_spec_delete(sandlet_spec_t* spec) { delete spec; }
+
+#define SANDLET_STRING_SETTER(name, fn)                                                  \
+  SANDLET_API sandlet_error_t* sandlet_spec_##name(sandlet_spec_t* spec, const char* v) { \
+    SANDLET_REQUIRE(spec);                                                               \
+    SANDLET_REQUIRE(v);                                                                  \
+    return guard([&] { sandlet::fn(spec->spec, v); });                                   \
+  }
+#define SANDLET_KV_SETTER(name, fn)                                                                      \
+  SANDLET_API sandlet_error_t* sandlet_spec_##name(sandlet_spec_t* spec, const char* key, const char* value) { \
+    SANDLET_REQUIRE(spec);                                                                               \
+    SANDLET_REQUIRE(key);                                                                                \
+    SANDLET_REQUIRE(value);                                                                              \
+    return guard([&] { sandlet::fn(spec->spec, key, value); });                                          \
+  }
+#define SANDLET_VALUE_SETTER(name, fn, type)                                        \
+  SANDLET_API sandlet_error_t* sandlet_spec_##name(sandlet_spec_t* spec, type v) { \
+    SANDLET_REQUIRE(spec);                                                          \
+    return guard([&] { sandlet::fn(spec->spec, v); });                              \
+  }
+
+SANDLET_STRING_SETTER(set_backend, spec_set_backend)
+SANDLET_STRING_SETTER(add_layer, spec_add_layer)
+SANDLET_KV_SETTER(set_env, spec_set_env)
+SANDLET_STRING_SETTER(set_workdir, spec_set_workdir)
+SANDLET_STRING_SETTER(set_hostname, spec_set_hostname)
+SANDLET_STRING_SETTER(set_user, spec_set_user)
+SANDLET_VALUE_SETTER(set_cpus, spec_set_cpus, double)
+SANDLET_VALUE_SETTER(set_memory, spec_set_memory, uint64_t)
+SANDLET_VALUE_SETTER(set_pids, spec_set_pids, uint64_t)
+SANDLET_VALUE_SETTER(set_disk, spec_set_disk, uint64_t)
+SANDLET_STRING_SETTER(set_network, spec_set_network)
+SANDLET_KV_SETTER(set_label, spec_set_label)
+SANDLET_STRING_SETTER(set_lifetime, spec_set_lifetime)
+SANDLET_VALUE_SETTER(set_max_lifetime, spec_set_max_lifetime, double)
+SANDLET_VALUE_SETTER(set_idle_timeout, spec_set_idle_timeout, double)
+
+}  // extern "C"

@@ -1,0 +1,104 @@
+// The C handles and the one place C++ errors become sandlet_error_t. No exception crosses the ABI.
+#pragma once
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/sandbox.hpp"
+#include "sandlet/sandlet.h"
+#include "spec/spec.hpp"
+
+struct sandlet_error {
+  sandlet_code_t code;
+  int err_no;
+  std::string message;
+};
+
+struct sandlet_runtime {
+  std::shared_ptr<sandlet::Runtime> rt;
+  std::vector<sandlet_backend_info_t> backend_infos;
+};
+
+struct sandlet_spec {
+  sandlet::Spec spec;
+};
+
+struct sandlet_sandbox {
+  std::shared_ptr<sandlet::Sandbox> sb;
+};
+
+struct sandlet_exec_result {
+  sandlet::ExecOutcome outcome;
+};
+
+struct sandlet_sandbox_list {
+  std::vector<sandlet::ListedSandbox> items;
+};
+
+namespace sandlet::capi {
+
+inline sandlet_error_t* make_error(sandlet_code_t code, std::string message, int err_no = 0) {
+  auto* e = new (std::nothrow) sandlet_error;
+  if (!e) return nullptr;  // cannot even report: the caller sees success-free NULL out-params
+  e->code = code;
+  e->err_no = err_no;
+  e->message = std::move(message);
+  return e;
+}
+
+// Converts the exception in flight to an error object.
+inline sandlet_error_t* current_error() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return make_error(static_cast<sandlet_code_t>(e.code()), e.what(), e.err_no());
+  } catch (const std::bad_alloc&) {
+    return make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM);
+  } catch (const std::exception& e) {
+    return make_error(SANDLET_INTERNAL, e.what());
+  } catch (...) {
+    return make_error(SANDLET_INTERNAL, "unknown internal error");
+  }
+}
+
+inline sandlet_error_t* error_from(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (...) {
+    return current_error();
+  }
+}
+
+// Runs `f`; returns NULL on success or the error it threw.
+template <class F>
+sandlet_error_t* guard(F&& f) noexcept {
+  try {
+    f();
+    return nullptr;
+  } catch (...) {
+    return current_error();
+  }
+}
+
+inline sandlet_error_t* null_arg(const char* name) {
+  return make_error(SANDLET_INVALID_ARGUMENT, std::string("argument '") + name + "' must not be NULL");
+}
+
+inline char* dup_string(const std::string& s) {
+  char* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!p) throw std::bad_alloc();
+  std::memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
+}  // namespace sandlet::capi
+
+#define SANDLET_REQUIRE(arg) \
+  do {                        \
+    if (!(arg)) return sandlet::capi::null_arg(#arg); \
+  } while (0)

@@ -1,0 +1,89 @@
+#include "runtime/agent_call.hpp"
+
+#include "common/error.hpp"
+#include "sys/unix_socket.hpp"
+
+namespace asio = boost::asio;
+
+namespace sandlet {
+
+AgentCall::AgentCall(asio::io_context& io, FrameHandler on_frame, Done done)
+    : socket_(io), on_frame_(std::move(on_frame)), done_(std::move(done)) {}
+
+std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, const std::string& socket_path,
+                                            std::string request_frames, FrameHandler on_frame, Done done) {
+  sys::UniqueFd fd = sys::connect_unix(socket_path);
+  auto call = std::make_shared<AgentCall>(io, std::move(on_frame), std::move(done));
+  call->socket_.assign(asio::local::stream_protocol(), fd.release());
+  call->outgoing_ = std::move(request_frames);
+  asio::post(io, [call] {
+    asio::async_write(call->socket_, asio::buffer(call->outgoing_),
+                      [call](boost::system::error_code ec, size_t) {
+                        // A write error shows up as a read error too; the read side reports it.
+                        if (!ec) call->outgoing_.clear();
+                      });
+    call->read_header();
+  });
+  return call;
+}
+
+void AgentCall::abort() {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self] {
+    boost::system::error_code ignored;
+    self->socket_.close(ignored);
+    self->finish(std::make_exception_ptr(Error(Code::kCancelled, "cancelled by the caller")));
+  });
+}
+
+void AgentCall::read_header() {
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(header_, sizeof header_), [self](boost::system::error_code ec, size_t) {
+    if (ec) {
+      self->finish(std::make_exception_ptr(Error(
+          Code::kUnavailable, "sandbox agent closed the connection before replying (sandbox destroyed or dead?): " +
+                                  ec.message())));
+      return;
+    }
+    if (!proto::decode_header(self->header_, &self->frame_)) {
+      self->finish(std::make_exception_ptr(Error(Code::kInternal, "sandbox agent sent a malformed frame header")));
+      return;
+    }
+    self->read_payload();
+  });
+}
+
+void AgentCall::read_payload() {
+  auto self = shared_from_this();
+  payload_.resize(frame_.len);
+  asio::async_read(socket_, asio::buffer(payload_), [self](boost::system::error_code ec, size_t) {
+    if (ec) {
+      self->finish(std::make_exception_ptr(
+          Error(Code::kUnavailable, "sandbox agent connection lost mid-frame: " + ec.message())));
+      return;
+    }
+    bool final_frame = false;
+    try {
+      final_frame = self->on_frame_(self->frame_.type, self->payload_);
+    } catch (...) {
+      self->finish(std::current_exception());
+      return;
+    }
+    if (final_frame)
+      self->finish(nullptr);
+    else
+      self->read_header();
+  });
+}
+
+void AgentCall::finish(std::exception_ptr error) {
+  if (finished_) return;
+  finished_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  auto done = std::move(done_);
+  on_frame_ = nullptr;
+  if (done) done(error);
+}
+
+}  // namespace sandlet

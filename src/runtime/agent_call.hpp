@@ -1,0 +1,45 @@
+// One request to a sandbox's agent over its Unix socket, driven by the runtime's Asio event loop:
+// sends the request frames, then hands each reply frame to a handler until it reports the final one.
+#pragma once
+#include <boost/asio.hpp>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proto/agent_protocol.hpp"
+
+namespace sandlet {
+
+class AgentCall final : public std::enable_shared_from_this<AgentCall> {
+ public:
+  // Returns true when `type` was the final frame of the call.
+  using FrameHandler = std::function<bool(proto::Msg type, std::string_view payload)>;
+  using Done = std::function<void(std::exception_ptr)>;
+
+  // Connects (synchronously: a local connect never blocks) and starts the exchange on `io`'s thread.
+  // `done` runs exactly once, on the loop thread. Throws only if the connection cannot be made.
+  static std::shared_ptr<AgentCall> start(boost::asio::io_context& io, const std::string& socket_path,
+                                          std::string request_frames, FrameHandler on_frame, Done done);
+  // Closes the connection; the agent then kills whatever the call started. Thread-safe.
+  void abort();
+
+  AgentCall(boost::asio::io_context& io, FrameHandler on_frame, Done done);
+
+ private:
+  void read_header();
+  void read_payload();
+  void finish(std::exception_ptr error);
+
+  boost::asio::local::stream_protocol::socket socket_;
+  std::string outgoing_;
+  char header_[proto::kHeaderSize];
+  proto::FrameHeader frame_{};
+  std::string payload_;
+  FrameHandler on_frame_;
+  Done done_;
+  bool finished_ = false;
+};
+
+}  // namespace sandlet

@@ -1,0 +1,73 @@
+// Sweeps what crashed or expired runs left behind. Rules, per sandbox directory:
+//  - no or damaged record, and older than a minute: a create that died before writing it -> remove
+//  - "creating" whose creator process is gone -> tear down
+//  - "running" whose init is gone -> tear down (cgroups, slot, directory)
+//  - alive, `owned`, creator process gone -> tear down (the parent-death signal normally did it)
+//  - alive and past its max lifetime -> tear down
+//  - anything else belongs to a live owner or is a live detached sandbox: never touched.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
+#include "runtime/runtime.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet {
+namespace {
+
+bool process_alive(pid_t pid, uint64_t start) {
+  return pid > 0 && sys::process_start_time(pid) == std::optional<uint64_t>(start);
+}
+
+}  // namespace
+
+size_t Runtime::gc() {
+  size_t removed = 0;
+  const std::string sandboxes = host_.root + "/sandboxes";
+  const double now = sys::now_unix_seconds();
+  for (const auto& id : sys::list_dir(sandboxes)) {
+    std::string dir = sandboxes + "/" + id;
+    {
+      std::lock_guard lock(mutex_);
+      if (children_.count(id)) continue;  // ours and watched: the exit watcher cleans it
+    }
+    std::optional<SandboxRecord> rec;
+    try {
+      rec = load_record(id);
+    } catch (const Error&) {
+    }
+    if (!rec) {
+      struct stat st;
+      if (::stat(dir.c_str(), &st) == 0 && now - static_cast<double>(st.st_mtime) > 60) {
+        try {
+          sys::remove_tree(dir);
+          ++removed;
+        } catch (const Error&) {
+        }
+      }
+      continue;
+    }
+    bool init_alive = process_alive(rec->init_pid, rec->init_start);
+    bool owner_alive = process_alive(rec->owner_pid, rec->owner_start);
+    bool doomed = false;
+    if (rec->state == SandboxState::kCreating)
+      doomed = !owner_alive;
+    else if (!init_alive)
+      doomed = true;
+    else if (rec->spec.lifetime == Lifetime::kOwned && !owner_alive)
+      doomed = true;
+    else if (rec->deadline > 0 && now > rec->deadline)
+      doomed = true;
+    if (!doomed) continue;
+    try {
+      teardown(*rec);
+      ++removed;
+    } catch (const Error&) {
+      // Left for the next sweep; reported through the count only.
+    }
+  }
+  slots_->sweep(sandboxes);
+  return removed;
+}
+
+}  // namespace sandlet

@@ -1,0 +1,336 @@
+#include "runtime/runtime.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <future>
+
+#include "common/error.hpp"
+#include "runtime/sandbox.hpp"
+#include "sys/fs_util.hpp"
+
+namespace asio = boost::asio;
+
+namespace sandlet {
+
+Runtime::Runtime(const RuntimeOptions& options)
+    : options_(options), workers_(options.worker_threads ? options.worker_threads : 2) {}
+
+std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const RuntimeOptions& options) {
+  std::string root = root_arg;
+  if (root.empty()) {
+    const char* env = std::getenv("SANDLET_ROOT");
+    root = env && *env ? env : "/var/lib/sandlet";
+  }
+  if (root.front() != '/') throw Error(Code::kInvalidArgument, "runtime root must be an absolute path: " + root);
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+
+  std::shared_ptr<Runtime> rt(new Runtime(options));
+  rt->host_.root = root;
+  sys::mkdir_p(root, 0700);
+  // Sandboxes' agent sockets live here: only the runtime's user may reach them.
+  if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);
+  for (const char* sub : {"/sandboxes", "/slots"})
+    if (::mkdir((root + sub).c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + root + sub);
+  rt->slots_ = std::make_unique<SlotTable>(root + "/slots");
+
+  bool have_cgroups = false;
+  try {
+    rt->host_.cgroups = sys::CgroupSystem::detect();
+    have_cgroups = true;
+  } catch (const Error&) {
+  }
+  for (const auto& entry : backend_registry()) {
+    BackendStatus st{entry.name, false, entry.probe()};
+    st.available = st.reason.empty();
+    if (st.available) rt->backend_impls_[entry.name] = entry.factory(rt->host_);
+    rt->backends_.push_back(std::move(st));
+  }
+  if (have_cgroups && ::geteuid() == 0) rt->host_.cgroups.prepare();
+
+  rt->work_.emplace(asio::make_work_guard(rt->io_));
+  std::promise<std::thread::id> started;
+  auto started_future = started.get_future();
+  rt->loop_ = std::thread([raw = rt.get(), &started] {
+    started.set_value(std::this_thread::get_id());
+    for (;;) {
+      try {
+        raw->io_.run();
+        break;
+      } catch (...) {
+        // A handler threw past its own guard: keep the loop alive; the handler's caller got its error.
+      }
+    }
+  });
+  rt->loop_thread_id_ = started_future.get();
+  if (options.gc_on_open) rt->gc();
+  return rt;
+}
+
+Runtime::~Runtime() { close(); }
+
+void Runtime::check_not_on_loop(const char* what) const {
+  if (on_loop_thread())
+    throw Error(Code::kFailedPrecondition,
+                std::string(what) + ": blocking call from a completion callback (use the _async form)");
+}
+
+void Runtime::close() {
+  std::vector<SandboxRecord> owned;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    for (auto& [id, child] : children_) {
+      if (child.record.spec.lifetime == Lifetime::kOwned) owned.push_back(child.record);
+      if (auto h = handles_.find(id); h != handles_.end())
+        if (auto sb = h->second.lock()) sb->destroy_mark_only();
+    }
+  }
+  for (const auto& rec : owned) {
+    try {
+      teardown(rec);
+    } catch (...) {
+      // Best effort: whatever remains is swept by the next runtime or `sandlet gc`.
+    }
+  }
+  // Stop watching children (detached ones live on), let in-flight calls finish, stop the loop.
+  asio::post(io_, [this] {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, child] : children_) {
+      boost::system::error_code ignored;
+      child.watcher->close(ignored);
+    }
+  });
+  work_.reset();
+  if (loop_.joinable()) loop_.join();
+  {
+    std::lock_guard lock(mutex_);
+    children_.clear();
+  }
+  workers_.join();
+}
+
+std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
+  check_not_on_loop("sandbox create");
+  return create_blocking(spec);
+}
+
+void Runtime::create_async(Spec spec, CreateDone done) {
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  run_on_workers([this, spec = std::move(spec), done = std::move(done)]() mutable {
+    std::exception_ptr error;
+    std::shared_ptr<Sandbox> sb;
+    try {
+      sb = create_blocking(spec);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // Completions run on the loop thread, like every other callback.
+    asio::post(io_, [done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
+  });
+}
+
+std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  validate_spec(spec);
+  auto impl = backend_impls_.find(spec.backend);
+  if (impl == backend_impls_.end()) {
+    for (const auto& b : backends_)
+      if (b.name == spec.backend)
+        throw Error(Code::kUnimplemented, "backend '" + spec.backend + "' is not available on this host: " + b.reason);
+    throw Error(Code::kInvalidArgument, "invalid spec field 'backend': unknown backend '" + spec.backend + "'");
+  }
+
+  SandboxRecord rec;
+  rec.id = sys::random_hex(6);
+  rec.backend = spec.backend;
+  rec.spec = spec;
+  rec.created_at = sys::now_unix_seconds();
+  rec.deadline = rec.created_at + spec.max_lifetime_s;
+  rec.owner_pid = ::getpid();
+  rec.owner_start = sys::process_start_time(rec.owner_pid).value_or(0);
+  std::string dir = sandbox_dir(rec.id);
+  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("mkdir " + dir);
+
+  sys::UniqueFd pidfd;
+  try {
+    rec.slot = slots_->claim(rec.id);
+    rec.uid_base = SlotTable::uid_base(rec.slot);
+    // Recorded before any kernel object exists, so a crash from here on is visible to gc.
+    sys::write_file_atomic(dir + "/record.json", rec.to_json());
+    pidfd = impl->second->create(rec, dir);
+    rec.state = SandboxState::kRunning;
+    sys::write_file_atomic(dir + "/record.json", rec.to_json());
+  } catch (...) {
+    try {
+      if (pidfd) {
+        ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+        siginfo_t info;
+        ::waitid(P_PIDFD, static_cast<id_t>(pidfd.get()), &info, WEXITED | __WALL);
+      }
+      sys::kill_and_remove_cgroups(rec.cgroups);
+      slots_->release(rec.slot, rec.id);
+      sys::remove_tree(dir);
+    } catch (...) {
+    }
+    throw;
+  }
+
+  auto sb = std::make_shared<Sandbox>(shared_from_this(), rec, true);
+  {
+    std::lock_guard lock(mutex_);
+    handles_[rec.id] = sb;
+  }
+  watch_child(rec.id, std::move(pidfd));
+  return sb;
+}
+
+void Runtime::watch_child(const std::string& id, sys::UniqueFd pidfd) {
+  std::lock_guard lock(mutex_);
+  auto watcher = std::make_unique<asio::posix::stream_descriptor>(io_, pidfd.release());
+  watcher->async_wait(asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
+    if (!ec) on_child_exit(id);
+  });
+  Child child;
+  child.watcher = std::move(watcher);
+  if (auto rec = load_record(id)) child.record = *rec;
+  children_[id] = std::move(child);
+}
+
+// Runs on the loop thread when a sandbox this process started has exited (destroyed, idle/max lifetime,
+// crash): reap it, then clean its host state on a worker.
+void Runtime::on_child_exit(const std::string& id) {
+  SandboxRecord rec;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = children_.find(id);
+    if (it == children_.end()) return;
+    siginfo_t info;
+    ::waitid(P_PIDFD, static_cast<id_t>(it->second.watcher->native_handle()), &info, WEXITED | WNOHANG | __WALL);
+    rec = std::move(it->second.record);
+    children_.erase(it);
+    if (auto h = handles_.find(id); h != handles_.end())
+      if (auto sb = h->second.lock()) sb->destroy_mark_only();
+  }
+  run_on_workers([this, rec = std::move(rec)] {
+    try {
+      teardown(rec);
+    } catch (...) {
+    }
+  });
+}
+
+void Runtime::forget(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  handles_.erase(id);
+}
+
+void Runtime::teardown(const SandboxRecord& rec) {
+  if (rec.id.empty()) return;
+  // Kill PID 1 (the kernel then kills its whole pid namespace) and the cgroup, in that order of trust:
+  // the pidfd is checked against the recorded start time so a reused pid is never signalled.
+  sys::UniqueFd pidfd;
+  if (rec.init_pid > 0) {
+    pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
+    if (pidfd && sys::process_start_time(rec.init_pid) != std::optional<uint64_t>(rec.init_start)) pidfd.reset();
+    if (pidfd) ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+  }
+  if (!rec.cgroups.v2.empty()) {
+    int fd = ::open((rec.cgroups.v2 + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)!::write(fd, "1", 1);
+      ::close(fd);
+    }
+  }
+  if (pidfd) {
+    pollfd p{pidfd.get(), POLLIN, 0};
+    while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+    }
+  }
+  bool cgroups_gone = sys::kill_and_remove_cgroups(rec.cgroups);
+  if (!cgroups_gone) throw Error(Code::kInternal, "sandbox " + rec.id + ": cgroup still busy after kill");
+  slots_->release(rec.slot, rec.id);
+  sys::remove_tree(sandbox_dir(rec.id));
+}
+
+std::optional<SandboxRecord> Runtime::load_record(const std::string& id) const {
+  auto text = sys::read_file_if_exists(sandbox_dir(id) + "/record.json", 1 << 20);
+  if (!text) return std::nullopt;
+  return SandboxRecord::from_json(*text);
+}
+
+std::string Runtime::state_of(const SandboxRecord& rec) const {
+  bool alive = rec.init_pid > 0 && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start);
+  if (rec.state == SandboxState::kCreating) return "creating";
+  return alive ? "running" : "dead";
+}
+
+static bool valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+std::shared_ptr<Sandbox> Runtime::attach(const std::string& id) {
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  if (!valid_id(id)) throw Error(Code::kInvalidArgument, "invalid sandbox id '" + id + "'");
+  {
+    std::lock_guard lock(mutex_);
+    if (auto h = handles_.find(id); h != handles_.end())
+      if (auto sb = h->second.lock(); sb && !sb->destroyed()) return sb;
+  }
+  auto rec = load_record(id);
+  if (!rec) throw Error(Code::kNotFound, "no sandbox '" + id + "' under " + host_.root);
+  std::string state = state_of(*rec);
+  if (state != "running") throw Error(Code::kFailedPrecondition, "sandbox " + id + " is not running (" + state + ")");
+  auto sb = std::make_shared<Sandbox>(shared_from_this(), *rec, false);
+  std::lock_guard lock(mutex_);
+  handles_[id] = sb;
+  return sb;
+}
+
+std::vector<ListedSandbox> Runtime::list(const std::string& label_filter) {
+  std::string key, value;
+  if (!label_filter.empty()) {
+    size_t eq = label_filter.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error(Code::kInvalidArgument, "label filter must be key=value, got '" + label_filter + "'");
+    key = label_filter.substr(0, eq);
+    value = label_filter.substr(eq + 1);
+  }
+  std::vector<ListedSandbox> out;
+  for (const auto& id : sys::list_dir(host_.root + "/sandboxes")) {
+    std::optional<SandboxRecord> rec;
+    try {
+      rec = load_record(id);
+    } catch (const Error&) {
+      continue;  // damaged: gc removes it
+    }
+    if (!rec) continue;
+    if (!key.empty()) {
+      auto it = rec->spec.labels.find(key);
+      if (it == rec->spec.labels.end() || it->second != value) continue;
+    }
+    ListedSandbox item;
+    item.state = state_of(*rec);
+    auto obj = boost::json::parse(rec->to_json()).as_object();
+    obj["state"] = item.state;
+    item.json = boost::json::serialize(obj);
+    item.record = std::move(*rec);
+    out.push_back(std::move(item));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ListedSandbox& a, const ListedSandbox& b) { return a.record.created_at < b.record.created_at; });
+  return out;
+}
+
+}  // namespace sandlet

@@ -1,0 +1,103 @@
+// The runtime: a state directory, an event loop thread (Boost.Asio) that drives every agent connection,
+// a small worker pool for blocking create/destroy work, and the registry of sandboxes this process made.
+#pragma once
+#include <boost/asio.hpp>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "runtime/record.hpp"
+#include "runtime/slots.hpp"
+#include "spec/spec.hpp"
+#include "sys/fd.hpp"
+
+namespace sandlet {
+
+class Sandbox;
+
+struct RuntimeOptions {
+  unsigned worker_threads = 2;
+  bool gc_on_open = true;
+};
+
+struct BackendStatus {
+  std::string name;
+  bool available = false;
+  std::string reason;
+};
+
+struct ListedSandbox {
+  SandboxRecord record;
+  std::string state;  // "running", "creating", "dead"
+  std::string json;   // the record plus "state"
+};
+
+class Runtime final : public std::enable_shared_from_this<Runtime> {
+ public:
+  static std::shared_ptr<Runtime> open(const std::string& root, const RuntimeOptions& options);
+  ~Runtime();
+  // Destroys owned sandboxes made here, stops the loop and the workers. Idempotent.
+  void close();
+  bool closed() const { return closed_; }
+
+  const std::string& root() const { return host_.root; }
+  const std::vector<BackendStatus>& backends() const { return backends_; }
+
+  std::shared_ptr<Sandbox> create(const Spec& spec);
+  using CreateDone = std::function<void(std::exception_ptr, std::shared_ptr<Sandbox>)>;
+  void create_async(Spec spec, CreateDone done);
+  std::shared_ptr<Sandbox> attach(const std::string& id);
+  std::vector<ListedSandbox> list(const std::string& label_filter);
+  size_t gc();
+
+  // Internals used by Sandbox.
+  boost::asio::io_context& io() { return io_; }
+  bool on_loop_thread() const { return std::this_thread::get_id() == loop_thread_id_; }
+  void check_not_on_loop(const char* what) const;
+  std::string sandbox_dir(const std::string& id) const { return host_.root + "/sandboxes/" + id; }
+  // Tears a sandbox down (kill, wait, remove cgroups, slot, directory). Safe to call more than once.
+  void teardown(const SandboxRecord& rec);
+  void forget(const std::string& id);
+  template <class F>
+  void run_on_workers(F&& f) {
+    boost::asio::post(workers_, std::forward<F>(f));
+  }
+
+ private:
+  explicit Runtime(const RuntimeOptions& options);
+  std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
+  void watch_child(const std::string& id, sys::UniqueFd pidfd);
+  void on_child_exit(const std::string& id);
+  std::optional<SandboxRecord> load_record(const std::string& id) const;
+  std::string state_of(const SandboxRecord& rec) const;
+
+  HostContext host_;
+  RuntimeOptions options_;
+  std::vector<BackendStatus> backends_;
+  std::map<std::string, std::unique_ptr<Backend>> backend_impls_;
+  std::unique_ptr<SlotTable> slots_;
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread loop_;
+  std::thread::id loop_thread_id_;
+  boost::asio::thread_pool workers_;
+
+  std::mutex mutex_;
+  // Sandboxes this process created and is the parent of: their pidfds, watched for exit.
+  struct Child {
+    std::unique_ptr<boost::asio::posix::stream_descriptor> watcher;
+    SandboxRecord record;
+  };
+  std::map<std::string, Child> children_;
+  // Live handles by id, so attach in this process shares the creating handle's object.
+  std::map<std::string, std::weak_ptr<Sandbox>> handles_;
+  bool closed_ = false;
+};
+
+}  // namespace sandlet

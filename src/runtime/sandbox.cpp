@@ -1,0 +1,230 @@
+#include "runtime/sandbox.hpp"
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <future>
+
+#include "common/error.hpp"
+#include "proto/agent_protocol.hpp"
+#include "runtime/agent_call.hpp"
+#include "runtime/exec_env.hpp"
+#include "runtime/runtime.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet {
+namespace {
+
+constexpr uint64_t kDefaultOutputLimit = 16ull << 20;
+constexpr size_t kChunk = 256 * 1024;
+
+void append_chunked(std::string& frames, proto::Msg type, std::string_view data) {
+  for (size_t off = 0; off < data.size(); off += kChunk) {
+    std::string part(data.substr(off, kChunk));
+    frames += proto::frame(type, part);
+  }
+}
+
+[[noreturn]] void throw_agent_error(std::string_view payload) {
+  proto::ErrorReply err;
+  if (!proto::ErrorReply::decode(payload, &err)) throw Error(Code::kInternal, "sandbox agent sent a malformed error");
+  throw Error(static_cast<Code>(err.code), err.message, err.err_no);
+}
+
+}  // namespace
+
+Sandbox::Sandbox(std::shared_ptr<Runtime> runtime, SandboxRecord record, bool created_here)
+    : runtime_(runtime), record_(std::move(record)), created_here_(created_here) {}
+
+Sandbox::~Sandbox() {
+  // An owned sandbox dies with the last handle of the runtime that created it.
+  if (!created_here_ || destroyed_ || record_.spec.lifetime != Lifetime::kOwned) return;
+  auto rt = runtime_.lock();
+  if (!rt || rt->closed()) return;
+  Runtime* raw = rt.get();
+  rt->run_on_workers([raw, rec = record_] {
+    try {
+      raw->teardown(rec);
+    } catch (...) {
+    }
+  });
+}
+
+std::shared_ptr<Runtime> Sandbox::runtime_checked() const {
+  auto rt = runtime_.lock();
+  if (!rt || rt->closed()) throw Error(Code::kFailedPrecondition, "sandbox " + id() + ": its runtime is closed");
+  if (destroyed_) throw Error(Code::kFailedPrecondition, "sandbox " + id() + " is destroyed");
+  return rt;
+}
+
+void Sandbox::exec_async(ExecParams params, ExecDone done) {
+  auto rt = runtime_checked();
+  if (params.argv.empty() || params.argv[0].empty())
+    throw Error(Code::kInvalidArgument, "invalid exec field 'argv': a command is required");
+  if (params.timeout_s < 0 || !std::isfinite(params.timeout_s))
+    throw Error(Code::kInvalidArgument, "invalid exec field 'timeout': must be >= 0");
+
+  proto::ExecRequest req;
+  req.argv = std::move(params.argv);
+  req.env = merge_env(base_env(record_.spec), params.env);
+  req.cwd = std::move(params.cwd);
+  req.user = std::move(params.user);
+  req.timeout_ms = static_cast<uint64_t>(std::ceil(params.timeout_s * 1000));
+  req.output_limit = params.output_limit ? params.output_limit : kDefaultOutputLimit;
+  if (params.kill_on_output_limit) req.flags |= proto::kExecKillOnOutputLimit;
+  if (!params.stdin_data.empty()) req.flags |= proto::kExecHasStdin;
+
+  std::string frames = proto::frame(proto::Msg::kExec, req.encode());
+  if (!params.stdin_data.empty()) {
+    append_chunked(frames, proto::Msg::kStdin, params.stdin_data);
+    frames += proto::frame(proto::Msg::kStdinEof, "");
+  }
+
+  struct State {
+    ExecOutcome outcome;
+    uint64_t start_ns = sys::now_monotonic_ns();
+    std::function<void(int, std::string_view)> on_output;
+  };
+  auto state = std::make_shared<State>();
+  state->on_output = std::move(params.on_output);
+
+  auto on_frame = [state](proto::Msg type, std::string_view payload) -> bool {
+    switch (type) {
+      case proto::Msg::kStarted:
+        return false;
+      case proto::Msg::kStdout:
+      case proto::Msg::kStderr: {
+        int stream = type == proto::Msg::kStdout ? 1 : 2;
+        if (state->on_output) {
+          try {
+            state->on_output(stream, payload);
+          } catch (...) {
+            // A throwing output callback must not tear the connection; drop the exception.
+          }
+        } else {
+          (stream == 1 ? state->outcome.stdout_data : state->outcome.stderr_data).append(payload);
+        }
+        return false;
+      }
+      case proto::Msg::kExit: {
+        proto::ExitStatus st;
+        if (!proto::ExitStatus::decode(payload, &st)) throw Error(Code::kInternal, "sandbox agent sent a malformed exit status");
+        state->outcome.exit_code = st.exit_code;
+        state->outcome.signal = st.signal;
+        state->outcome.timed_out = st.flags & proto::kExitTimedOut;
+        state->outcome.stdout_truncated = st.flags & proto::kExitStdoutTruncated;
+        state->outcome.stderr_truncated = st.flags & proto::kExitStderrTruncated;
+        state->outcome.run_ns = st.run_ns;
+        return true;
+      }
+      case proto::Msg::kError:
+        throw_agent_error(payload);
+      default:
+        throw Error(Code::kInternal, "sandbox agent sent an unexpected frame during exec");
+    }
+  };
+  std::string sandbox_id = id();
+  auto on_done = [state, done = std::move(done), sandbox_id](std::exception_ptr error) {
+    state->outcome.duration_ns = sys::now_monotonic_ns() - state->start_ns;
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const Error& e) {
+        error = std::make_exception_ptr(Error(e.code(), "exec in sandbox " + sandbox_id + ": " + e.what(), e.err_no()));
+      } catch (...) {
+      }
+    }
+    done(error, std::move(state->outcome));
+  };
+  AgentCall::start(rt->io(), record_.agent_socket, std::move(frames), std::move(on_frame), std::move(on_done));
+}
+
+ExecOutcome Sandbox::exec(ExecParams params) {
+  auto rt = runtime_checked();
+  rt->check_not_on_loop("exec");
+  std::promise<ExecOutcome> promise;
+  auto future = promise.get_future();
+  exec_async(std::move(params), [&promise](std::exception_ptr error, ExecOutcome outcome) {
+    if (error)
+      promise.set_exception(error);
+    else
+      promise.set_value(std::move(outcome));
+  });
+  return future.get();
+}
+
+void Sandbox::call_blocking(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame) {
+  auto rt = runtime_checked();
+  rt->check_not_on_loop("file transfer");
+  std::promise<void> promise;
+  auto future = promise.get_future();
+  AgentCall::start(
+      rt->io(), record_.agent_socket, std::move(frames),
+      [on_frame = std::move(on_frame)](proto::Msg type, std::string_view payload) {
+        if (type == proto::Msg::kError) throw_agent_error(payload);
+        return on_frame(static_cast<uint8_t>(type), payload);
+      },
+      [&promise](std::exception_ptr error) {
+        if (error)
+          promise.set_exception(error);
+        else
+          promise.set_value();
+      });
+  future.get();
+}
+
+void Sandbox::write_file(const std::string& path, std::string data, uint32_t mode) {
+  if (path.empty() || path[0] != '/')
+    throw Error(Code::kInvalidArgument, "invalid file path '" + path + "': must be absolute inside the sandbox");
+  proto::WriteFileRequest req;
+  req.path = path;
+  req.mode = mode ? mode : 0644;
+  std::string frames = proto::frame(proto::Msg::kWriteFile, req.encode());
+  append_chunked(frames, proto::Msg::kFileData, data);
+  frames += proto::frame(proto::Msg::kFileEof, "");
+  call_blocking(std::move(frames), [](uint8_t type, std::string_view) {
+    if (type != static_cast<uint8_t>(proto::Msg::kOk)) throw Error(Code::kInternal, "unexpected reply to write_file");
+    return true;
+  });
+}
+
+std::string Sandbox::read_file(const std::string& path, uint64_t max_bytes) {
+  if (path.empty() || path[0] != '/')
+    throw Error(Code::kInvalidArgument, "invalid file path '" + path + "': must be absolute inside the sandbox");
+  proto::ReadFileRequest req;
+  req.path = path;
+  req.max_bytes = max_bytes ? max_bytes : (64ull << 20);
+  std::string data;
+  call_blocking(proto::frame(proto::Msg::kReadFile, req.encode()), [&data, &req](uint8_t type, std::string_view payload) {
+    if (type == static_cast<uint8_t>(proto::Msg::kFileChunk)) {
+      if (data.size() + payload.size() > req.max_bytes)
+        throw Error(Code::kOutOfRange, "file larger than the read limit");
+      data.append(payload);
+      return false;
+    }
+    if (type == static_cast<uint8_t>(proto::Msg::kFileDone)) return true;
+    throw Error(Code::kInternal, "unexpected reply to read_file");
+  });
+  return data;
+}
+
+void Sandbox::destroy() {
+  std::lock_guard lock(destroy_mutex_);
+  auto rt = runtime_.lock();
+  if (!rt || rt->closed()) {
+    if (destroyed_) return;
+    throw Error(Code::kFailedPrecondition, "sandbox " + id() + ": its runtime is closed");
+  }
+  destroyed_ = true;
+  rt->teardown(record_);
+  rt->forget(id());
+}
+
+std::string Sandbox::info_json() const {
+  auto obj = boost::json::parse(record_.to_json()).as_object();
+  bool alive = record_.init_pid > 0 &&
+               sys::process_start_time(record_.init_pid) == std::optional<uint64_t>(record_.init_start);
+  obj["state"] = destroyed_ ? "destroyed" : (alive ? "running" : "dead");
+  return boost::json::serialize(obj);
+}
+
+}  // namespace sandlet

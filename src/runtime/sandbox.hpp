@@ -1,0 +1,78 @@
+// A handle on one sandbox: exec, files, destroy. Backend-independent: it speaks the agent protocol.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/record.hpp"
+
+namespace sandlet {
+
+class Runtime;
+
+struct ExecParams {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "K=V" added to the sandbox's environment
+  std::string cwd;
+  std::string user;
+  std::string stdin_data;
+  double timeout_s = 0;
+  uint64_t output_limit = 0;  // 0 = 16 MiB
+  bool kill_on_output_limit = false;
+  std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
+};
+
+struct ExecOutcome {
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::string stdout_data;
+  std::string stderr_data;
+  uint64_t duration_ns = 0;
+  uint64_t run_ns = 0;
+};
+
+class Sandbox final : public std::enable_shared_from_this<Sandbox> {
+ public:
+  Sandbox(std::shared_ptr<Runtime> runtime, SandboxRecord record, bool created_here);
+  ~Sandbox();
+
+  const std::string& id() const { return record_.id; }
+  const SandboxRecord& record() const { return record_; }
+  // The runtime, or FAILED_PRECONDITION when it is closed or this sandbox is destroyed.
+  std::shared_ptr<Runtime> runtime() const { return runtime_checked(); }
+
+  using ExecDone = std::function<void(std::exception_ptr, ExecOutcome)>;
+  void exec_async(ExecParams params, ExecDone done);
+  ExecOutcome exec(ExecParams params);
+
+  void write_file(const std::string& path, std::string data, uint32_t mode);
+  std::string read_file(const std::string& path, uint64_t max_bytes);
+
+  // Kills every process and removes all host state. Idempotent.
+  void destroy();
+  bool destroyed() const { return destroyed_; }
+  // Marks the handle unusable without tearing down (the runtime is doing or has done it).
+  void destroy_mark_only() { destroyed_ = true; }
+  std::string info_json() const;
+
+ private:
+  std::shared_ptr<Runtime> runtime_checked() const;
+  // Runs an agent request to completion on the loop; blocking wrapper shared by files.
+  void call_blocking(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame);
+
+  std::weak_ptr<Runtime> runtime_;
+  SandboxRecord record_;
+  bool created_here_;
+  std::atomic<bool> destroyed_{false};
+  std::mutex destroy_mutex_;
+};
+
+}  // namespace sandlet

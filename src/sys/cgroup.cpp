@@ -1,0 +1,182 @@
+#include "sys/cgroup.hpp"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <thread>
+
+#include "common/error.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet::sys {
+namespace {
+
+constexpr const char* kParent = "sandlet";
+
+bool is_cgroup2(const std::string& path) {
+  struct statfs st;
+  return ::statfs(path.c_str(), &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC;
+}
+bool is_cgroup1(const std::string& path) {
+  struct statfs st;
+  return ::statfs(path.c_str(), &st) == 0 && st.f_type == CGROUP_SUPER_MAGIC;
+}
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+void mkdir_ignore_exists(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) < 0 && errno != EEXIST) throw_errno("mkdir cgroup " + path);
+}
+
+// Removes a cgroup directory after its children; retries while the kernel still tears tasks down.
+bool rmdir_cgroup_tree(const std::string& path) {
+  for (const auto& name : list_dir(path)) {
+    struct stat st;
+    std::string child = path + "/" + name;
+    if (::lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) rmdir_cgroup_tree(child);
+  }
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
+    if (errno != EBUSY) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(attempt < 50 ? 100 : 5000));
+  }
+  return false;
+}
+
+}  // namespace
+
+CgroupSystem CgroupSystem::detect() {
+  CgroupSystem s;
+  if (is_cgroup2("/sys/fs/cgroup")) {
+    s.unified = true;
+    s.v2_root = "/sys/fs/cgroup";
+    return s;
+  }
+  if (!is_cgroup2("/sys/fs/cgroup/unified"))
+    throw Error(Code::kUnimplemented,
+                "no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified (sandlet needs cgroup2 for "
+                "cgroup.kill and CLONE_INTO_CGROUP)");
+  s.v2_root = "/sys/fs/cgroup/unified";
+  auto pick = [](std::initializer_list<const char*> names) -> std::string {
+    for (const char* n : names) {
+      std::string p = std::string("/sys/fs/cgroup/") + n;
+      if (is_cgroup1(p)) return p;
+    }
+    return {};
+  };
+  s.memory_v1 = pick({"memory"});
+  s.pids_v1 = pick({"pids"});
+  s.cpu_v1 = pick({"cpu", "cpu,cpuacct"});
+  return s;
+}
+
+void CgroupSystem::prepare() const {
+  mkdir_ignore_exists(v2_root + "/" + kParent);
+  if (unified) {
+    // Controllers must be enabled top-down: the root, then our parent group.
+    for (const std::string& dir : {v2_root, v2_root + "/" + kParent}) {
+      std::string avail = read_file(dir + "/cgroup.controllers");
+      std::string enable;
+      for (const char* c : {"cpu", "memory", "pids"})
+        if (avail.find(c) != std::string::npos) enable += std::string(enable.empty() ? "+" : " +") + c;
+      if (!enable.empty()) {
+        try {
+          write_existing(dir + "/cgroup.subtree_control", enable);
+        } catch (const Error&) {
+          // Already enabled or refused by a parent policy; limits then fail loudly at create.
+        }
+      }
+    }
+    return;
+  }
+  for (const std::string& root : {memory_v1, pids_v1, cpu_v1})
+    if (!root.empty()) mkdir_ignore_exists(root + "/" + kParent);
+}
+
+std::string CgroupSystem::describe() const {
+  return unified ? "cgroup v2 at " + v2_root : "hybrid: cgroup2 at " + v2_root + " + v1 controllers";
+}
+
+SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& id, const Limits& limits,
+                                    uid_t owner_uid) {
+  SandboxCgroup cg;
+  cg.paths_.v2 = sys.v2_root + "/" + kParent + "/" + id;
+  if (::mkdir(cg.paths_.v2.c_str(), 0755) < 0) throw_errno("mkdir cgroup " + cg.paths_.v2);
+  try {
+    cg.v2_fd_.reset(::open(cg.paths_.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!cg.v2_fd_) throw_errno("open cgroup " + cg.paths_.v2);
+    // Delegate: the agent (root inside = owner_uid) creates per-exec child groups and moves processes.
+    for (const char* f : {".", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"})
+      if (::fchownat(cg.v2_fd_.get(), f, owner_uid, owner_uid, 0) < 0) throw_errno("chown cgroup " + cg.paths_.v2 + "/" + f);
+
+    auto quota = [&](uint64_t period) { return static_cast<uint64_t>(std::llround(limits.cpus * period)); };
+    if (sys.unified) {
+      int fd = cg.v2_fd_.get();
+      if (limits.memory) {
+        write_existing_at(fd, "memory.max", std::to_string(limits.memory));
+        write_existing_at(fd, "memory.swap.max", "0");
+      }
+      if (limits.pids) write_existing_at(fd, "pids.max", std::to_string(limits.pids));
+      if (limits.cpus > 0) write_existing_at(fd, "cpu.max", std::to_string(quota(100000)) + " 100000");
+    } else {
+      auto make_v1 = [&](const std::string& root) {
+        if (root.empty()) return std::string();
+        std::string p = root + "/" + kParent + "/" + id;
+        if (::mkdir(p.c_str(), 0755) < 0) throw_errno("mkdir cgroup " + p);
+        cg.paths_.v1.push_back(p);
+        return p;
+      };
+      std::string mem = make_v1(sys.memory_v1);
+      if (limits.memory) {
+        if (mem.empty()) throw Error(Code::kUnimplemented, "limits.memory: no memory cgroup controller on this host");
+        write_existing(mem + "/memory.limit_in_bytes", std::to_string(limits.memory));
+      }
+      std::string pids = make_v1(sys.pids_v1);
+      if (limits.pids) {
+        if (pids.empty()) throw Error(Code::kUnimplemented, "limits.pids: no pids cgroup controller on this host");
+        write_existing(pids + "/pids.max", std::to_string(limits.pids));
+      }
+      std::string cpu = make_v1(sys.cpu_v1);
+      if (limits.cpus > 0) {
+        if (cpu.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
+        write_existing(cpu + "/cpu.cfs_period_us", "100000");
+        write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota(100000)));
+      }
+    }
+  } catch (...) {
+    kill_and_remove_cgroups(cg.paths_);
+    cg.paths_ = {};
+    throw;
+  }
+  return cg;
+}
+
+SandboxCgroup::~SandboxCgroup() {
+  if (!released_ && !paths_.v2.empty()) {
+    v2_fd_.reset();
+    kill_and_remove_cgroups(paths_);
+  }
+}
+
+void SandboxCgroup::add_to_v1(pid_t pid) const {
+  for (const auto& p : paths_.v1) write_existing(p + "/cgroup.procs", std::to_string(pid));
+}
+
+bool kill_and_remove_cgroups(const CgroupPaths& paths) {
+  bool ok = true;
+  if (!paths.v2.empty() && exists(paths.v2)) {
+    try {
+      write_existing(paths.v2 + "/cgroup.kill", "1");
+    } catch (const Error&) {
+      // Kernel without cgroup.kill or group already gone: removal below still reports the truth.
+    }
+    ok = rmdir_cgroup_tree(paths.v2) && ok;
+  }
+  for (const auto& p : paths.v1) ok = rmdir_cgroup_tree(p) && ok;
+  return ok;
+}
+
+}  // namespace sandlet::sys

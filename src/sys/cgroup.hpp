@@ -1,0 +1,61 @@
+// Per-sandbox cgroups on pure cgroup v2 and on the hybrid layout (v1 controllers + a controller-less
+// cgroup2 tree). The cgroup2 directory is always used for CLONE_INTO_CGROUP, cgroup.kill and per-exec
+// child groups; resource limits go to v2 controllers when present, else to the v1 hierarchies.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "spec/spec.hpp"
+#include "sys/fd.hpp"
+
+namespace sandlet::sys {
+
+struct CgroupSystem {
+  bool unified = false;                 // pure v2 with controllers
+  std::string v2_root;                  // mount point of the cgroup2 tree
+  std::string memory_v1, pids_v1, cpu_v1;  // hybrid only: mount points of those v1 controllers
+
+  // Probes /sys/fs/cgroup. Throws UNIMPLEMENTED when no cgroup2 tree exists.
+  static CgroupSystem detect();
+  // Creates the "sandlet" parent groups and enables controllers in them (idempotent).
+  void prepare() const;
+  std::string describe() const;
+};
+
+// Where one sandbox's groups live; persisted in the sandbox record so that any process can clean up.
+struct CgroupPaths {
+  std::string v2;               // cgroup2 directory
+  std::vector<std::string> v1;  // v1 directories (hybrid only)
+};
+
+class SandboxCgroup final {
+ public:
+  // Creates the groups for sandbox `id`, applies limits, delegates the v2 directory to `owner_uid`
+  // (the sandbox's root) so the agent can create per-exec child groups. On failure nothing remains.
+  static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, const Limits& limits,
+                              uid_t owner_uid);
+  SandboxCgroup(SandboxCgroup&&) noexcept = default;
+  SandboxCgroup& operator=(SandboxCgroup&&) noexcept = default;
+  ~SandboxCgroup();
+
+  int v2_fd() const { return v2_fd_.get(); }
+  const CgroupPaths& paths() const { return paths_; }
+  // v1 membership is not set by CLONE_INTO_CGROUP: move the process explicitly.
+  void add_to_v1(pid_t pid) const;
+  // Keep the groups when this object goes away (the sandbox was created).
+  void release() { released_ = true; }
+
+ private:
+  SandboxCgroup() = default;
+  CgroupPaths paths_;
+  UniqueFd v2_fd_;
+  bool released_ = false;
+};
+
+// Kills every process in the groups and removes them (nested groups first). Missing groups are fine.
+// Returns false if a group could not be removed (still busy after the retry budget).
+bool kill_and_remove_cgroups(const CgroupPaths& paths);
+
+}  // namespace sandlet::sys

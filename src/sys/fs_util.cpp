@@ -1,0 +1,187 @@
+#include "sys/fs_util.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "common/error.hpp"
+#include "sys/fd.hpp"
+
+namespace sandlet::sys {
+
+std::optional<std::string> read_file_if_exists(const std::string& path, size_t max) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw_errno("open " + path);
+  }
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max) throw Error(Code::kDataLoss, "read " + path + ": file larger than " + std::to_string(max) + " bytes");
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path, size_t max) {
+  auto r = read_file_if_exists(path, max);
+  if (!r) throw_errno("open " + path, ENOENT);
+  return *r;
+}
+
+static void write_all(int fd, const std::string& data, const std::string& what) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("write " + what);
+    }
+    off += static_cast<size_t>(n);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& data, mode_t mode) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + random_hex(4);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) throw_errno("create " + tmp);
+  try {
+    write_all(fd.get(), data, tmp);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) < 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw_errno("rename " + tmp + " -> " + path, e);
+  }
+}
+
+void write_existing(const std::string& path, const std::string& data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path);
+  write_all(fd.get(), data, path);
+}
+
+void write_existing_at(int dirfd, const char* name, const std::string& data) {
+  UniqueFd fd(::openat(dirfd, name, O_WRONLY | O_CLOEXEC));
+  if (!fd) throw_errno(std::string("open ") + name);
+  write_all(fd.get(), data, name);
+}
+
+void mkdir_p(const std::string& path, mode_t mode) {
+  if (path.empty()) return;
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), mode) < 0 && errno != EEXIST) throw_errno("mkdir " + cur);
+  }
+}
+
+static void remove_tree_at(int parent, const char* name) {
+  if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT) return;
+  if (errno != EISDIR && errno != EPERM) throw_errno(std::string("unlink ") + name);
+  int dfd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) {
+    if (errno == ENOENT) return;
+    throw_errno(std::string("open ") + name);
+  }
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    throw_errno(std::string("fdopendir ") + name);
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    remove_tree_at(dirfd(d), e->d_name);
+  }
+  ::closedir(d);
+  if (::unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT) throw_errno(std::string("rmdir ") + name);
+}
+
+void remove_tree(const std::string& path) { remove_tree_at(AT_FDCWD, path.c_str()); }
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) {
+    if (errno == ENOENT) return out;
+    throw_errno("opendir " + path);
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    out.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::optional<uint64_t> process_start_time(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  auto stat = read_file_if_exists(path, 4096);
+  if (!stat) return std::nullopt;
+  // The command name (field 2) may contain spaces and parentheses: parse after the last ')'.
+  size_t p = stat->rfind(')');
+  if (p == std::string::npos) return std::nullopt;
+  const char* s = stat->c_str() + p + 2;
+  // After ')' come fields 3.. ; start time is field 22, i.e. the 20th token here.
+  for (int field = 3; field < 22 && *s; ++field) {
+    s = std::strchr(s, ' ');
+    if (!s) return std::nullopt;
+    ++s;
+  }
+  return std::strtoull(s, nullptr, 10);
+}
+
+double now_unix_seconds() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+uint64_t now_monotonic_ns() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string random_hex(size_t bytes) {
+  unsigned char buf[32];
+  if (bytes > sizeof buf) bytes = sizeof buf;
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = ::getrandom(buf + got, bytes - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("getrandom");
+    }
+    got += static_cast<size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes; ++i) {
+    out.push_back(hex[buf[i] >> 4]);
+    out.push_back(hex[buf[i] & 15]);
+  }
+  return out;
+}
+
+}  // namespace sandlet::sys

@@ -1,0 +1,34 @@
+// Small filesystem and /proc helpers with errno-carrying errors.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandlet::sys {
+
+// Reads a whole (small) file; throws on error. `max` caps what is read back from disk.
+std::string read_file(const std::string& path, size_t max = 16u << 20);
+// Returns nullopt when the file does not exist; throws on other errors.
+std::optional<std::string> read_file_if_exists(const std::string& path, size_t max = 16u << 20);
+// Writes via a temp file + rename, so readers never see a partial file.
+void write_file_atomic(const std::string& path, const std::string& data, mode_t mode = 0600);
+// Writes `data` to an existing file (cgroup and /proc knobs); throws naming the path.
+void write_existing(const std::string& path, const std::string& data);
+// Same, relative to a directory fd.
+void write_existing_at(int dirfd, const char* name, const std::string& data);
+void mkdir_p(const std::string& path, mode_t mode = 0755);
+// Removes a directory tree without following symlinks; ENOENT is not an error.
+void remove_tree(const std::string& path);
+std::vector<std::string> list_dir(const std::string& path);  // names, without . and ..; empty if missing
+
+// Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); nullopt if gone.
+// Together with the pid it identifies a process across pid reuse.
+std::optional<uint64_t> process_start_time(pid_t pid);
+double now_unix_seconds();
+uint64_t now_monotonic_ns();
+std::string random_hex(size_t bytes);
+
+}  // namespace sandlet::sys

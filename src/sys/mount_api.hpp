@@ -1,0 +1,37 @@
+// Thin wrappers over the new mount API (open_tree, mount_setattr, fsopen/fsconfig/fsmount).
+// Detached mounts built here live in no mount namespace until the sandbox's init attaches them inside
+// its own, so a crash can never leave a mount behind in the host's namespace.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "sys/fd.hpp"
+
+namespace sandlet::sys {
+
+// A private, detached copy of the mount at `path` whose ownership is shifted through `userns_fd`
+// (host ids appear as the user namespace maps them).
+UniqueFd idmapped_clone(const std::string& path, int userns_fd);
+
+// A filesystem context for `fstype`; set options, then create a detached mount.
+class FsContext final {
+ public:
+  explicit FsContext(const char* fstype);
+  FsContext& set(const char* key, const std::string& value);
+  FsContext& set_fd(const char* key, int fd);
+  UniqueFd mount(unsigned attr_flags = 0);  // FSCONFIG_CMD_CREATE + fsmount
+
+ private:
+  [[noreturn]] void fail(const std::string& what);
+  std::string fstype_;
+  UniqueFd fd_;
+};
+
+// The sandbox root: OverlayFS of `layers` (lowest first, each idmapped into the sandbox's user namespace)
+// and a per-sandbox tmpfs upper of `disk_bytes`, owned by `root_uid` (root inside). Detached.
+UniqueFd build_overlay_rootfs(const std::vector<std::string>& layers, int userns_fd, uid_t root_uid,
+                              uint64_t disk_bytes);
+
+}  // namespace sandlet::sys

@@ -1,0 +1,45 @@
+// Starts a sandbox's init as the first process of a fresh set of namespaces, paused until the host has
+// finished the steps that need its pid (uid/gid maps, v1 cgroups). The child runs no library code:
+// between clone3 and execveat it only makes system calls (the host may be multi-threaded).
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "sys/fd.hpp"
+
+namespace sandlet::sys {
+
+struct InitSpawnParams {
+  int exec_fd = -1;         // the init binary (a memfd), run with execveat(AT_EMPTY_PATH)
+  int setup_fd = -1;        // becomes the init's fd 3
+  int cgroup_fd = -1;       // cgroup2 directory for CLONE_INTO_CGROUP
+  bool die_with_parent = false;  // SIGKILL the init when the creating thread dies (owned sandboxes)
+};
+
+class PausedInit final {
+ public:
+  static PausedInit spawn(const InitSpawnParams& params);
+  PausedInit(PausedInit&&) noexcept = default;
+  PausedInit& operator=(PausedInit&&) noexcept = default;
+  // Kills and reaps the child unless release() was called.
+  ~PausedInit();
+
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }
+  // Writes uid_map and gid_map: ids 0..count-1 inside map to base.. outside.
+  void map_ids(uid_t base, uint32_t count) const;
+  // Lets the child switch to root inside and exec the init.
+  void resume();
+  // Ownership of the process passes to the caller (the pidfd stays with this object until taken).
+  UniqueFd release();
+
+ private:
+  PausedInit() = default;
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  UniqueFd go_fd_;
+  bool released_ = false;
+};
+
+}  // namespace sandlet::sys
