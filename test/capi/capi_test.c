@@ -1,0 +1,127 @@
+/* The C ABI exercised from C: compiled as C11 against sandlet.h only. Prints "N passed, N failed". */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandlet/sandlet.h"
+
+static int passed, failed;
+#define CHECK(cond)                                                       \
+  do {                                                                    \
+    if (cond) {                                                           \
+      ++passed;                                                           \
+    } else {                                                              \
+      ++failed;                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                     \
+  } while (0)
+#define OK(call)                                                                     \
+  do {                                                                               \
+    sandlet_error_t *e_ = (call);                                                    \
+    if (e_) fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sandlet_error_message(e_)); \
+    CHECK(e_ == NULL);                                                               \
+    sandlet_error_delete(e_);                                                        \
+  } while (0)
+
+static void test_errors_and_versions(void) {
+  CHECK(sandlet_abi_version() == SANDLET_ABI_VERSION);
+  CHECK(strlen(sandlet_version_string()) > 0);
+  CHECK(sandlet_error_code(NULL) == SANDLET_OK);
+  CHECK(strcmp(sandlet_code_name(SANDLET_INVALID_ARGUMENT), "INVALID_ARGUMENT") == 0);
+  sandlet_spec_t *spec = NULL;
+  const char *bad = "{\"layers\": [\"/x\"], \"limits\": {\"pids\": 1.5}}";
+  sandlet_error_t *err = sandlet_spec_from_json(bad, strlen(bad), &spec);
+  CHECK(err != NULL);
+  CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
+  CHECK(strstr(sandlet_error_message(err), "limits.pids") != NULL);
+  CHECK(spec == NULL);
+  sandlet_error_delete(err);
+  err = sandlet_runtime_open("/tmp", NULL, NULL);
+  CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
+  sandlet_error_delete(err);
+  /* NULL-safe releases. */
+  sandlet_error_delete(NULL);
+  sandlet_spec_delete(NULL);
+  sandlet_sandbox_close(NULL);
+  sandlet_runtime_close(NULL);
+  sandlet_exec_result_delete(NULL);
+  sandlet_free(NULL);
+}
+
+static void test_sandbox_roundtrip(const char *root) {
+  sandlet_runtime_t *rt = NULL;
+  OK(sandlet_runtime_open(root, NULL, &rt));
+  if (!rt) return;
+  const sandlet_backend_info_t *backends = NULL;
+  size_t nbackends = 0;
+  OK(sandlet_runtime_backends(rt, &backends, &nbackends));
+  CHECK(nbackends >= 1 && strcmp(backends[0].name, "container") == 0 && backends[0].available);
+
+  sandlet_spec_t *spec = NULL;
+  OK(sandlet_spec_new(&spec));
+  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  OK(sandlet_spec_set_label(spec, "task", "capi"));
+  OK(sandlet_spec_set_env(spec, "FROM_SPEC", "yes"));
+  sandlet_error_t *err = sandlet_spec_set_hostname(spec, "no spaces allowed");
+  CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
+  CHECK(strstr(sandlet_error_message(err), "hostname") != NULL);
+  sandlet_error_delete(err);
+
+  sandlet_sandbox_t *sb = NULL;
+  OK(sandlet_sandbox_create(rt, spec, &sb));
+  sandlet_spec_delete(spec);
+  if (!sb) {
+    sandlet_runtime_close(rt);
+    return;
+  }
+  CHECK(strlen(sandlet_sandbox_id(sb)) == 12);
+
+  const char *argv[] = {"sh", "-c", "echo $FROM_SPEC; cat; exit 7", NULL};
+  sandlet_exec_options_t opts = SANDLET_EXEC_OPTIONS_INIT;
+  opts.argv = argv;
+  opts.stdin_data = "in";
+  opts.stdin_len = 2;
+  sandlet_exec_result_t *res = NULL;
+  OK(sandlet_sandbox_exec(sb, &opts, &res));
+  if (res) {
+    size_t len = 0;
+    const char *out = sandlet_exec_result_stdout(res, &len);
+    CHECK(sandlet_exec_result_exit_code(res) == 7);
+    CHECK(len == 6 && memcmp(out, "yes\nin", 6) == 0);
+    sandlet_exec_result_delete(res);
+  }
+
+  OK(sandlet_sandbox_write_file(sb, "/tmp/c.txt", "hello", 5, 0644));
+  void *data = NULL;
+  size_t len = 0;
+  OK(sandlet_sandbox_read_file(sb, "/tmp/c.txt", 0, &data, &len));
+  CHECK(len == 5 && data && memcmp(data, "hello", 5) == 0);
+  sandlet_free(data);
+
+  sandlet_sandbox_list_t *list = NULL;
+  OK(sandlet_runtime_list(rt, "task=capi", &list));
+  CHECK(sandlet_sandbox_list_count(list) == 1);
+  CHECK(strcmp(sandlet_sandbox_list_state(list, 0), "running") == 0);
+  sandlet_sandbox_list_delete(list);
+
+  OK(sandlet_sandbox_destroy(sb));
+  sandlet_sandbox_close(sb);
+  size_t removed = 99;
+  OK(sandlet_runtime_gc(rt, &removed));
+  CHECK(removed == 0);
+  sandlet_runtime_close(rt);
+}
+
+int main(void) {
+  char root[] = "/tmp/sandlet-capi-XXXXXX";
+  if (!mkdtemp(root)) return 1;
+  test_errors_and_versions();
+  test_sandbox_roundtrip(root);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  if (system(cmd) != 0) ++failed;
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,141 @@
+#include <signal.h>
+
+#include "integration/harness.hpp"
+
+TEST_CASE("invalid specs are rejected naming the field, and nothing is created", "[spec]") {
+  Harness h;
+  for (auto [json, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"layers":["/x"],"limits":{"memory":"1M"}})", "limits.memory"},
+           {R"({"layers":["/x"],"lables":{}})", "lables"},
+           {R"({"layers":["/x"],"hostname":"-bad-"})", "hostname"},
+       }) {
+    try {
+      sandlet::Spec::from_json(json);
+      FAIL("accepted " << json);
+    } catch (const sandlet::Error& e) {
+      CHECK(e.code() == SANDLET_INVALID_ARGUMENT);
+      CHECK(std::string(e.what()).find(field) != std::string::npos);
+    }
+  }
+  try {
+    h.rt().create(sandlet::Spec().layer("/definitely/not/here"));
+    FAIL("created with a missing layer");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()).find("layers[0]") != std::string::npos);
+  }
+  CHECK(h.sandbox_dirs().empty());
+  h.check_no_leaks();
+}
+
+TEST_CASE("destroy removes every trace; handles then fail cleanly", "[lifecycle]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  std::string id = sb.id();
+  CHECK(fs::exists(cgroup2_parent() + "/" + id));
+  sb.destroy();
+  CHECK(h.gone(id));
+  try {
+    sb.exec({"true"});
+    FAIL("exec after destroy");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_FAILED_PRECONDITION);
+  }
+  h.check_no_leaks();
+}
+
+TEST_CASE("closing the last handle of an owned sandbox destroys it", "[lifecycle]") {
+  Harness h;
+  std::string id;
+  {
+    auto sb = h.rt().create(Harness::spec());
+    id = sb.id();
+  }
+  CHECK(wait_until([&] { return h.gone(id); }, 10));
+  h.check_no_leaks();
+}
+
+TEST_CASE("detached sandboxes survive their creator; attach and exec from another process", "[lifecycle][attach]") {
+  Harness h;
+  setenv("SANDLET_ROOT", h.root().c_str(), 1);
+  int status = 0;
+  std::string id = host_sh(std::string(SANDLET_TEST_HELPER) + " create " + SANDLET_TEST_ROOTFS + " detached", &status);
+  REQUIRE(status == 0);
+  id.erase(id.find_last_not_of("\n") + 1);
+  REQUIRE(id.size() == 12);
+  // The creator exited; the sandbox lives on and is listed.
+  auto listed = h.rt().list();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].id == id);
+  CHECK(listed[0].state == "running");
+  // Exec from yet another process, then from this one.
+  CHECK(host_sh(std::string(SANDLET_TEST_HELPER) + " exec " + id + " echo hello", &status) == "hello\n");
+  CHECK(status == 0);
+  auto sb = h.rt().attach(id);
+  CHECK(run_out(sb, "echo again") == "again\n");
+  sb.destroy();
+  CHECK(h.gone(id));
+  unsetenv("SANDLET_ROOT");
+  h.check_no_leaks();
+}
+
+TEST_CASE("kill -9 of the creating process: owned sandboxes die and gc leaves nothing", "[lifecycle][gc]") {
+  Harness h;
+  setenv("SANDLET_ROOT", h.root().c_str(), 1);
+  std::string cmd = std::string(SANDLET_TEST_HELPER) + " create " + SANDLET_TEST_ROOTFS + " owned hang";
+  FILE* p = ::popen(("exec " + cmd).c_str(), "r");
+  char line[64] = {};
+  REQUIRE(fgets(line, sizeof line, p) != nullptr);
+  std::string id(line);
+  id.erase(id.find_last_not_of("\n") + 1);
+  REQUIRE(id.size() == 12);
+  auto listed = h.rt().list();
+  REQUIRE(listed.size() == 1);
+  std::string json = listed[0].json;
+  // Find the creator's pid (the helper) from the record and kill it hard.
+  auto pos = json.find("\"owner_pid\":");
+  REQUIRE(pos != std::string::npos);
+  pid_t owner = std::atoi(json.c_str() + pos + 12);
+  pos = json.find("\"init_pid\":");
+  pid_t init = std::atoi(json.c_str() + pos + 11);
+  REQUIRE(::kill(owner, SIGKILL) == 0);
+  ::pclose(p);
+  // The parent-death signal takes the init (and with it the pid namespace) down.
+  CHECK(wait_until([&] { return ::kill(init, 0) != 0; }, 10));
+  CHECK(h.rt().gc() == 1);
+  CHECK(h.gone(id));
+  unsetenv("SANDLET_ROOT");
+  h.check_no_leaks();
+}
+
+TEST_CASE("max lifetime is enforced by the sandbox itself", "[lifecycle]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec().max_lifetime(1));
+  std::string id = sb.id();
+  CHECK(run_out(sb, "echo alive") == "alive\n");
+  CHECK(wait_until([&] { return h.gone(id); }, 10));
+  h.check_no_leaks();
+}
+
+TEST_CASE("labels filter the listing", "[list]") {
+  Harness h;
+  auto a = h.rt().create(Harness::spec().label("task", "a"));
+  auto b = h.rt().create(Harness::spec().label("task", "b"));
+  auto only_a = h.rt().list("task=a");
+  REQUIRE(only_a.size() == 1);
+  CHECK(only_a[0].id == a.id());
+  CHECK(h.rt().list().size() == 2);
+  h.check_no_leaks();
+}
+
+TEST_CASE("backends report availability and reasons", "[backends]") {
+  Harness h;
+  auto backends = h.rt().backends();
+  bool container = false;
+  for (auto& b : backends) {
+    if (b.name == "container") container = b.available;
+    if (!b.available) CHECK_FALSE(b.reason.empty());
+  }
+  CHECK(container);
+  h.check_no_leaks();
+}

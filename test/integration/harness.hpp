@@ -1,0 +1,102 @@
+// Shared fixture for the integration tests: a fresh runtime root per test, the busybox test root
+// filesystem as the layer, and a leak check (mounts, cgroups, sandbox directories) at the end.
+#pragma once
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "sandlet/sandlet.hpp"
+
+namespace fs = std::filesystem;
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline size_t mount_count() {
+  std::string m = slurp("/proc/self/mountinfo");
+  return static_cast<size_t>(std::count(m.begin(), m.end(), '\n'));
+}
+
+inline std::string cgroup2_parent() {
+  return fs::exists("/sys/fs/cgroup/unified/sandlet") ? "/sys/fs/cgroup/unified/sandlet" : "/sys/fs/cgroup/sandlet";
+}
+
+// Runs a shell command on the host, returns its stdout.
+inline std::string host_sh(const std::string& cmd, int* status = nullptr) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = ::pclose(p);
+  if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+inline bool wait_until(const std::function<bool()>& cond, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+class Harness {
+ public:
+  Harness() : mounts_before_(mount_count()) {
+    char tmpl[] = "/tmp/sandlet-it-XXXXXX";
+    root_ = ::mkdtemp(tmpl);
+    rt_ = sandlet::Runtime::open(root_);
+  }
+  ~Harness() {
+    rt_.close();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  sandlet::Runtime& rt() { return rt_; }
+  const std::string& root() const { return root_; }
+  static sandlet::Spec spec() { return sandlet::Spec().layer(SANDLET_TEST_ROOTFS); }
+
+  std::vector<std::string> sandbox_dirs() const {
+    std::vector<std::string> out;
+    for (auto& e : fs::directory_iterator(root_ + "/sandboxes")) out.push_back(e.path().filename());
+    return out;
+  }
+  // Nothing of `id` remains on the host: directory, cgroups, slot.
+  bool gone(const std::string& id) const {
+    return !fs::exists(root_ + "/sandboxes/" + id) && !fs::exists(cgroup2_parent() + "/" + id) &&
+           !fs::exists("/sys/fs/cgroup/memory/sandlet/" + id) && !fs::exists("/sys/fs/cgroup/pids/sandlet/" + id);
+  }
+  void check_no_leaks() {
+    rt_.close();
+    CHECK(mount_count() == mounts_before_);
+    CHECK(sandbox_dirs().empty());
+    for (auto& e : fs::directory_iterator(root_ + "/slots")) FAIL("slot left behind: " << e.path());
+  }
+
+ private:
+  std::string root_;
+  sandlet::Runtime rt_;
+  size_t mounts_before_;
+};
+
+inline std::string run_out(sandlet::Sandbox& sb, const std::string& script) {
+  auto r = sb.exec({"sh", "-c", script});
+  INFO("script: " << script << "\nstderr: " << r.stderr_data);
+  REQUIRE(r.exit_code == 0);
+  return r.stdout_data;
+}

@@ -1,0 +1,92 @@
+#include "integration/harness.hpp"
+
+TEST_CASE("pid 1 is sandlet's init; root inside is an unprivileged host user", "[isolation]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec().hostname("box1"));
+  CHECK(run_out(sb, "tr '\\0' ' ' < /proc/1/cmdline").find("sandlet-init") == 0);
+  CHECK(run_out(sb, "id -u") == "0\n");
+  std::string map = run_out(sb, "cat /proc/self/uid_map");
+  unsigned inside = 99, outside = 0, count = 0;
+  REQUIRE(sscanf(map.c_str(), "%u %u %u", &inside, &outside, &count) == 3);
+  CHECK(inside == 0);
+  CHECK(outside >= (1u << 28));
+  CHECK(count == 65536);
+  CHECK(run_out(sb, "hostname") == "box1\n");
+  h.check_no_leaks();
+}
+
+TEST_CASE("only loopback networking", "[isolation][net]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  std::string dev = run_out(sb, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
+  CHECK(dev == "lo\n");
+  CHECK(run_out(sb, "cat /sys/class/net/lo/operstate 2>/dev/null || echo nosys") == "nosys\n");
+  h.check_no_leaks();
+}
+
+TEST_CASE("host processes and files are invisible; writes never reach the layers", "[isolation][fs]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  int procs = std::stoi(run_out(sb, "ls /proc | grep -c '^[0-9]'"));
+  CHECK(procs <= 4);  // init, sh, ls, grep
+  CHECK(sb.exec({"sh", "-c", "test -e /work/main || test -e /root/.bashrc || test -e /usr/lib"}).exit_code == 1);
+  run_out(sb, "echo changed > /etc/passwd; echo new > /newfile; rm /bin/ls");
+  CHECK(slurp(std::string(SANDLET_TEST_ROOTFS) + "/etc/passwd").find("changed") == std::string::npos);
+  CHECK_FALSE(fs::exists(std::string(SANDLET_TEST_ROOTFS) + "/newfile"));
+  CHECK(fs::exists(std::string(SANDLET_TEST_ROOTFS) + "/bin/ls"));
+  h.check_no_leaks();
+}
+
+TEST_CASE("two sandboxes cannot see each other", "[isolation]") {
+  Harness h;
+  auto a = h.rt().create(Harness::spec());
+  auto b = h.rt().create(Harness::spec());
+  a.write_file("/tmp/secret", "a's secret");
+  sandlet::ExecOptions bg({"sh", "-c", "sleep 30"});
+  bg.timeout_s = 5;
+  std::atomic<bool> done{false};
+  a.exec_async(bg, [&](const sandlet::Error*, sandlet::ExecResult) { done = true; });
+  CHECK(b.exec({"test", "-e", "/tmp/secret"}).exit_code == 1);
+  CHECK(b.exec({"pgrep", "sleep"}).exit_code == 1);
+  CHECK(wait_until([&] { return a.exec({"pgrep", "sleep"}).exit_code == 0; }, 5));
+  a.destroy();
+  CHECK(wait_until([&] { return done.load(); }, 10));
+  h.check_no_leaks();
+}
+
+TEST_CASE("a memory bomb is killed inside the sandbox only", "[limits][memory]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec().memory(64ull << 20));
+  // tail buffers its whole input when it has no newline: 256 MiB against a 64 MiB limit.
+  auto r = sb.exec({"sh", "-c", "head -c 268435456 /dev/zero | tail -c 1 >/dev/null; echo survived"});
+  CHECK(r.stdout_data.find("survived") != std::string::npos);  // the shell lives on, tail was killed
+  CHECK(r.stderr_data.find("Killed") != std::string::npos);
+  // The sandbox (its init and agent) survives.
+  CHECK(run_out(sb, "echo still here") == "still here\n");
+  h.check_no_leaks();
+}
+
+TEST_CASE("a fork bomb is bounded by the pids limit", "[limits][pids]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec().pids(32));
+  sandlet::ExecOptions o({"sh", "-c",
+                          "i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done 2>/dev/null; "
+                          "ls /proc | grep -c '^[0-9]'"});
+  o.timeout_s = 10;
+  auto r = sb.exec(o);
+  INFO(r.stderr_data);
+  REQUIRE_FALSE(r.stdout_data.empty());
+  CHECK(std::stoi(r.stdout_data) <= 32);
+  h.check_no_leaks();
+}
+
+TEST_CASE("the baseline seccomp filter denies kernel-level operations", "[security][seccomp]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  CHECK(sb.exec({"sh", "-c", "mount -t tmpfs none /mnt"}).exit_code != 0);
+  CHECK(sb.exec({"unshare", "-U", "true"}).exit_code != 0);
+  CHECK(sb.exec({"swapoff", "-a"}).exit_code != 0);
+  // The workload still runs normally.
+  CHECK(run_out(sb, "echo fine") == "fine\n");
+  h.check_no_leaks();
+}
