@@ -14,32 +14,35 @@ enum class Lifetime { kOwned, kDetached };
 
 struct Limits {
   double cpus = 0;           // 0 = no CPU limit; else quota in CPUs (0.01 .. 1024)
-  uint64_t memory = 0;       // bytes; 0 = no memory limit; else >= 4 MiB
-  uint64_t pids = 4096;      // max processes; >= 2 (the agent plus one); a default guards against fork bombs
-  uint64_t disk = 2ull << 30;  // bytes of the writable layer; >= 1 MiB
+  uint64_t memory = 0;       // bytes; 0 = no memory limit; else 4 MiB .. 1 PiB
+  uint64_t pids = 4096;      // max processes; 2 (the agent plus one) .. 4194304; the default stops fork bombs
+  uint64_t disk = 2ull << 30;  // bytes of the writable layer; 1 MiB .. 1 TiB
 };
 
 struct Spec {
   std::string backend = "container";
-  std::vector<std::string> layers;           // lowest first; absolute paths of existing directories
-  std::map<std::string, std::string> env;    // keys: non-empty, no '=' or NUL
+  std::vector<std::string> layers;           // lowest first; absolute paths of existing directories (<= 500)
+  std::map<std::string, std::string> env;    // keys: non-empty, no '=' or NUL, <= 4096 bytes; values <= 128 KiB
   std::string workdir = "/";                 // absolute
   std::string hostname = "sandbox";          // RFC 1123 label(s), <= 64 chars
-  std::string user;                          // "" (root), "uid", "uid:gid", or a name ([a-z_][a-z0-9_-]*)
+  std::string user;                          // "" (root), "uid", "uid:gid" (ids < 65536), [a-z_][a-z0-9_-]{0,31}
   Limits limits;
   std::string network = "none";              // only "none" (loopback only) for now
-  std::map<std::string, std::string> labels; // keys 1..63 chars [A-Za-z0-9._/-]; values <= 256 chars
+  std::map<std::string, std::string> labels; // <= 64; keys 1..63 chars [A-Za-z0-9._/-]; values <= 256 bytes
   Lifetime lifetime = Lifetime::kOwned;
-  double max_lifetime_s = 86400;             // > 0; a lost owner never leaves a sandbox forever
-  double idle_timeout_s = 0;                 // 0 = none; else the sandbox is destroyed after this long idle
+  double max_lifetime_s = 86400;             // > 0, <= 30 days; a lost owner never leaves a sandbox forever
+  double idle_timeout_s = 0;                 // 0 = none; else destroyed after this long idle (<= 30 days)
 };
 
-// Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields are errors. Sizes accept a
-// number of bytes or a string with a binary suffix: "512M", "1G", "64k", "1.5G", "100" (bytes).
+// Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields and duplicate keys are errors;
+// absent fields keep their defaults. Sizes accept a number of bytes or a string with a binary suffix:
+// "512M", "1G", "64k", "1.5G", "100" (bytes). Malformed JSON: "invalid spec: malformed JSON at offset N ...".
 Spec parse_spec_json(std::string_view json);
+// Every field, sizes as integers; parse_spec_json(spec_to_json(s)) gives back s exactly (doubles included).
 std::string spec_to_json(const Spec& spec);
 
-// Whole-spec checks that need the host (layers exist and are directories, backend known).
+// Whole-spec checks: every field as its setter checks it (a Spec may have been filled in directly), at least
+// one layer, and each layer exists and is a directory (the Error then carries the errno).
 void validate_spec(const Spec& spec);
 
 // Field setters used by the C ABI's field-by-field builder; each validates like the JSON parser does.
@@ -59,7 +62,9 @@ void spec_set_lifetime(Spec& s, std::string_view v);
 void spec_set_max_lifetime(Spec& s, double seconds);
 void spec_set_idle_timeout(Spec& s, double seconds);
 
-// "512M" -> 536870912; throws Error(kInvalidArgument) naming `field` on bad input.
+// "512M" -> 536870912; throws Error(kInvalidArgument) naming `field` on bad input. Grammar: digits, an
+// optional fraction (only with a suffix; rounded down to whole bytes), an optional k/M/G/T (1024-based,
+// either case) then optionally "i", "iB" or "B". No range check beyond 64 bits: that is the field's job.
 uint64_t parse_size(std::string_view text, const std::string& field);
 
 }  // namespace sandlet

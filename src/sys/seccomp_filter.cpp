@@ -54,11 +54,11 @@ std::string build() {
   }
   // clone3 passes flags in memory that BPF cannot inspect: make libc fall back to clone(2).
   check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3");
-  // clone(2) may not create namespaces.
-  constexpr uint64_t kNewNs = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                              CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME;
-  check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, kNewNs, 0) ),
-        "clone") ;
+  // clone(2) may not create namespaces: one rule per flag, since BPF rules compare, not test bits.
+  for (uint64_t flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
+                        CLONE_NEWCGROUP, CLONE_NEWTIME})
+    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
+          "clone");
   // Terminal injection into another session's input.
   check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, static_cast<uint32_t>(TIOCSTI))),

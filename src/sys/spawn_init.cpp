@@ -24,12 +24,17 @@ constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CL
 // Raw syscalls only from here on in the child: no allocation, no locks, no errno-based logic that could
 // race with the parent's threads (each child has its own copy of memory, but glibc locks may be held).
 [[noreturn]] void child_main(const InitSpawnParams& p, int go_read) {
-  if (p.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   char go = 0;
   ssize_t n;
   do n = ::read(go_read, &go, 1); while (n < 0 && errno == EINTR);
   if (n != 1) ::_exit(120);
-  if (::setresgid(0, 0, 0) < 0 || ::syscall(SYS_setgroups, 0, nullptr) < 0 || ::setresuid(0, 0, 0) < 0) ::_exit(121);
+  // Raw system calls, not glibc's setresuid() & co: in a child of a multi-threaded parent those try to
+  // synchronise the credentials of threads that no longer exist here, and wait for them forever.
+  if (::syscall(SYS_setresgid, 0, 0, 0) < 0 || ::syscall(SYS_setgroups, 0, nullptr) < 0 ||
+      ::syscall(SYS_setresuid, 0, 0, 0) < 0)
+    ::_exit(121);
+  // After the id switch: changing credentials clears the parent-death signal.
+  if (p.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   int null = ::open("/dev/null", O_RDWR);
   if (null < 0) ::_exit(122);
   // Park the two fds we keep above any target number, then place them: setup socket at 3, binary at 4.

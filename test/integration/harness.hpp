@@ -94,6 +94,12 @@ class Harness {
   size_t mounts_before_;
 };
 
+// How many processes named `comm` run in the sandbox (busybox-static has no pgrep).
+inline int count_procs(sandlet::Sandbox& sb, const std::string& comm) {
+  auto r = sb.exec({"sh", "-c", "grep -lx " + comm + " /proc/[0-9]*/comm 2>/dev/null | wc -l"});
+  return std::atoi(r.stdout_data.c_str());
+}
+
 inline std::string run_out(sandlet::Sandbox& sb, const std::string& script) {
   auto r = sb.exec({"sh", "-c", script});
   INFO("script: " << script << "\nstderr: " << r.stderr_data);

@@ -29,16 +29,30 @@ namespace {
 constexpr uint32_t kIdsPerSandbox = 65536;
 constexpr int kReadyTimeoutMs = 20000;
 
-// Reads one frame from the setup socket, waiting at most until `deadline_ms` from now.
-bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int timeout_ms) {
+// What a stuck init is doing, for the error message: state and kernel wait channel.
+std::string describe_stuck(pid_t pid) {
+  std::string base = "/proc/" + std::to_string(pid);
+  auto stat = sys::read_file_if_exists(base + "/stat", 4096).value_or("?");
+  auto wchan = sys::read_file_if_exists(base + "/wchan", 256).value_or("?");
+  auto stack = sys::read_file_if_exists(base + "/stack", 4096).value_or("");
+  size_t p = stat.rfind(')');
+  std::string state = p != std::string::npos && p + 2 < stat.size() ? stat.substr(p + 2, 1) : "?";
+  for (auto& c : stack)
+    if (c == '\n') c = ' ';
+  return "init pid " + std::to_string(pid) + " state " + state + ", waiting in " + wchan + " [" + stack + "]";
+}
+
+// Reads one frame from the setup socket, waiting at most `timeout_ms`.
+bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int timeout_ms, pid_t pid) {
   std::string buf;
   auto fill = [&](size_t want) {
     while (buf.size() < want) {
       pollfd p{fd, POLLIN, 0};
       int r = ::poll(&p, 1, timeout_ms);
       if (r < 0 && errno == EINTR) continue;
-      if (r == 0) throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
-                                                           std::to_string(timeout_ms / 1000) + " s");
+      if (r == 0)
+        throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
+                                                 std::to_string(timeout_ms / 1000) + " s (" + describe_stuck(pid) + ")");
       char tmp[4096];
       ssize_t n = ::read(fd, tmp, std::min(sizeof tmp, want - buf.size()));
       if (n < 0 && errno == EINTR) continue;
@@ -80,8 +94,13 @@ class ContainerBackend final : public Backend {
     setup_child.reset();
 
     cgroup.add_to_v1(init.pid());
-    // PID 1 must survive the sandbox's own OOM kills; the agent resets this for every command.
-    sys::write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
+    // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
+    // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
+    // tiny init is then still the OOM killer's last choice by size.
+    try {
+      sys::write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
+    } catch (const Error&) {
+    }
     init.map_ids(rec.uid_base, kIdsPerSandbox);
     init.resume();  // the init execs while we build its root filesystem
 
@@ -107,7 +126,7 @@ class ContainerBackend final : public Backend {
 
     proto::FrameHeader h;
     std::string payload;
-    if (!read_setup_frame(setup_host.get(), h, payload, kReadyTimeoutMs))
+    if (!read_setup_frame(setup_host.get(), h, payload, kReadyTimeoutMs, init.pid()))
       throw Error(Code::kInternal, "sandbox init exited during setup (" + describe_exit(init) + ")");
     if (h.type == proto::Msg::kError) {
       proto::ErrorReply err;

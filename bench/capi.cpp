@@ -1,0 +1,85 @@
+#include "capi.hpp"
+
+#include "common.hpp"
+
+
+namespace bench {
+
+void check(sandlet_error_t *err, const std::string &what) {
+  if (err == nullptr) return;
+  std::string msg = what + ": " + sandlet_code_name(sandlet_error_code(err)) + ": " + sandlet_error_message(err);
+  if (int e = sandlet_error_errno(err); e != 0 && msg.find("errno") == std::string::npos)
+    msg += " (errno " + std::to_string(e) + ")";
+  sandlet_error_delete(err);
+  throw BenchError(msg);
+}
+
+Runtime::Runtime(const std::filesystem::path &root, unsigned workers) {
+  sandlet_runtime_options_t opts = SANDLET_RUNTIME_OPTIONS_INIT;
+  opts.worker_threads = workers;
+  check(sandlet_runtime_open(root.c_str(), &opts, &rt_), "sandlet_runtime_open(" + root.string() + ")");
+}
+
+Spec::Spec(const std::filesystem::path &rootfs) {
+  check(sandlet_spec_new(&spec_), "sandlet_spec_new");
+  try {
+    check(sandlet_spec_add_layer(spec_, rootfs.c_str()), "sandlet_spec_add_layer(" + rootfs.string() + ")");
+  } catch (...) {
+    sandlet_spec_delete(spec_);
+    throw;
+  }
+}
+
+void Sandbox::destroy() {
+  check(sandlet_sandbox_destroy(sb_), std::string("sandlet_sandbox_destroy(") + sandlet_sandbox_id(sb_) + ")");
+}
+
+Sandbox create_sandbox(sandlet_runtime_t *rt, const Spec &spec) {
+  sandlet_sandbox_t *sb = nullptr;
+  check(sandlet_sandbox_create(rt, spec.get(), &sb), "sandlet_sandbox_create");
+  Sandbox owned(sb);
+  if (const char *id = sandlet_sandbox_id(sb); id != nullptr && *id != '\0') SandboxRegistry::instance().add(id);
+  return owned;
+}
+
+void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint64_t *run_ns) {
+  std::vector<const char *> args(argv);
+  if (args.empty() || args.back() != nullptr) args.push_back(nullptr);
+  sandlet_exec_options_t opts = SANDLET_EXEC_OPTIONS_INIT;
+  opts.argv = args.data();
+  opts.timeout_s = 60;
+  sandlet_exec_result_t *res = nullptr;
+  check(sandlet_sandbox_exec(sb.get(), &opts, &res), std::string("sandlet_sandbox_exec(") + args[0] + ")");
+  const int code = sandlet_exec_result_exit_code(res);
+  const int sig = sandlet_exec_result_signal(res);
+  const bool timed_out = sandlet_exec_result_timed_out(res) != 0;
+  if (run_ns != nullptr) *run_ns = sandlet_exec_result_run_ns(res);
+  std::string err_text;
+  if (code != 0 || sig != 0 || timed_out) {
+    size_t len = 0;
+    const char *e = sandlet_exec_result_stderr(res, &len);
+    if (e != nullptr) err_text.assign(e, std::min<size_t>(len, 500));
+  }
+  sandlet_exec_result_delete(res);
+  if (code != 0 || sig != 0 || timed_out)
+    throw BenchError(std::string("exec ") + args[0] + " in sandbox: exit " + std::to_string(code) + ", signal " +
+                     std::to_string(sig) + (timed_out ? ", timed out" : "") +
+                     (err_text.empty() ? "" : ", stderr: " + err_text));
+}
+
+SandboxRegistry &SandboxRegistry::instance() {
+  static SandboxRegistry registry;
+  return registry;
+}
+
+void SandboxRegistry::add(const std::string &id) {
+  std::lock_guard lock(mu_);
+  ids_.insert(id);
+}
+
+std::set<std::string> SandboxRegistry::ids() const {
+  std::lock_guard lock(mu_);
+  return ids_;
+}
+
+}  // namespace bench

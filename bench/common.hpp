@@ -1,0 +1,46 @@
+// Shared declarations of sandlet-bench: options, the run context, clock and stop flag.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace bench {
+
+struct Options {
+  std::string scenario;
+  std::size_t iterations = 0;   // 0 = the scenario's default
+  unsigned concurrency = 1;
+  std::size_t warmup = 5;       // per side, discarded
+  std::string rootfs;           // --rootfs; else $SANDLET_BENCH_ROOTFS; else built
+  std::string root;             // --root; else a temp dir removed at exit
+  std::string cli;              // --cli; else `sandlet` next to this executable
+  unsigned workers = 0;         // --workers: runtime worker threads (0 = library default)
+  double settle_s = 2.0;        // idle-density: wait before reading memory
+  bool peer = true;             // --no-peer skips the comparison
+  bool one_line = false;        // --json: one line instead of pretty-printed
+};
+
+struct Context {
+  Options opt;
+  std::filesystem::path rootfs;   // absolute, has bin/busybox
+  std::filesystem::path root;     // runtime root (absolute)
+  std::filesystem::path exe_dir;  // directory of this executable
+};
+
+// Anything that makes a measurement meaningless. Scenarios throw it; main reports it as JSON.
+struct BenchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Set by SIGINT/SIGTERM; loops stop at the next iteration and everything is cleaned up.
+extern std::atomic<bool> g_stop;
+void throw_if_stopped();
+
+std::uint64_t now_ns();  // CLOCK_MONOTONIC
+
+std::filesystem::path self_exe_dir();
+
+}  // namespace bench

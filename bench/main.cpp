@@ -1,0 +1,235 @@
+// sandlet-bench: measures sandlet through its C ABI against peers; prints one JSON object.
+#include "common.hpp"
+#include "report.hpp"
+#include "rootfs.hpp"
+#include "scenarios.hpp"
+
+#include <sandlet/sandlet.h>
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+namespace bench {
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+std::atomic<bool> g_stop{false};
+
+void throw_if_stopped() {
+  if (g_stop.load(std::memory_order_relaxed)) throw BenchError("interrupted");
+}
+
+std::uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+fs::path self_exe_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+const std::vector<ScenarioInfo> &all_scenarios() {
+  static const std::vector<ScenarioInfo> list{
+      {"lifecycle", scenario_lifecycle, 200, "create -> exec /bin/true -> destroy via the library; peer: bwrap /bin/true"},
+      {"lifecycle-cli", scenario_lifecycle_cli, 100, "`sandlet run ... -- /bin/true` as a process; peer: bwrap /bin/true"},
+      {"exec", scenario_exec, 1000, "N execs of /bin/true in one sandbox; peer: host fork+exec /bin/true"},
+      {"idle-density", scenario_idle_density, 200, "N idle sandboxes: memory per sandbox; peer: N idle bwrap sleeps"},
+  };
+  return list;
+}
+
+std::size_t iterations_of(const Context &ctx) {
+  if (ctx.opt.iterations > 0) return ctx.opt.iterations;
+  for (const auto &s : all_scenarios())
+    if (ctx.opt.scenario == s.name) return s.default_iterations;
+  return 100;
+}
+
+namespace {
+void usage(std::FILE *out) {
+  std::fprintf(out,
+               "usage: sandlet-bench SCENARIO [--iterations N] [--concurrency C] [--rootfs DIR] [--root DIR]\n"
+               "                     [--json] [--warmup W] [--workers N] [--cli PATH] [--settle S] [--no-peer]\n"
+               "Prints one JSON object (pretty; one line with --json). Scenarios:\n");
+  for (const auto &s : all_scenarios())
+    std::fprintf(out, "  %-14s %s (default N=%zu)\n", s.name, s.summary, s.default_iterations);
+  std::fprintf(out,
+               "Options:\n"
+               "  --iterations N   iterations (idle-density: number of sandboxes)\n"
+               "  --concurrency C  threads issuing operations at once (default 1)\n"
+               "  --rootfs DIR     root filesystem (default: $SANDLET_BENCH_ROOTFS, else the build tree's\n"
+               "                   test-rootfs, else one built with test/fixtures/make-rootfs.sh)\n"
+               "  --root DIR       runtime root (default: a temp dir under /tmp, removed at exit)\n"
+               "  --warmup W       discarded warm-up iterations per side (default 5)\n"
+               "  --workers N      runtime worker threads (default: the library's)\n"
+               "  --cli PATH       the sandlet CLI for lifecycle-cli (default: next to this program)\n"
+               "  --settle S       idle-density: seconds to wait before reading memory (default 2)\n"
+               "  --no-peer        skip the peer comparison\n"
+               "  --json           one-line JSON\n"
+               "Exit status: 0 ok, 1 error (JSON has \"error\"), 2 usage, 3 leftovers after the run.\n");
+}
+
+unsigned long parse_number(const char *flag, const char *value, unsigned long min) {
+  char *end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || v < min) {
+    std::fprintf(stderr, "sandlet-bench: %s wants an integer >= %lu, got '%s'\n", flag, min, value);
+    std::exit(2);
+  }
+  return v;
+}
+
+Options parse_args(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "sandlet-bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      std::exit(0);
+    } else if (a == "--iterations" || a == "-n") {
+      o.iterations = parse_number("--iterations", value(), 1);
+    } else if (a == "--concurrency" || a == "-c") {
+      o.concurrency = static_cast<unsigned>(parse_number("--concurrency", value(), 1));
+    } else if (a == "--warmup") {
+      o.warmup = parse_number("--warmup", value(), 0);
+    } else if (a == "--workers") {
+      o.workers = static_cast<unsigned>(parse_number("--workers", value(), 0));
+    } else if (a == "--rootfs") {
+      o.rootfs = value();
+    } else if (a == "--root") {
+      o.root = value();
+    } else if (a == "--cli") {
+      o.cli = value();
+    } else if (a == "--settle") {
+      char *end = nullptr;
+      const char *v = value();
+      o.settle_s = std::strtod(v, &end);
+      if (end == v || *end != '\0' || o.settle_s < 0) {
+        std::fprintf(stderr, "sandlet-bench: --settle wants seconds >= 0, got '%s'\n", v);
+        std::exit(2);
+      }
+    } else if (a == "--no-peer") {
+      o.peer = false;
+    } else if (a == "--json") {
+      o.one_line = true;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "sandlet-bench: unknown option %s\n", a.c_str());
+      usage(stderr);
+      std::exit(2);
+    } else if (o.scenario.empty()) {
+      o.scenario = a;
+    } else {
+      std::fprintf(stderr, "sandlet-bench: one scenario at a time (got '%s' and '%s')\n", o.scenario.c_str(), a.c_str());
+      std::exit(2);
+    }
+  }
+  if (o.scenario.empty()) {
+    usage(stderr);
+    std::exit(2);
+  }
+  return o;
+}
+
+void on_signal(int) { g_stop.store(true); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+}  // namespace
+
+int run(int argc, char **argv) {
+  Context ctx;
+  ctx.opt = parse_args(argc, argv);
+  const ScenarioInfo *scenario = nullptr;
+  for (const auto &s : all_scenarios())
+    if (ctx.opt.scenario == s.name) scenario = &s;
+  if (scenario == nullptr) {
+    std::fprintf(stderr, "sandlet-bench: unknown scenario '%s'\n", ctx.opt.scenario.c_str());
+    usage(stderr);
+    return 2;
+  }
+  install_signal_handlers();
+  ctx.exe_dir = self_exe_dir();
+
+  json::object out;
+  out["scenario"] = scenario->name;
+  out["iterations"] = iterations_of(ctx);
+  out["concurrency"] = ctx.opt.concurrency;
+  out["date"] = iso_date_utc();
+  out["host"] = host_info();
+
+  TempDir rootfs_scratch;  // only used when a rootfs has to be built
+  TempDir root_tmp;        // only used without --root
+  int status = 0;
+  const auto cgroups_before = sandlet_cgroups();
+  try {
+    if (sandlet_abi_version() != SANDLET_ABI_VERSION)
+      throw BenchError("libsandlet ABI " + std::to_string(sandlet_abi_version()) + ", bench built for " +
+                       std::to_string(SANDLET_ABI_VERSION));
+    ctx.rootfs = locate_rootfs(ctx.opt.rootfs, ctx.exe_dir, rootfs_scratch);
+    if (ctx.opt.root.empty()) {
+      root_tmp.create("sandlet-bench.");
+      ctx.root = root_tmp.path();
+    } else {
+      ctx.root = fs::absolute(ctx.opt.root);
+    }
+    out["rootfs"] = ctx.rootfs.string();
+    out["root"] = ctx.root.string();
+    json::object result = scenario->run(ctx);  // its runtime is closed when it returns
+    for (auto &kv : result) out[kv.key()] = std::move(kv.value());
+  } catch (const std::exception &e) {
+    out["error"] = e.what();
+    std::fprintf(stderr, "sandlet-bench: %s: %s\n", scenario->name, e.what());
+    status = 1;
+  }
+
+  json::object left = leftovers(ctx.root, ctx.rootfs, cgroups_before);
+  if (!left["clean"].as_bool()) {
+    std::fprintf(stderr, "sandlet-bench: leftovers after %s: %s\n", scenario->name, json::serialize(left).c_str());
+    if (status == 0) status = 3;
+  }
+  out["leftovers"] = std::move(left);
+  root_tmp.remove();
+  rootfs_scratch.remove();
+
+  const std::string text = to_text(out, !ctx.opt.one_line);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  return g_stop ? 130 : status;
+}
+
+}  // namespace bench
+
+int main(int argc, char **argv) {
+  try {
+    return bench::run(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "sandlet-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,28 @@
+// The bench scenarios. Each returns its result fields; main adds the common ones (scenario, host, ...).
+#pragma once
+
+#include "common.hpp"
+
+#include <boost/json.hpp>
+
+#include <vector>
+
+namespace bench {
+
+boost::json::object scenario_lifecycle(const Context &ctx);
+boost::json::object scenario_lifecycle_cli(const Context &ctx);
+boost::json::object scenario_exec(const Context &ctx);
+boost::json::object scenario_idle_density(const Context &ctx);
+
+struct ScenarioInfo {
+  const char *name;
+  boost::json::object (*run)(const Context &);
+  std::size_t default_iterations;
+  const char *summary;
+};
+const std::vector<ScenarioInfo> &all_scenarios();
+
+// Per-thread copies of the one-layer spec (a spec is used from one thread at a time).
+std::size_t iterations_of(const Context &ctx);
+
+}  // namespace bench

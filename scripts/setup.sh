@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what building and testing sandlet needs on Debian bookworm (or a Debian-like system).
+# Idempotent: when everything is present it only asks dpkg and touches no network.
+set -euo pipefail
+
+die() { echo "setup.sh: $*" >&2; exit 1; }
+
+if [[ $(id -u) -ne 0 ]]; then
+  die "must run as root (installs Debian packages and the runtime needs root); try: sudo $0"
+fi
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+  die "this does not look like a Debian-like system (no dpkg-query/apt-get); install the packages listed in $0 by hand"
+fi
+if [[ -r /etc/os-release ]]; then
+  # shellcheck disable=SC1091
+  . /etc/os-release
+  case " ${ID:-} ${ID_LIKE:-} " in
+    *" debian "*|*" ubuntu "*) ;;
+    *) die "unsupported distribution '${ID:-unknown}' (need Debian bookworm or a Debian-like system)" ;;
+  esac
+fi
+
+# Boost.JSON needs Boost >= 1.75: bookworm's default libboost-dev is 1.74, hence the 1.81 packages.
+packages=(
+  build-essential pkg-config
+  libboost1.81-dev libboost-json1.81-dev
+  libseccomp-dev liburing-dev libfmt-dev catch2
+  busybox-static bubblewrap uidmap erofs-utils
+  hyperfine python3
+)
+# Any cmake on PATH will do (a newer one from pip, for instance); install Debian's only if none exists.
+if ! command -v cmake >/dev/null 2>&1; then
+  packages+=(cmake)
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  [[ $status == installed ]] || missing+=("$pkg")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup.sh: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup.sh: installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup.sh: done"

@@ -1,0 +1,157 @@
+// sandlet — command-line front end: global options and dispatch.
+#include <unistd.h>
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace sandlet::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "Usage: sandlet [--root DIR] COMMAND [ARGS...]\n"
+    "\n"
+    "Run commands in isolated sandboxes.\n"
+    "\n"
+    "Commands:\n"
+    "  run       Create a sandbox, run a command in it, destroy it\n"
+    "  create    Create a detached sandbox and print its id\n"
+    "  exec      Run a command in an existing sandbox\n"
+    "  ps        List sandboxes\n"
+    "  rm        Destroy sandboxes\n"
+    "  gc        Remove what crashed or expired runs left behind\n"
+    "  cp        Copy a file into or out of a sandbox\n"
+    "  version   Print the version\n"
+    "  help      Show help for a command\n"
+    "\n"
+    "Global options:\n"
+    "  --root DIR   State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
+    "  --version    Print the version and exit\n"
+    "  -h, --help   Print this help and exit\n"
+    "\n"
+    "Run 'sandlet COMMAND --help' for more information on a command.\n";
+
+int print_version() {
+  std::string v = std::string("sandlet version ") + sandlet::version() + " (ABI " +
+                  std::to_string(sandlet::abi_version()) + ")\n";
+  write_all(STDOUT_FILENO, v);
+  return 0;
+}
+
+using CommandFn = int (*)(CommandContext&, const std::vector<std::string>&);
+
+struct Command {
+  std::string_view name;
+  CommandFn fn;
+};
+
+constexpr Command kCommands[] = {
+    {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
+    {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},
+};
+
+CommandFn find_command(std::string_view name) {
+  for (const auto& c : kCommands)
+    if (c.name == name) return c.fn;
+  return nullptr;
+}
+
+int dispatch(int argc, char** argv) {
+  CommandContext ctx;
+  int i = 1;
+  // Global options come before the command.
+  for (; i < argc && argv[i][0] == '-'; ++i) {
+    const std::string a = argv[i];
+    if (a == "--root") {
+      if (i + 1 >= argc) throw UsageError("option '--root' requires a value");
+      ctx.global.root = argv[++i];
+    } else if (a.rfind("--root=", 0) == 0) {
+      ctx.global.root = a.substr(7);
+    } else if (a == "--version") {
+      return print_version();
+    } else if (a == "-h" || a == "--help") {
+      write_all(STDOUT_FILENO, kUsage);
+      return 0;
+    } else {
+      throw UsageError("unknown option '" + a + "'");
+    }
+  }
+  if (i >= argc) {
+    write_all(STDERR_FILENO, kUsage);
+    return kExitUsage;
+  }
+  ctx.name = argv[i];
+  std::vector<std::string> args(argv + i + 1, argv + argc);
+
+  if (ctx.name == "version") return print_version();
+  if (ctx.name == "help") {
+    if (args.empty()) {
+      write_all(STDOUT_FILENO, kUsage);
+      return 0;
+    }
+    CommandFn fn = find_command(args[0]);
+    if (fn == nullptr) throw UsageError("unknown command '" + args[0] + "'");
+    ctx.name = args[0];
+    return fn(ctx, {"--help"});
+  }
+  CommandFn fn = find_command(ctx.name);
+  if (fn == nullptr) throw UsageError("unknown command '" + ctx.name + "'");
+  return fn(ctx, args);
+}
+
+}  // namespace
+
+bool parse_command(CommandContext& ctx, const std::vector<OptionDef>& defs, const std::vector<std::string>& args,
+                   OperandMode mode, std::string_view usage, ParsedArgs* out) {
+  std::vector<OptionDef> all = defs;
+  all.push_back({"help", 'h', false});
+  all.push_back({"root", 0, true});  // also accepted after the command name
+  *out = parse_args(all, args, mode);
+  if (out->has("help")) {
+    write_all(STDOUT_FILENO, usage);
+    return false;
+  }
+  if (const std::string* root = out->last("root")) ctx.global.root = *root;
+  return true;
+}
+
+Runtime open_runtime(const Global& g, bool sweep) {
+  RuntimeOptions opts;
+  opts.skip_gc_on_open = !sweep;
+  return g.root ? Runtime::open(*g.root, opts) : Runtime::open(nullptr, opts);
+}
+
+}  // namespace sandlet::cli
+
+int main(int argc, char** argv) {
+  using namespace sandlet::cli;
+  try {
+    return dispatch(argc, argv);
+  } catch (const UsageError& e) {
+    // The command name, if any, is the first operand that is not a global option.
+    std::string where;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--root") == 0) {
+        ++i;
+        continue;
+      }
+      if (argv[i][0] != '-') {
+        if (find_command(argv[i]) != nullptr) where = argv[i];
+        break;
+      }
+    }
+    print_error((where.empty() ? "" : where + ": ") + e.what());
+    write_all(STDERR_FILENO, "See 'sandlet " + (where.empty() ? std::string() : where + " ") + "--help'.\n");
+    return kExitUsage;
+  } catch (const sandlet::Error& e) {
+    print_error(e.what());
+    // INVALID_ARGUMENT names a bad field or flag value: a usage/spec error.
+    return e.code() == SANDLET_INVALID_ARGUMENT ? kExitUsage : kExitRuntimeError;
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitRuntimeError;
+  }
+}

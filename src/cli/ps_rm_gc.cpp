@@ -1,0 +1,161 @@
+// `sandlet ps`, `sandlet rm`, `sandlet gc`.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+
+namespace sandlet::cli {
+namespace {
+
+constexpr std::string_view kPsUsage =
+    "Usage: sandlet ps [OPTIONS]\n"
+    "\n"
+    "List the sandboxes under the state directory (from every process).\n"
+    "\n"
+    "Options:\n"
+    "      --json          Print a JSON array of the full records\n"
+    "  -q, --quiet         Print only the ids\n"
+    "      --label K=V     Only sandboxes carrying this label\n"
+    "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
+    "  -h, --help          Print this help\n";
+
+constexpr std::string_view kRmUsage =
+    "Usage: sandlet rm ID [ID...]\n"
+    "\n"
+    "Destroy sandboxes: kill every process in them and remove their state. Prints each removed id;\n"
+    "an id that fails is reported and the exit status is 1.\n"
+    "\n"
+    "Options:\n"
+    "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
+    "  -h, --help          Print this help\n";
+
+constexpr std::string_view kGcUsage =
+    "Usage: sandlet gc\n"
+    "\n"
+    "Remove what crashed or expired runs left behind (dead sandboxes, sandboxes past their max\n"
+    "lifetime, owned sandboxes whose owner died) and print how many sandboxes were removed.\n"
+    "\n"
+    "Options:\n"
+    "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
+    "  -h, --help          Print this help\n";
+
+std::string string_field(const json::Value* v) {
+  if (v == nullptr) return "";
+  if (v->type == json::Value::Type::kString || v->type == json::Value::Type::kNumber) return v->text;
+  return "";
+}
+
+// A record field, or the same field inside the record's "spec" object.
+const json::Value* record_field(const json::Value& record, std::string_view key) {
+  if (const json::Value* v = record.find(key)) return v;
+  if (const json::Value* spec = record.find("spec")) return spec->find(key);
+  return nullptr;
+}
+
+std::string created_column(const json::Value* v) {
+  if (v == nullptr) return "";
+  if (v->type == json::Value::Type::kNumber) {
+    double t = std::strtod(v->text.c_str(), nullptr);
+    // Accept seconds, milliseconds, microseconds or nanoseconds since the epoch.
+    while (t > 1e11) t /= 1000;
+    return format_age(t);
+  }
+  return string_field(v);  // e.g. an RFC 3339 string: shown as is
+}
+
+std::string labels_column(const json::Value* v) {
+  std::string out;
+  if (v == nullptr || !v->is_object()) return out;
+  for (size_t i = 0; i < v->keys.size(); ++i) {
+    if (!out.empty()) out += ',';
+    out += v->keys[i] + "=" + string_field(&v->items[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {{"json", 0, false}, {"quiet", 'q', false}, {"label", 0, true}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kPsUsage, &a)) return 0;
+  if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
+  std::string filter;
+  if (const std::string* l = a.last("label")) {
+    if (l->find('=') == std::string::npos || l->front() == '=')
+      throw UsageError("invalid --label '" + *l + "': expected KEY=VALUE");
+    filter = *l;
+  }
+
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
+  const std::vector<SandboxInfo> list = rt.list(filter);
+
+  if (a.has("json")) {
+    std::string out = "[";
+    for (size_t i = 0; i < list.size(); ++i) {
+      out += i == 0 ? "\n  " : ",\n  ";
+      out += list[i].json.empty() ? "{}" : list[i].json;
+    }
+    out += list.empty() ? "]\n" : "\n]\n";
+    write_all(STDOUT_FILENO, out);
+    return 0;
+  }
+  if (a.has("quiet")) {
+    std::string out;
+    for (const auto& s : list) out += s.id + "\n";
+    write_all(STDOUT_FILENO, out);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "BACKEND", "CREATED", "LABELS"}};
+  for (const auto& s : list) {
+    json::Value record;
+    try {
+      record = json::parse(s.json);
+    } catch (const json::ParseError&) {
+      // Show what the list itself says; the record is the library's business.
+    }
+    rows.push_back({s.id, s.state, string_field(record_field(record, "backend")),
+                     created_column(record_field(record, "created_at")),
+                     labels_column(record_field(record, "labels"))});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args) {
+  ParsedArgs a;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kRmUsage, &a)) return 0;
+  if (a.operands.empty()) throw UsageError("requires at least one sandbox ID");
+
+  // No sweep at open: it could remove a dead target between open and attach and turn a successful
+  // removal into "not found".
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  int status = 0;
+  for (const auto& id : a.operands) {
+    try {
+      Sandbox sb = rt.attach(id);
+      sb.destroy();
+      write_all(STDOUT_FILENO, id + "\n");
+    } catch (const Error& e) {
+      print_error("rm " + id + ": " + e.what());
+      status = kExitRuntimeError;
+    }
+  }
+  return status;
+}
+
+int cmd_gc(CommandContext& ctx, const std::vector<std::string>& args) {
+  ParsedArgs a;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kGcUsage, &a)) return 0;
+  if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
+  // Open without the sweep, or the open would do the work and gc() would report 0.
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  write_all(STDOUT_FILENO, std::to_string(rt.gc()) + "\n");
+  return 0;
+}
+
+}  // namespace sandlet::cli

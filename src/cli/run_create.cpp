@@ -1,0 +1,180 @@
+// `sandlet run` and `sandlet create`: build a spec from --spec and flags, create a sandbox.
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+
+namespace sandlet::cli {
+namespace {
+
+#define SANDLET_SPEC_OPTIONS_HELP                                                                       \
+  "Spec options (--spec gives a base JSON spec; flags override it: list flags replace its list,\n"      \
+  "map flags set single keys):\n"                                                                      \
+  "      --spec FILE        Base spec, JSON (schema: see sandlet.h)\n"                                  \
+  "      --layer DIR        Read-only layer directory, lowest first (repeatable)\n"                     \
+  "      --backend NAME     container (default), fncall, microvm, fullvm\n"                             \
+  "      --cpus N           CPU quota in CPUs (e.g. 0.5)\n"                                             \
+  "      --memory SIZE      Memory limit (e.g. 512M, 2G)\n"                                            \
+  "      --pids N           Maximum number of processes\n"                                              \
+  "      --disk SIZE        Size of the writable layer (e.g. 1G)\n"                                     \
+  "      --network MODE     Network mode (none)\n"                                                      \
+  "      --label K=V        Label (repeatable)\n"                                                       \
+  "      --hostname H       Host name inside the sandbox\n"                                             \
+  "  -e, --env K=V          Environment variable (repeatable; a bare K copies it from here)\n"          \
+  "  -w, --workdir DIR      Working directory inside the sandbox\n"                                     \
+  "  -u, --user USER        uid[:gid] or a user name from the sandbox's /etc/passwd\n"                  \
+  "      --max-lifetime S   Destroy the sandbox after S seconds whatever happens\n"                     \
+  "      --idle-timeout S   Destroy the sandbox after S seconds without a request\n"                    \
+  "      --root DIR         State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"          \
+  "  -h, --help             Print this help\n"
+
+constexpr std::string_view kRunUsage =
+    "Usage: sandlet run [OPTIONS] [--] CMD [ARG...]\n"
+    "\n"
+    "Create a sandbox, run CMD in it with its output streamed (without a size limit), then destroy\n"
+    "the sandbox.\n"
+    "\n"
+    "Run options:\n"
+    "      --timeout S        Kill the command and everything it started after S seconds\n"
+    "  -i, --interactive      Send this process's stdin to the command (read to EOF first)\n"
+    "\n" SANDLET_SPEC_OPTIONS_HELP
+    "\n"
+    "Exit status: the command's; 128+N if it was killed by signal N; 124 if --timeout expired;\n"
+    "126 if it cannot be executed, 127 if it was not found; 1 on other errors, 2 on usage or spec errors.\n"
+    "Ctrl-C destroys the sandbox, then ends the CLI.\n";
+
+constexpr std::string_view kCreateUsage =
+    "Usage: sandlet create [OPTIONS]\n"
+    "\n"
+    "Create a detached sandbox (it outlives this command until `sandlet rm` or its max lifetime)\n"
+    "and print its id.\n"
+    "\n" SANDLET_SPEC_OPTIONS_HELP;
+
+#undef SANDLET_SPEC_OPTIONS_HELP
+
+const std::vector<OptionDef> kSpecOptions = {
+    {"spec", 0, true},     {"layer", 0, true},        {"backend", 0, true},      {"cpus", 0, true},
+    {"memory", 0, true},   {"pids", 0, true},         {"disk", 0, true},         {"network", 0, true},
+    {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
+    {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
+};
+
+// A number stays a JSON number; anything else goes in as a string so that the library's validation
+// rejects it with a message naming the field.
+json::Value number_or_string(const std::string& text) {
+  return json::is_number(text) ? json::Value::number(text) : json::Value::string(text);
+}
+
+std::pair<std::string, std::string> split_label(const std::string& flag) {
+  const size_t eq = flag.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError("invalid --label '" + flag + "': expected KEY=VALUE");
+  return {flag.substr(0, eq), flag.substr(eq + 1)};
+}
+
+// Builds the spec JSON (base file, then flags) and lets the library parse and validate it.
+Spec build_spec(const ParsedArgs& a, const char* lifetime) {
+  json::Value spec = json::Value::object();
+  if (const std::string* file = a.last("spec")) {
+    std::string text;
+    try {
+      text = read_local_file(*file, nullptr);
+    } catch (const std::exception& e) {
+      throw UsageError(std::string("--spec: ") + e.what());
+    }
+    try {
+      spec = json::parse(text);
+    } catch (const json::ParseError& e) {
+      throw UsageError("--spec " + *file + ": " + e.what());
+    }
+    if (!spec.is_object()) throw UsageError("--spec " + *file + ": expected a JSON object");
+  }
+
+  if (!a.all("layer").empty()) {
+    json::Value layers = json::Value::array();
+    for (const auto& l : a.all("layer")) layers.items.push_back(json::Value::string(l));
+    spec.set("layers", std::move(layers));
+  }
+  for (const char* field : {"backend", "hostname", "workdir", "user", "network"}) {
+    if (const std::string* v = a.last(field)) spec.set(field, json::Value::string(*v));
+  }
+  for (const auto& e : a.all("env"))
+    if (auto kv = parse_env_flag(e)) spec.object_at("env").set(kv->first, json::Value::string(kv->second));
+  for (const auto& l : a.all("label")) {
+    auto [k, v] = split_label(l);
+    spec.object_at("labels").set(k, json::Value::string(v));
+  }
+  if (const std::string* v = a.last("cpus")) spec.object_at("limits").set("cpus", number_or_string(*v));
+  if (const std::string* v = a.last("pids")) spec.object_at("limits").set("pids", number_or_string(*v));
+  // Sizes ("512M") are parsed by the library.
+  if (const std::string* v = a.last("memory")) spec.object_at("limits").set("memory", json::Value::string(*v));
+  if (const std::string* v = a.last("disk")) spec.object_at("limits").set("disk", json::Value::string(*v));
+  if (const std::string* v = a.last("max-lifetime")) spec.set("max_lifetime_s", number_or_string(*v));
+  if (const std::string* v = a.last("idle-timeout")) spec.set("idle_timeout_s", number_or_string(*v));
+  spec.set("lifetime", json::Value::string(lifetime));
+
+  return Spec::from_json(json::serialize(spec));
+}
+
+std::vector<OptionDef> with_spec_options(std::vector<OptionDef> extra) {
+  extra.insert(extra.end(), kSpecOptions.begin(), kSpecOptions.end());
+  return extra;
+}
+
+}  // namespace
+
+int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = with_spec_options({{"timeout", 0, true}, {"interactive", 'i', false}});
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kStopAtFirst, kRunUsage, &a)) return 0;
+  if (a.operands.empty()) throw UsageError("requires a command (sandlet run [OPTIONS] -- CMD...)");
+
+  CommandOptions cmd;
+  cmd.argv = a.operands;
+  if (const auto* v = a.last("timeout")) cmd.timeout_s = parse_seconds(*v, "--timeout");
+  // Everything that can fail on user input is checked before any sandbox work starts.
+  Spec spec = build_spec(a, "owned");
+  if (a.has("interactive")) cmd.stdin_data = read_local_file("-", nullptr);
+
+  // Ctrl-C from here on: the sandbox is destroyed, then the CLI dies by the signal.
+  SignalGuard guard;
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);  // run is latency-critical: no sweep
+  Sandbox sb = rt.create(spec);
+  int status;
+  if (const int sig = guard.pending()) {
+    status = 128 + sig;
+  } else {
+    status = run_command(sb, cmd, /*owned_sandbox=*/true, guard);
+  }
+  const int sig = guard.pending();
+  try {
+    sb.destroy();
+  } catch (const Error& e) {
+    // Destroyed already by the Ctrl-C path, or gone: the handle close and runtime close still clean up.
+    if (sig == 0 && e.code() != SANDLET_FAILED_PRECONDITION && e.code() != SANDLET_NOT_FOUND) {
+      print_error(e.what());
+      if (status == 0) status = kExitRuntimeError;
+    }
+  }
+  sb.close();
+  rt.close();
+  if (sig != 0) SignalGuard::die_by(sig);
+  return status;
+}
+
+int cmd_create(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = with_spec_options({});
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kCreateUsage, &a)) return 0;
+  if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
+
+  Spec spec = build_spec(a, "detached");
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
+  Sandbox sb = rt.create(spec);
+  write_all(STDOUT_FILENO, sb.id() + "\n");
+  return 0;
+}
+
+}  // namespace sandlet::cli

@@ -1,0 +1,257 @@
+// File transfer: atomic writes (temporary file in the same directory, then rename) with owner and mode,
+// and streamed reads of regular files with a size cap.
+//
+// Paths come from the host's callers (often model-generated), so they are resolved without procfs magic
+// links: the agent's own /proc/1/fd/<n> would otherwise lead into objects outside the sandbox root
+// (e.g. the host cgroup tree through the cgroup directory fd).
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "guest/server.hpp"
+
+namespace sandlet::guest {
+namespace {
+
+int open_no_magiclinks(int dirfd, const char* path, uint64_t flags, uint64_t mode = 0) {
+  struct open_how how = {};
+  how.flags = flags;
+  how.mode = mode;
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+  if (fd < 0 && errno == ENOSYS) fd = openat(dirfd, path, static_cast<int>(flags), static_cast<mode_t>(mode));
+  return fd;
+}
+
+Status path_status(int e, const char* op, const std::string& path) {
+  return errno_statusf(e, "%s \"%s\"", op, path.c_str());
+}
+
+// Opens the directory part of `path` (up to `slash`), creating missing components owned by uid:gid
+// when `make_parents` is set.
+Status open_parent(const std::string& path, size_t slash, bool make_parents, uid_t uid, gid_t gid, int* out) {
+  std::string dir = slash == 0 ? std::string("/") : path.substr(0, slash);
+  constexpr uint64_t kDirFlags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  if (!make_parents) {
+    *out = open_no_magiclinks(AT_FDCWD, dir.c_str(), kDirFlags);
+    return *out < 0 ? path_status(errno, "write", path) : Status::Ok();
+  }
+  int cur = open("/", kDirFlags);
+  if (cur < 0) return path_status(errno, "write", path);
+  size_t pos = 1;
+  while (pos < dir.size()) {
+    size_t end = dir.find('/', pos);
+    if (end == std::string::npos) end = dir.size();
+    std::string comp = dir.substr(pos, end - pos);
+    pos = end + 1;
+    if (comp.empty()) continue;
+    int next = open_no_magiclinks(cur, comp.c_str(), kDirFlags);
+    if (next < 0 && errno == ENOENT) {
+      if (mkdirat(cur, comp.c_str(), 0755) == 0) {
+        if (fchownat(cur, comp.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+          Status s = path_status(errno, "chown", dir.substr(0, end));
+          close(cur);
+          return s;
+        }
+      } else if (errno != EEXIST) {
+        Status s = path_status(errno, "mkdir", dir.substr(0, end));
+        close(cur);
+        return s;
+      }
+      next = open_no_magiclinks(cur, comp.c_str(), kDirFlags);
+    }
+    int e = errno;
+    close(cur);
+    if (next < 0) return path_status(e, "write", path);
+    cur = next;
+  }
+  *out = cur;
+  return Status::Ok();
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+void Server::write_start(Conn* c, std::string_view payload) {
+  proto::WriteFileRequest req;
+  if (!proto::WriteFileRequest::decode(payload, &req)) {
+    conn_close(c);
+    return;
+  }
+  c->state = Conn::State::kWrite;
+  WriteJob& w = c->wjob;
+  w.path = req.path;
+  // Errors are kept and reported at kFileEof: the host streams the whole file, then reads one reply.
+  if (req.path[0] != '/') {
+    w.error = make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "write \"" + req.path + "\": path must be absolute");
+    return;
+  }
+  size_t slash = req.path.rfind('/');
+  w.base = req.path.substr(slash + 1);
+  if (w.base.empty() || w.base == "." || w.base == ".." || req.path.find('\0') != std::string::npos) {
+    w.error = make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "write \"" + req.path + "\": not a file path");
+    return;
+  }
+  Identity id;
+  if (Status st = users_.resolve(req.user.empty() ? cfg_.user : req.user, &id); !st.ok()) {
+    w.error = st;
+    return;
+  }
+  if (Status st = open_parent(req.path, slash, req.flags & proto::kWriteMkdirParents, id.uid, id.gid, &w.dirfd);
+      !st.ok()) {
+    w.error = st;
+    return;
+  }
+  w.tmp = ".sandlet-" + std::to_string(++file_counter_) + ".tmp";
+  w.fd = openat(w.dirfd, w.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+  if (w.fd < 0) {
+    w.tmp.clear();
+    w.error = path_status(errno, "write", req.path);
+    write_abort(c);
+    return;
+  }
+  // chown first: it clears set-id bits that the mode may ask for.
+  if (fchown(w.fd, id.uid, id.gid) != 0 || fchmod(w.fd, req.mode & 07777) != 0) {
+    w.error = path_status(errno, "write", req.path);
+    write_abort(c);
+  }
+}
+
+void Server::write_frame(Conn* c, proto::Msg type, std::string_view payload) {
+  WriteJob& w = c->wjob;
+  if (type == proto::Msg::kFileData) {
+    if (w.error.ok() && w.fd >= 0 && !write_all(w.fd, payload.data(), payload.size())) {
+      w.error = path_status(errno, "write", w.path);
+      write_abort(c);
+    }
+    return;
+  }
+  if (type != proto::Msg::kFileEof) {
+    conn_close(c);  // protocol violation (conn_close removes the temporary file)
+    return;
+  }
+  if (w.error.ok() && close(w.fd) != 0) w.error = path_status(errno, "write", w.path);
+  w.fd = -1;
+  if (w.error.ok() && renameat(w.dirfd, w.tmp.c_str(), w.dirfd, w.base.c_str()) != 0)
+    w.error = path_status(errno, "write", w.path);
+  if (w.error.ok()) w.tmp.clear();  // renamed: nothing to clean up
+  write_abort(c);                   // closes the directory (and removes a leftover temporary file)
+  if (!w.error.ok()) {
+    reply_error(c, w.error);
+    return;
+  }
+  reply(c, proto::Msg::kOk);
+  conn_finish(c);
+}
+
+void Server::write_abort(Conn* c) {
+  WriteJob& w = c->wjob;
+  if (w.fd >= 0) close(w.fd);
+  w.fd = -1;
+  if (!w.tmp.empty() && w.dirfd >= 0) unlinkat(w.dirfd, w.tmp.c_str(), 0);
+  w.tmp.clear();
+  if (w.dirfd >= 0) close(w.dirfd);
+  w.dirfd = -1;
+}
+
+void Server::read_start(Conn* c, std::string_view payload) {
+  proto::ReadFileRequest req;
+  if (!proto::ReadFileRequest::decode(payload, &req)) {
+    conn_close(c);
+    return;
+  }
+  if (req.path.find('\0') != std::string::npos) {
+    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "read: path contains a NUL byte"));
+    return;
+  }
+  // O_NONBLOCK: opening a FIFO must not hang the agent; it is refused below as not a regular file.
+  int fd = open_no_magiclinks(AT_FDCWD, req.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    reply_error(c, path_status(errno, "read", req.path));
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status s = path_status(errno, "read", req.path);
+    close(fd);
+    reply_error(c, s);
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "read \"" + req.path + "\": not a regular file"));
+    return;
+  }
+  if (static_cast<uint64_t>(st.st_size) > req.max_bytes) {
+    close(fd);
+    reply_error(c, make_status(SANDLET_OUT_OF_RANGE, EFBIG,
+                               "read \"" + req.path + "\": " + std::to_string(st.st_size) + " bytes exceed the limit of " +
+                                   std::to_string(req.max_bytes)));
+    return;
+  }
+  c->state = Conn::State::kRead;
+  c->rjob.fd = fd;
+  c->rjob.max = req.max_bytes;
+  c->rjob.mode = st.st_mode & 07777;
+  c->rjob.sent = 0;
+  conn_flush(c);  // pumps the file into the queue
+}
+
+// Appends chunks until the queue is full or the file ends; never flushes (conn_flush drives it).
+// Files whose size lies (/proc) are read to EOF, still capped at max_bytes.
+void Server::read_pump(Conn* c) {
+  ReadJob& r = c->rjob;
+  while (c->state == Conn::State::kRead && c->out.size() < kOutHigh) {
+    char* p = c->out.reserve_tail(proto::kHeaderSize + kFileChunk);
+    ssize_t n = read(r.fd, p + proto::kHeaderSize, kFileChunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = errno_status(errno, "read file");
+      read_end(c);
+      proto::ErrorReply er{s.code, s.err_no, s.message};
+      reply(c, proto::Msg::kError, er.encode());
+      return;
+    }
+    if (n == 0) {
+      proto::FileDone done;
+      done.size = r.sent;
+      done.mode = r.mode;
+      read_end(c);
+      reply(c, proto::Msg::kFileDone, done.encode());
+      return;
+    }
+    if (r.sent + static_cast<uint64_t>(n) > r.max) {
+      read_end(c);
+      proto::ErrorReply er{SANDLET_OUT_OF_RANGE, EFBIG,
+                           "read: file grew beyond the limit of " + std::to_string(r.max) + " bytes"};
+      reply(c, proto::Msg::kError, er.encode());
+      return;
+    }
+    put_header(p, proto::Msg::kFileChunk, static_cast<uint32_t>(n));
+    c->out.commit(proto::kHeaderSize + static_cast<size_t>(n));
+    r.sent += static_cast<uint64_t>(n);
+  }
+}
+
+void Server::read_end(Conn* c) {
+  if (c->rjob.fd >= 0) close(c->rjob.fd);
+  c->rjob.fd = -1;
+  if (c->state == Conn::State::kRead) {
+    c->state = Conn::State::kDone;
+    c->close_after_flush = true;
+  }
+}
+
+}  // namespace sandlet::guest

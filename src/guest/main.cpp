@@ -1,0 +1,91 @@
+// sandlet-init: PID 1 of a container sandbox. Receives its configuration and kernel objects from the
+// host on fd 3, turns the fresh namespaces into the sandbox, reports ready, then serves exec and file
+// requests on the listening socket the host handed in until the host stops it or a time limit expires.
+// When it exits, the kernel kills every process of the sandbox's pid namespace: that is the teardown.
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "guest/server.hpp"
+#include "guest/setup.hpp"
+#include "guest/status.hpp"
+
+using namespace sandlet::guest;
+namespace proto = sandlet::proto;
+
+namespace {
+
+[[noreturn]] void fail(const Status& s) {
+  proto::ErrorReply r;
+  r.code = s.code == SANDLET_OK ? static_cast<uint32_t>(SANDLET_INTERNAL) : s.code;
+  r.err_no = s.err_no;
+  r.message = s.message;
+  log_line("start-up failed: %s", s.message.c_str());
+  send_frame_blocking(kSetupFd, proto::Msg::kError, r.encode());
+  _exit(1);
+}
+
+// Spawned commands and the agent rely on 0/1/2 being open (fd 0 is the /dev/null stdin of execs
+// without stdin; new pipes must never land on 0-2).
+void ensure_std_fds() {
+  for (int fd = 0; fd < 3; ++fd) {
+    if (fcntl(fd, F_GETFD) >= 0) continue;
+    int n = open("/dev/null", O_RDWR);
+    if (n >= 0 && n != fd) {
+      dup2(n, fd);
+      close(n);
+    }
+  }
+}
+
+}  // namespace
+
+int main() {
+  // Before anything can fork: SIGCHLD/SIGTERM/SIGINT go to a signalfd; SIGPIPE becomes EPIPE.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  ensure_std_fds();
+  // Output and stdin queues reach megabytes per connection: serve those from mmap so that memory goes
+  // back to the system when the connection ends (glibc's adaptive threshold would keep it in the heap).
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+
+  // Many concurrent execs need many fds; commands get the original limit back.
+  static struct rlimit original;
+  const struct rlimit* child_nofile = nullptr;
+  if (getrlimit(RLIMIT_NOFILE, &original) == 0 && original.rlim_cur < original.rlim_max) {
+    struct rlimit raised = {original.rlim_max, original.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) child_nofile = &original;
+  }
+
+  proto::InitConfig cfg;
+  InitFds fds;
+  Status s = receive_config(kSetupFd, &cfg, &fds);
+  if (!s.ok()) fail(s);
+  s = setup_sandbox(cfg, fds);
+  if (!s.ok()) fail(s);
+  // Commands without stdin inherit fd 0: make it the sandbox's own /dev/null, whatever the host passed.
+  if (int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+    dup2(null, 0);
+    close(null);
+  }
+  std::string bpf = std::move(cfg.seccomp_bpf);
+  Server server(std::move(cfg), fds, child_nofile);
+  s = server.init();
+  if (!s.ok()) fail(s);
+  s = install_seccomp(bpf);
+  if (!s.ok()) fail(s);
+  if (!send_frame_blocking(kSetupFd, proto::Msg::kInitReady, std::string())) {
+    log_line("could not report ready (errno %d); exiting", errno);
+    _exit(1);
+  }
+  close(kSetupFd);  // the host does not need it after ready
+  server.run();
+}

@@ -1,0 +1,32 @@
+// Start-up of the init: receive the InitConfig (and its fds) on the setup socket, then turn the fresh
+// namespaces into the sandbox (mounts, pivot, hostname, loopback, seccomp). A linear pipeline of small
+// steps; the first failure is reported to the host as a kError frame naming the step.
+#pragma once
+#include "guest/status.hpp"
+#include "proto/agent_protocol.hpp"
+
+namespace sandlet::guest {
+
+constexpr int kSetupFd = 3;
+
+struct InitFds {
+  int rootfs = -1;    // detached mount to pivot into
+  int listener = -1;  // agent listening socket (made non-blocking here)
+  int cgroup = -1;    // sandbox cgroup2 dir, or -1
+};
+
+// Reads exactly one kInitConfig frame with its SCM_RIGHTS fds from `sock`.
+Status receive_config(int sock, proto::InitConfig* cfg, InitFds* fds);
+
+// Steps 1-6 of the start-up contract except the seccomp filter; leaves the process pivoted into the
+// sandbox root, non-dumpable and with no_new_privs.
+Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds);
+
+// Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
+// the filter, which typically forbids mount and the like.
+Status install_seccomp(const std::string& bpf);
+
+// Blocking write of one frame (setup socket only; the serving loop never blocks).
+bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload);
+
+}  // namespace sandlet::guest

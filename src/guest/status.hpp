@@ -1,0 +1,34 @@
+// Status values for the agent: the agent is built with -fno-exceptions, so every fallible step returns
+// one of these. `code` is a sandlet_code_t; the message names the object, the operation and errno.
+#pragma once
+#include <cerrno>
+#include <cstdint>
+#include <string>
+
+#include "sandlet/sandlet.h"
+
+namespace sandlet::guest {
+
+struct Status {
+  uint32_t code = SANDLET_OK;
+  int err_no = 0;
+  std::string message;
+
+  bool ok() const { return code == SANDLET_OK; }
+  static Status Ok() { return {}; }
+};
+
+// Maps an errno to the closest status code (mirrors common/error.hpp, which the agent cannot include:
+// it throws).
+uint32_t code_from_errno(int e);
+
+// "<what>: <strerror(e)>" with the code derived from e.
+Status errno_status(int e, const std::string& what);
+// Same, formatted printf-style: errno_statusf(ENOENT, "mount %s", path).
+Status errno_statusf(int e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+Status make_status(uint32_t code, int e, const std::string& message);
+
+// Writes a diagnostic line to fd 2 (the host decides where that goes; /dev/null by default).
+void log_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace sandlet::guest
