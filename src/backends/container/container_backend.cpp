@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/error.hpp"
 #include "proto/agent_protocol.hpp"
@@ -93,7 +94,6 @@ class ContainerBackend final : public Backend {
     auto init = sys::PausedInit::spawn(params);
     setup_child.reset();
 
-    cgroup.add_to_v1(init.pid());
     // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
     // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
     // tiny init is then still the OOM killer's last choice by size.
@@ -103,6 +103,10 @@ class ContainerBackend final : public Backend {
     }
     init.map_ids(rec.uid_base, kIdsPerSandbox);
     init.resume();  // the init execs while we build its root filesystem
+    // v1 membership (hybrid hosts) after the init is running: a v1 migration can wait milliseconds for
+    // an RCU grace period, and the init's exec proceeds meanwhile. It is done before the init is told
+    // its configuration, so no command can start outside the sandbox's limits.
+    cgroup.add_to_v1(init.pid());
 
     // 4. Root filesystem as a detached mount, idmapped into the sandbox's user namespace.
     sys::UniqueFd userns(::open(("/proc/" + std::to_string(init.pid()) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
