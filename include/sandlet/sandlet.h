@@ -209,21 +209,27 @@ typedef struct sandlet_exec_options {
   const void *stdin_data;        /* bytes fed to stdin, then EOF; NULL = empty stdin */
   size_t stdin_len;
   double timeout_s;              /* 0 = no timeout; on expiry every process of this exec is killed */
-  uint64_t output_limit;         /* per stream; 0 = default 16 MiB. Beyond it output is dropped + flagged */
+  uint64_t output_limit;         /* per stream, streaming included; 0 = default 16 MiB; UINT64_MAX = no cap.
+                                    Beyond it output is dropped and flagged */
   int kill_on_output_limit;      /* non-zero: kill the command when a stream passes the limit */
   sandlet_output_cb on_output;   /* optional streaming callback */
   void *output_user_data;
+  int keep_background;           /* non-zero: processes the command leaves running (`server &`) survive its
+                                    exit and the exec completes when the main process exits; their later
+                                    output is discarded. Default: they are killed with the command. */
 } sandlet_exec_options_t;
-#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0}
+#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0}
 
 typedef struct sandlet_exec_result sandlet_exec_result_t;
 
-/* Runs a command and waits for it and every process it started. A command that cannot be started
-   (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED), not a result. */
+/* Runs a command and waits for it and every process it started (see keep_background). A command that
+   cannot be started (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED), not a result;
+   so is a missing cwd or user (NOT_FOUND). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_exec(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
                                                   sandlet_exec_result_t **out);
 typedef void (*sandlet_exec_cb)(void *user_data, sandlet_error_t *err, sandlet_exec_result_t *result);
-/* The options (and the strings/bytes they point to) are copied before this returns. */
+/* The options (and the strings/bytes they point to) are copied before this returns. When this returns an
+   error the callback is never called; otherwise it is called exactly once, after the last on_output. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_exec_async(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
                                                         sandlet_exec_cb cb, void *user_data);
 

@@ -24,6 +24,8 @@ sandlet::ExecParams to_params(const sandlet_exec_options_t* o) {
   p.timeout_s = o->timeout_s;
   p.output_limit = o->output_limit;
   p.kill_on_output_limit = o->kill_on_output_limit != 0;
+  if (o->size >= offsetof(sandlet_exec_options_t, keep_background) + sizeof(int))
+    p.keep_background = o->keep_background != 0;
   if (o->on_output) {
     auto cb = o->on_output;
     void* ud = o->output_user_data;

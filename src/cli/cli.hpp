@@ -54,6 +54,7 @@ struct CommandOptions {
   std::vector<std::string> env;  // exec only ("K=V"); run puts --env into the spec
   std::string cwd, user;         // exec only
   double timeout_s = 0;
+  bool keep_background = false;  // exec --keep-background
   std::string stdin_data;        // -i: the CLI's whole stdin, read before the sandbox work starts
 };
 

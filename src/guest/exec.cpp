@@ -321,12 +321,50 @@ void Server::exec_resume_conn(Exec* e) {
 void Server::exec_exited(Exec* e, int status) {
   e->exited = true;
   e->wait_status = status;
+  bool stragglers = !e->cg.valid() || ExecCgroups::populated(e->cg);
+  if (stragglers && (e->req_flags & proto::kExecKeepBackground) && e->cg.valid()) {
+    exec_detach_background(e);
+    return;
+  }
   // Stragglers (`sleep 100 &`) die with the main process: an exec owns every process it started.
   // (An empty group is not killed, so that it stays reusable; see cgroups.hpp.)
-  if (!e->cg.valid() || ExecCgroups::populated(e->cg)) exec_kill_tree(e);
+  if (stragglers) exec_kill_tree(e);
   exec_stdin_close(e);
   exec_resume_conn(e);
   exec_maybe_finish(e);
+}
+
+// keep_background: the command is done when its main process exits; what it left running (a server
+// started with `&`) lives on in the exec's cgroup, whose output now drains into the void. The group is
+// never reused and is removed once empty.
+void Server::exec_detach_background(Exec* e) {
+  e->cg.killed = true;
+  e->deadline_ns = 0;  // the timeout bounded the command, not what it left behind
+  for (int s = 0; s < 2 && !e->dead; ++s)
+    if (e->pipe_fd[s] >= 0 && !e->pipes_paused) exec_pipe_readable(e, s);
+  if (e->dead) return;
+  exec_stdin_close(e);
+  if (Conn* c = e->conn) {
+    e->conn = nullptr;
+    c->exec = nullptr;
+    reply(c, proto::Msg::kExit, exit_status(e).encode());
+    conn_finish(c);
+  }
+  exec_pause_pipes(e, false);
+  exec_maybe_finish(e);
+}
+
+proto::ExitStatus Server::exit_status(const Exec* e) const {
+  proto::ExitStatus xs;
+  if (WIFEXITED(e->wait_status)) {
+    xs.exit_code = WEXITSTATUS(e->wait_status);
+  } else if (WIFSIGNALED(e->wait_status)) {
+    xs.exit_code = -1;
+    xs.signal = WTERMSIG(e->wait_status);
+  }
+  xs.flags = e->exit_flags;
+  xs.run_ns = now_ns() - e->start_ns;
+  return xs;
 }
 
 void Server::exec_kill_tree(Exec* e) {
@@ -369,15 +407,7 @@ void Server::exec_maybe_finish(Exec* e) {
   if (e->dead || !e->exited || e->pipe_fd[0] >= 0 || e->pipe_fd[1] >= 0) return;
   e->dead = true;
   exec_stdin_close(e);
-  proto::ExitStatus xs;
-  if (WIFEXITED(e->wait_status)) {
-    xs.exit_code = WEXITSTATUS(e->wait_status);
-  } else if (WIFSIGNALED(e->wait_status)) {
-    xs.exit_code = -1;
-    xs.signal = WTERMSIG(e->wait_status);
-  }
-  xs.flags = e->exit_flags;
-  xs.run_ns = now_ns() - e->start_ns;
+  proto::ExitStatus xs = exit_status(e);
   cgroups_.release(&e->cg);  // empty, or everything in it was killed when the main process exited
   execs_.erase(std::find(execs_.begin(), execs_.end(), e));
   dead_execs_.push_back(e);

@@ -127,6 +127,8 @@ class Server final {
   void exec_stdin_writable(Exec* e);
   void exec_resume_conn(Exec* e);
   void exec_exited(Exec* e, int status);
+  void exec_detach_background(Exec* e);
+  proto::ExitStatus exit_status(const Exec* e) const;
   void exec_kill_tree(Exec* e);
   void exec_signal(Exec* e, int sig);
   void exec_cancel(Exec* e);

@@ -35,7 +35,7 @@ enum class Msg : uint8_t {
   // host -> init, on the setup socket only
   kInitConfig = 32, // InitConfig; fds arrive with it via SCM_RIGHTS (see InitConfig)
   // init -> host, on the setup socket only
-  kInitReady = 33,  // u32 init pid as seen from the host is not known inside; payload empty
+  kInitReady = 33,  // empty payload
   // agent -> host
   kStarted = 64,    // u32 pid inside the sandbox
   kStdout = 65,     // raw bytes
@@ -80,6 +80,8 @@ inline bool decode_header(const char* p, FrameHeader* h) {
 enum ExecFlags : uint32_t {
   kExecHasStdin = 1,          // stdin frames follow; otherwise stdin is /dev/null
   kExecKillOnOutputLimit = 2, // kill the exec when a stream passes output_limit
+  kExecKeepBackground = 4,    // processes still running when the main one exits are left alive; the exec
+                              // completes at once and their later output is discarded
 };
 
 struct ExecRequest {

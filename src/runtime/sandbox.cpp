@@ -71,6 +71,7 @@ void Sandbox::exec_async(ExecParams params, ExecDone done) {
   req.timeout_ms = static_cast<uint64_t>(std::ceil(params.timeout_s * 1000));
   req.output_limit = params.output_limit ? params.output_limit : kDefaultOutputLimit;
   if (params.kill_on_output_limit) req.flags |= proto::kExecKillOnOutputLimit;
+  if (params.keep_background) req.flags |= proto::kExecKeepBackground;
   if (!params.stdin_data.empty()) req.flags |= proto::kExecHasStdin;
 
   std::string frames = proto::frame(proto::Msg::kExec, req.encode());

@@ -24,6 +24,7 @@ struct ExecParams {
   double timeout_s = 0;
   uint64_t output_limit = 0;  // 0 = 16 MiB
   bool kill_on_output_limit = false;
+  bool keep_background = false;
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
 };
 

@@ -133,3 +133,23 @@ TEST_CASE("files round-trip and errors are precise", "[files]") {
   }
   h.check_no_leaks();
 }
+
+TEST_CASE("keep_background: a server started with & outlives its command; default kills it", "[exec][background]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  // Default: the background sleep dies with the command.
+  auto r = sb.exec({"sh", "-c", "sleep 300 & echo started"});
+  CHECK(r.stdout_data == "started\n");
+  CHECK(wait_until([&] { return count_procs(sb, "sleep") == 0; }, 5));
+  // keep_background: the command returns at once, its child stays, and a later exec can talk to it.
+  sandlet::ExecOptions o({"sh", "-c", "(while true; do echo tick > /tmp/beat; sleep 0.1; done) & echo started"});
+  o.keep_background = true;
+  o.timeout_s = 1;
+  r = sb.exec(o);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.stdout_data == "started\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the command's timeout
+  CHECK(run_out(sb, "rm /tmp/beat; sleep 0.5; cat /tmp/beat") == "tick\n");
+  h.check_no_leaks();
+}
