@@ -233,6 +233,19 @@ typedef void (*sandlet_exec_cb)(void *user_data, sandlet_error_t *err, sandlet_e
 SANDLET_API sandlet_error_t *sandlet_sandbox_exec_async(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
                                                         sandlet_exec_cb cb, void *user_data);
 
+/* Like sandlet_sandbox_exec_async, and *control (may be NULL) receives a handle on the running command:
+   signal it or cancel it. The handle is owned by the caller (sandlet_exec_control_delete); it may outlive
+   the exec (calls then do nothing) and releasing it does not cancel anything. */
+typedef struct sandlet_exec_control sandlet_exec_control_t;
+SANDLET_API sandlet_error_t *sandlet_sandbox_exec_start(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
+                                                        sandlet_exec_cb cb, void *user_data,
+                                                        sandlet_exec_control_t **control);
+/* Delivers signal `signo` to every process of the exec. */
+SANDLET_API sandlet_error_t *sandlet_exec_control_signal(sandlet_exec_control_t *control, int signo);
+/* Kills every process of the exec; its callback then gets CANCELLED (if it had not completed yet). */
+SANDLET_API void sandlet_exec_control_cancel(sandlet_exec_control_t *control);
+SANDLET_API void sandlet_exec_control_delete(sandlet_exec_control_t *control); /* NULL is fine */
+
 SANDLET_API int sandlet_exec_result_exit_code(const sandlet_exec_result_t *r); /* -1 if killed by a signal */
 SANDLET_API int sandlet_exec_result_signal(const sandlet_exec_result_t *r);    /* 0 if it exited */
 SANDLET_API int sandlet_exec_result_timed_out(const sandlet_exec_result_t *r);

@@ -267,6 +267,34 @@ class Spec {
   sandlet_spec_t* spec_ = nullptr;
 };
 
+// ---- exec control -------------------------------------------------------------------------------------
+
+// A running command started with Sandbox::exec_start. Releasing it does not cancel the command.
+class ExecControl {
+ public:
+  ExecControl() noexcept = default;
+  explicit ExecControl(sandlet_exec_control_t* c) noexcept : c_(c) {}
+  ExecControl(ExecControl&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+  ExecControl& operator=(ExecControl&& o) noexcept {
+    if (this != &o) {
+      sandlet_exec_control_delete(c_);
+      c_ = std::exchange(o.c_, nullptr);
+    }
+    return *this;
+  }
+  ExecControl(const ExecControl&) = delete;
+  ExecControl& operator=(const ExecControl&) = delete;
+  ~ExecControl() { sandlet_exec_control_delete(c_); }
+
+  // Delivers `signo` to every process of the command.
+  void signal(int signo) { detail::check(sandlet_exec_control_signal(c_, signo)); }
+  // Kills every process of the command; its callback then reports CANCELLED.
+  void cancel() noexcept { sandlet_exec_control_cancel(c_); }
+
+ private:
+  sandlet_exec_control_t* c_ = nullptr;
+};
+
 // ---- sandbox ------------------------------------------------------------------------------------------
 
 class Sandbox {
@@ -322,13 +350,13 @@ class Sandbox {
 
   // Starts a command; `cb` gets the error (NULL on success, valid only during the call) or the result.
   // If starting fails this throws and `cb` is never called.
-  void exec_async(const ExecOptions& opts, ExecCallback cb) {
-    // The library copies the options but not what output_user_data points to: keep the output callback
-    // alive on the heap next to the completion callback until the completion trampoline runs.
-    auto ctx = std::make_unique<ExecContext>(ExecContext{std::move(cb), opts.on_output});
-    detail::CExecOptions c(opts, &ctx->on_output);
-    detail::check(sandlet_sandbox_exec_async(sb_, c.get(), &exec_trampoline, ctx.get()));
-    ctx.release();
+  void exec_async(const ExecOptions& opts, ExecCallback cb) { start(opts, std::move(cb), nullptr); }
+
+  // Like exec_async, and returns a control to signal or cancel the running command.
+  ExecControl exec_start(const ExecOptions& opts, ExecCallback cb) {
+    sandlet_exec_control_t* control = nullptr;
+    start(opts, std::move(cb), &control);
+    return ExecControl(control);
   }
 
   // Creates or replaces `path` (parents created). mode 0 means 0644.
@@ -356,6 +384,15 @@ class Sandbox {
     ExecCallback done;
     detail::OutputFn on_output;
   };
+
+  void start(const ExecOptions& opts, ExecCallback cb, sandlet_exec_control_t** control) {
+    // The library copies the options but not what output_user_data points to: keep the output callback
+    // alive on the heap next to the completion callback until the completion trampoline runs.
+    auto ctx = std::make_unique<ExecContext>(ExecContext{std::move(cb), opts.on_output});
+    detail::CExecOptions c(opts, &ctx->on_output);
+    detail::check(sandlet_sandbox_exec_start(sb_, c.get(), &exec_trampoline, ctx.get(), control));
+    ctx.release();
+  }
 
   static void exec_trampoline(void* user_data, sandlet_error_t* err, sandlet_exec_result_t* result) noexcept {
     std::unique_ptr<ExecContext> ctx(static_cast<ExecContext*>(user_data));

@@ -131,13 +131,16 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec(sandlet_sandbox_t* sb, const s
   });
 }
 
-SANDLET_API sandlet_error_t* sandlet_sandbox_exec_async(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
-                                                        sandlet_exec_cb cb, void* user_data) {
+SANDLET_API sandlet_error_t* sandlet_sandbox_exec_start(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
+                                                        sandlet_exec_cb cb, void* user_data,
+                                                        sandlet_exec_control_t** control) {
   SANDLET_REQUIRE(sb);
   SANDLET_REQUIRE(opts);
   SANDLET_REQUIRE(cb);
   return guard([&] {
-    sb->sb->exec_async(to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
+    // Allocated first: once the exec is started, nothing here may fail any more.
+    std::unique_ptr<sandlet_exec_control> handle(control ? new sandlet_exec_control{sandlet::ExecControl({})} : nullptr);
+    auto started = sb->sb->exec_async(to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
       if (error) {
         cb(user_data, sandlet::capi::error_from(error), nullptr);
         return;
@@ -150,8 +153,32 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec_async(sandlet_sandbox_t* sb, c
       r->outcome = std::move(outcome);
       cb(user_data, nullptr, r);
     });
+    if (handle) {
+      handle->control = started;
+      *control = handle.release();
+    }
   });
 }
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_exec_async(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
+                                                        sandlet_exec_cb cb, void* user_data) {
+  return sandlet_sandbox_exec_start(sb, opts, cb, user_data, nullptr);
+}
+
+SANDLET_API sandlet_error_t* sandlet_exec_control_signal(sandlet_exec_control_t* control, int signo) {
+  SANDLET_REQUIRE(control);
+  return guard([&] { control->control.signal(signo); });
+}
+
+SANDLET_API void sandlet_exec_control_cancel(sandlet_exec_control_t* control) {
+  if (!control) return;
+  try {
+    control->control.cancel();
+  } catch (...) {
+  }
+}
+
+SANDLET_API void sandlet_exec_control_delete(sandlet_exec_control_t* control) { delete control; }
 
 SANDLET_API int sandlet_exec_result_exit_code(const sandlet_exec_result_t* r) { return r ? r->outcome.exit_code : -1; }
 SANDLET_API int sandlet_exec_result_signal(const sandlet_exec_result_t* r) { return r ? r->outcome.signal : 0; }

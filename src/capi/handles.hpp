@@ -32,6 +32,10 @@ struct sandlet_sandbox {
   std::shared_ptr<sandlet::Sandbox> sb;
 };
 
+struct sandlet_exec_control {
+  sandlet::ExecControl control;
+};
+
 struct sandlet_exec_result {
   sandlet::ExecOutcome outcome;
 };

@@ -15,16 +15,34 @@ std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, const std::str
   sys::UniqueFd fd = sys::connect_unix(socket_path);
   auto call = std::make_shared<AgentCall>(io, std::move(on_frame), std::move(done));
   call->socket_.assign(asio::local::stream_protocol(), fd.release());
-  call->outgoing_ = std::move(request_frames);
+  call->outgoing_.push_back(std::move(request_frames));
   asio::post(io, [call] {
-    asio::async_write(call->socket_, asio::buffer(call->outgoing_),
-                      [call](boost::system::error_code ec, size_t) {
-                        // A write error shows up as a read error too; the read side reports it.
-                        if (!ec) call->outgoing_.clear();
-                      });
+    call->write_next();
     call->read_header();
   });
   return call;
+}
+
+void AgentCall::send(std::string frame) {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self, frame = std::move(frame)]() mutable {
+    if (self->finished_) return;
+    self->outgoing_.push_back(std::move(frame));
+    self->write_next();
+  });
+}
+
+// One write in flight at a time; a write error shows up as a read error too, reported there.
+void AgentCall::write_next() {
+  if (writing_ || outgoing_.empty() || finished_) return;
+  writing_ = true;
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(outgoing_.front()), [self](boost::system::error_code ec, size_t) {
+    self->writing_ = false;
+    if (ec) return;
+    self->outgoing_.pop_front();
+    self->write_next();
+  });
 }
 
 void AgentCall::abort() {

@@ -2,6 +2,7 @@
 // sends the request frames, then hands each reply frame to a handler until it reports the final one.
 #pragma once
 #include <boost/asio.hpp>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -22,18 +23,23 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   // `done` runs exactly once, on the loop thread. Throws only if the connection cannot be made.
   static std::shared_ptr<AgentCall> start(boost::asio::io_context& io, const std::string& socket_path,
                                           std::string request_frames, FrameHandler on_frame, Done done);
-  // Closes the connection; the agent then kills whatever the call started. Thread-safe.
+  // Closes the connection; the agent then kills whatever the call started. The call completes with
+  // CANCELLED (unless it already completed). Thread-safe.
   void abort();
+  // Queues one more frame to the agent (e.g. a signal for a running exec). Thread-safe.
+  void send(std::string frame);
 
   AgentCall(boost::asio::io_context& io, FrameHandler on_frame, Done done);
 
  private:
+  void write_next();
   void read_header();
   void read_payload();
   void finish(std::exception_ptr error);
 
   boost::asio::local::stream_protocol::socket socket_;
-  std::string outgoing_;
+  std::deque<std::string> outgoing_;  // front is being written
+  bool writing_ = false;
   char header_[proto::kHeaderSize];
   proto::FrameHeader frame_{};
   std::string payload_;

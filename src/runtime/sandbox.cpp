@@ -56,7 +56,20 @@ std::shared_ptr<Runtime> Sandbox::runtime_checked() const {
   return rt;
 }
 
-void Sandbox::exec_async(ExecParams params, ExecDone done) {
+void ExecControl::signal(int signo) {
+  if (signo <= 0 || signo >= 65) throw Error(Code::kInvalidArgument, "invalid signal number " + std::to_string(signo));
+  if (auto call = call_.lock()) {
+    wire::Writer w;
+    w.u32(static_cast<uint32_t>(signo));
+    call->send(proto::frame(proto::Msg::kSignal, w.data()));
+  }
+}
+
+void ExecControl::cancel() {
+  if (auto call = call_.lock()) call->abort();
+}
+
+ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   auto rt = runtime_checked();
   if (params.argv.empty() || params.argv[0].empty())
     throw Error(Code::kInvalidArgument, "invalid exec field 'argv': a command is required");
@@ -136,7 +149,8 @@ void Sandbox::exec_async(ExecParams params, ExecDone done) {
     }
     done(error, std::move(state->outcome));
   };
-  AgentCall::start(rt->io(), record_.agent_socket, std::move(frames), std::move(on_frame), std::move(on_done));
+  return ExecControl(
+      AgentCall::start(rt->io(), record_.agent_socket, std::move(frames), std::move(on_frame), std::move(on_done)));
 }
 
 ExecOutcome Sandbox::exec(ExecParams params) {

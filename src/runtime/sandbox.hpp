@@ -14,6 +14,19 @@
 namespace sandlet {
 
 class Runtime;
+class AgentCall;
+
+// Control over a running exec: deliver a signal to all its processes, or cancel it (kill them all;
+// the completion then reports CANCELLED). Harmless after the exec completed.
+class ExecControl final {
+ public:
+  explicit ExecControl(std::weak_ptr<AgentCall> call) : call_(std::move(call)) {}
+  void signal(int signo);
+  void cancel();
+
+ private:
+  std::weak_ptr<AgentCall> call_;
+};
 
 struct ExecParams {
   std::vector<std::string> argv;
@@ -51,7 +64,7 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   std::shared_ptr<Runtime> runtime() const { return runtime_checked(); }
 
   using ExecDone = std::function<void(std::exception_ptr, ExecOutcome)>;
-  void exec_async(ExecParams params, ExecDone done);
+  ExecControl exec_async(ExecParams params, ExecDone done);
   ExecOutcome exec(ExecParams params);
 
   void write_file(const std::string& path, std::string data, uint32_t mode);

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <csignal>
 
 #include "sandlet/sandlet.hpp"
 

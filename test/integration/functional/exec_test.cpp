@@ -153,3 +153,31 @@ TEST_CASE("keep_background: a server started with & outlives its command; defaul
   CHECK(run_out(sb, "rm /tmp/beat; sleep 0.5; cat /tmp/beat") == "tick\n");
   h.check_no_leaks();
 }
+
+TEST_CASE("a running exec can be signalled and cancelled; cancel kills its whole tree", "[exec][cancel]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  // A trapped signal reaches the command.
+  std::atomic<bool> done{false};
+  std::string out;
+  auto ctl = sb.exec_start(sandlet::ExecOptions({"sh", "-c", "trap 'echo got-usr1; exit 5' USR1; while true; do sleep 0.05; done"}),
+                           [&](const sandlet::Error* err, sandlet::ExecResult r) {
+                             if (!err) out = r.stdout_data + std::to_string(r.exit_code);
+                             done = true;
+                           });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ctl.signal(SIGUSR1);
+  REQUIRE(wait_until([&] { return done.load(); }, 10));
+  CHECK(out == "got-usr1\n5");
+
+  // Cancel: the callback reports CANCELLED and no process of the exec survives.
+  std::atomic<int> code{-1};
+  auto ctl2 = sb.exec_start(sandlet::ExecOptions({"sh", "-c", "sleep 300 & sleep 300"}),
+                            [&](const sandlet::Error* err, sandlet::ExecResult) { code = err ? err->code() : 0; });
+  CHECK(wait_until([&] { return count_procs(sb, "sleep") == 2; }, 5));
+  ctl2.cancel();
+  REQUIRE(wait_until([&] { return code.load() != -1; }, 10));
+  CHECK(code == SANDLET_CANCELLED);
+  CHECK(wait_until([&] { return count_procs(sb, "sleep") == 0; }, 5));
+  h.check_no_leaks();
+}

@@ -1,0 +1,493 @@
+// sandlet as a miniature agentic RL rollout (C++, sandlet.hpp only).
+//
+//   example-rollout-cpp ROOT LAYER_DIR
+//
+// ROOT is the runtime's state directory (a throw-away one is best); LAYER_DIR is a root filesystem with
+// busybox (the build's test-rootfs). Needs root. The toy task: a repository whose shell function add()
+// subtracts; each episode's scripted "agent" rewrites add() and runs the tests; the reward is the share of
+// tests that pass. Then misbehaving agents, a preempted trainer, and the clean-up.
+// Exit status: 0 when everything behaved as expected, 1 otherwise, 2 on usage errors.
+#include <sandlet/sandlet.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cctype>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- small helpers --------------------------------------------------------------------------------
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// One printf-style line, flushed at once so the output interleaves correctly with the shell script's.
+[[gnu::format(printf, 1, 2)]] void say(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vprintf(fmt, ap);
+  va_end(ap);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+void section(const char* title) { say("\n== %s", title); }
+
+// A broken expectation of the demo itself (a sandbox that escaped, something left behind, ...).
+struct DemoFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void expect(bool ok, const std::string& what) {
+  if (!ok) throw DemoFailure(what);
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The value of a "key=value" line in a command's output ("" when absent).
+std::string value_of(const std::string& out, const std::string& key) {
+  const std::string prefix = key + "=";
+  size_t at = out.rfind("\n" + prefix);
+  if (at != std::string::npos) return first_line(out.substr(at + 1 + prefix.size()));
+  return out.rfind(prefix, 0) == 0 ? first_line(out.substr(prefix.size())) : std::string();
+}
+
+size_t count_of(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Collects N results delivered by completion callbacks, which run on the runtime's event-loop thread and
+// must not block: they only store and notify; the main thread waits.
+template <typename T>
+class Collector {
+ public:
+  explicit Collector(size_t n) : slots_(n) {}
+  void put(size_t i, T value) {
+    std::lock_guard lock(mutex_);
+    slots_[i] = std::move(value);
+    ++done_;
+    cv_.notify_all();
+  }
+  std::vector<T> wait(std::chrono::seconds limit = std::chrono::seconds(60)) {
+    std::unique_lock lock(mutex_);
+    if (!cv_.wait_for(lock, limit, [&] { return done_ == slots_.size(); }))
+      throw DemoFailure("async completions did not all arrive within " + std::to_string(limit.count()) + " s");
+    return std::move(slots_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<T> slots_;
+  size_t done_ = 0;
+};
+
+// What an exec_async delivered: an error (the command could not run) or a result.
+struct Outcome {
+  std::optional<sandlet::Error> error;
+  sandlet::ExecResult result;
+};
+
+// Starts every (sandbox, command) pair at once from this one thread and waits for all of them.
+std::vector<Outcome> exec_all(const std::vector<sandlet::Sandbox*>& boxes, const std::vector<sandlet::ExecOptions>& cmds) {
+  Collector<Outcome> done(boxes.size());
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    try {
+      boxes[i]->exec_async(cmds[i], [&done, i](const sandlet::Error* err, sandlet::ExecResult r) {
+        Outcome o;
+        if (err != nullptr) o.error = *err;  // the error is valid only during the callback: copy it
+        o.result = std::move(r);
+        done.put(i, std::move(o));
+      });
+    } catch (const sandlet::Error& e) {  // could not even be started: the callback never runs
+      done.put(i, Outcome{e, {}});
+    }
+  }
+  return done.wait();
+}
+
+sandlet::ExecOptions shell(const std::string& script, double timeout_s) {
+  sandlet::ExecOptions o({"sh", "-c", script});
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+// Deletes a host directory tree when it goes out of scope.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "sandlet-rollout.XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp " + tmpl + " failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+void write_host_file(const fs::path& p, const std::string& text, fs::perms mode) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+  fs::permissions(p, mode);
+}
+
+size_t entries_in(const fs::path& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+// ---- the toy task ---------------------------------------------------------------------------------
+
+constexpr int kEpisodes = 8;
+
+constexpr char kBuggyCalc[] =
+    "# add A B: prints A + B\n"
+    "add() {\n"
+    "  echo $(( $1 - $2 ))  # bug\n"
+    "}\n";
+
+constexpr char kTests[] =
+    "#!/bin/sh\n"
+    ". /work/repo/calc.sh\n"
+    "pass=0; total=0\n"
+    "check() {\n"
+    "  total=$((total + 1)); got=$(add \"$1\" \"$2\")\n"
+    "  if [ \"$got\" = \"$3\" ]; then pass=$((pass + 1)); echo \"PASS add $1 $2 = $3\";\n"
+    "  else echo \"FAIL add $1 $2: got '$got', want $3\"; fi\n"
+    "}\n"
+    "check 1 2 3; check 0 0 0; check -4 10 6; check 20 22 42\n"
+    "echo \"passed $pass/$total\"\n";
+
+// The "task layer": a tiny repository that goes on top of the base (busybox) layer.
+void make_task_layer(const fs::path& layer) {
+  write_host_file(layer / "work/repo/calc.sh", kBuggyCalc, fs::perms(0644));
+  write_host_file(layer / "work/repo/test.sh", kTests, fs::perms(0755));
+  // The sandbox's root is not the host's root: every directory on the way must be world-readable.
+  for (fs::path p = layer / "work/repo"; p != layer.parent_path(); p = p.parent_path())
+    fs::permissions(p, fs::perms(0755));
+}
+
+// A scripted policy stands in for the model: each episode "samples" one rewrite of add().
+struct Action {
+  const char* name;
+  const char* body;  // the new body of add()
+};
+constexpr Action kPolicy[kEpisodes] = {
+    {"fix: a + b", "echo $(( $1 + $2 ))"},
+    {"wrong: a * b", "echo $(( $1 * $2 ))"},
+    {"fix: a - -b", "echo $(( $1 - -$2 ))"},
+    {"no-op (keep bug)", "echo $(( $1 - $2 ))"},
+    {"wrong: a + b + 1", "echo $(( $1 + $2 + 1 ))"},
+    {"fix: expr a + b", "expr \"$1\" + \"$2\""},
+    {"wrong: concat", "echo \"$1$2\""},
+    {"fix: a + b", "echo $(( $1 + $2 ))"},
+};
+
+// The reward is the share of tests passed, from the test script's "passed X/Y" line.
+double parse_reward(const std::string& out) {
+  size_t at = out.rfind("passed ");
+  int passed = 0, total = 0;
+  if (at == std::string::npos || std::sscanf(out.c_str() + at, "passed %d/%d", &passed, &total) != 2 || total == 0)
+    return 0.0;
+  return static_cast<double>(passed) / total;
+}
+
+sandlet::Spec episode_spec(const std::vector<std::string>& layers, const std::string& episode) {
+  sandlet::Spec spec;
+  for (const auto& l : layers) spec.layer(l);  // lowest first: busybox, then the task repository
+  spec.label("task", "calc").label("episode", episode);
+  spec.memory(128u << 20).pids(64).cpus(0.5);
+  spec.max_lifetime(120);  // ~2x what the demo needs: a lost owner never leaves a zombie for long
+  spec.workdir("/work/repo");
+  return spec;
+}
+
+// ---- the steps ------------------------------------------------------------------------------------
+
+void show_backends(sandlet::Runtime& rt, const std::vector<std::string>& layers) {
+  for (const auto& b : rt.backends())
+    say("  %-9s %s%s", b.name.c_str(), b.available ? "available" : "not available: ", b.reason.c_str());
+  // Asking for a missing backend is an ordinary, typed error.
+  try {
+    rt.create(episode_spec(layers, "probe").backend("microvm"));
+    throw DemoFailure("a microvm sandbox was created although the backend is listed as unavailable");
+  } catch (const sandlet::Error& e) {
+    say("  asking for microvm anyway -> %s (as expected)", e.code_name());
+  }
+}
+
+std::vector<sandlet::Sandbox> create_episodes(sandlet::Runtime& rt, const std::vector<std::string>& layers) {
+  struct Created {
+    std::optional<sandlet::Error> error;
+    sandlet::Sandbox sb;
+    double ms = 0;
+  };
+  Collector<Created> done(kEpisodes);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < kEpisodes; ++i) {
+    rt.create_async(episode_spec(layers, std::to_string(i)), [&done, i, t0](const sandlet::Error* err, sandlet::Sandbox sb) {
+      Created c;
+      if (err != nullptr) c.error = *err;
+      c.sb = std::move(sb);  // moved out: destroying a sandbox handle here would be blocking work
+      c.ms = ms_since(t0);
+      done.put(static_cast<size_t>(i), std::move(c));
+    });
+  }
+  auto created = done.wait();
+  const double all_ms = ms_since(t0);
+
+  std::vector<sandlet::Sandbox> episodes;
+  double first = 1e9, last = 0;
+  for (int i = 0; i < kEpisodes; ++i) {
+    auto& c = created[static_cast<size_t>(i)];
+    if (c.error) throw *c.error;
+    first = std::min(first, c.ms);
+    last = std::max(last, c.ms);
+    episodes.push_back(std::move(c.sb));
+  }
+  say("  %d sandboxes (128 MiB, 64 pids, 0.5 CPU, max lifetime 120 s each) ready in %.1f ms", kEpisodes, all_ms);
+  say("  first ready after %.1f ms, last after %.1f ms; e.g. episode 0 = %s", first, last, episodes[0].id().c_str());
+  return episodes;
+}
+
+// One agent turn per episode: write the edited file, then run the tests (all episodes in flight at once).
+std::vector<double> run_turn(std::vector<sandlet::Sandbox>& episodes) {
+  std::vector<double> write_ms;
+  for (int i = 0; i < kEpisodes; ++i) {
+    const auto t0 = Clock::now();
+    episodes[i].write_file("/work/repo/calc.sh", std::string("add() {\n  ") + kPolicy[i].body + "\n}\n");
+    write_ms.push_back(ms_since(t0));
+  }
+
+  std::vector<sandlet::Sandbox*> boxes;
+  std::vector<sandlet::ExecOptions> cmds;
+  for (auto& sb : episodes) {
+    boxes.push_back(&sb);
+    cmds.push_back(shell("./test.sh", 10));
+  }
+  const auto t0 = Clock::now();
+  auto outcomes = exec_all(boxes, cmds);
+  const double all_ms = ms_since(t0);
+
+  say("  episode  action              reward  tests  write     run tests");
+  std::vector<double> rewards;
+  for (int i = 0; i < kEpisodes; ++i) {
+    const auto& o = outcomes[i];
+    if (o.error) throw *o.error;
+    const double reward = parse_reward(o.result.stdout_data);
+    rewards.push_back(reward);
+    size_t passed = count_of(o.result.stdout_data, "PASS");
+    say("  %-7d  %-18s  %4.2f    %zu/4    %5.1f ms  %5.1f ms", i, kPolicy[i].name, reward, passed, write_ms[i],
+        ms(o.result.duration_ns));
+  }
+  say("  all %d test runs in flight at once from one thread: %.1f ms wall", kEpisodes, all_ms);
+  return rewards;
+}
+
+// Misbehaving agents, one per episode sandbox (4..7); every probe must be contained.
+void show_safety(std::vector<sandlet::Sandbox>& episodes, const fs::path& host_secret) {
+  sandlet::ExecOptions bomb = shell("bomb() { bomb | bomb & }; bomb; sleep 600", 3);
+  bomb.output_limit = 64 << 10;
+  sandlet::ExecOptions flood({"yes", "reward=1.0"});
+  flood.output_limit = 1 << 20;
+  flood.kill_on_output_limit = true;
+  flood.timeout_s = 10;
+  sandlet::ExecOptions hang = shell("sleep 600 & sleep 600 & sleep 600", 1);
+  sandlet::ExecOptions escape = shell(
+      "echo seccomp=$(awk '/^Seccomp:/ {print $2}' /proc/self/status)\n"
+      "m=$(mount -t tmpfs none /mnt 2>&1) && echo mount=ALLOWED || echo \"mount=$m\"\n"
+      "m=$(unshare -U true 2>&1) && echo unshare=ALLOWED || echo \"unshare=$m\"\n"
+      "m=$(cat '" + host_secret.string() + "' 2>&1) && echo hostfile=VISIBLE || echo \"hostfile=$m\"\n"
+      "echo procs=$(ls -d /proc/[0-9]* | wc -l)\n",
+      10);
+
+  const auto t0 = Clock::now();
+  auto o = exec_all({&episodes[4], &episodes[5], &episodes[6], &episodes[7]}, {bomb, flood, hang, escape});
+  say("  4 probes ran concurrently in %.1f ms", ms_since(t0));
+  for (const auto& x : o)
+    if (x.error) throw *x.error;
+
+  const auto& b = o[0].result;
+  expect(b.timed_out, "the fork bomb was not stopped by its timeout");
+  say("  ep 4 fork bomb     -> contained: forks failed %zu times at the 64-pid limit, tree killed at the %.0f s timeout",
+      count_of(b.stderr_data, "can't fork"), bomb.timeout_s);
+
+  const auto& f = o[1].result;
+  expect(f.stdout_truncated && f.stdout_data.size() <= flood.output_limit, "`yes` output was not capped");
+  say("  ep 5 `yes` flood   -> contained: stdout cut at %zu KiB (truncated flag set), killed by signal %d after %.0f ms",
+      f.stdout_data.size() >> 10, f.signal, ms(f.duration_ns));
+
+  const auto& h = o[2].result;
+  auto left = episodes[6].exec(shell("ps | grep -c '[s]leep 600'", 5));
+  expect(h.timed_out && first_line(left.stdout_data) == "0", "the hanging command or its children survived");
+  say("  ep 6 hang + bg     -> contained: timed out after %.1f s, %s of its 3 sleeps left", ms(h.duration_ns) / 1000,
+      first_line(left.stdout_data).c_str());
+
+  const std::string& e = o[3].result.stdout_data;
+  expect(e.find("ALLOWED") == std::string::npos, "mount or unshare was allowed:\n" + e);
+  expect(e.find("VISIBLE") == std::string::npos, "a host file was readable:\n" + e);
+  say("  ep 7 mount tmpfs   -> denied: \"%s\"", value_of(e, "mount").c_str());
+  say("  ep 7 unshare -U    -> denied: \"%s\" (seccomp mode %s = filter)", value_of(e, "unshare").c_str(),
+      value_of(e, "seccomp").c_str());
+  size_t host_procs = 0;
+  for (const auto& d : fs::directory_iterator("/proc"))
+    host_procs += std::isdigit(static_cast<unsigned char>(d.path().filename().string()[0])) ? 1 : 0;
+  say("  ep 7 read host     -> not visible: \"%s\"", value_of(e, "hostfile").c_str());
+  say("  ep 7 list procs    -> only its own: %s processes visible (the host has %zu)", value_of(e, "procs").c_str(),
+      host_procs);
+
+  // The neighbours, and the misbehaving sandboxes themselves, still answer.
+  std::vector<sandlet::Sandbox*> all;
+  std::vector<sandlet::ExecOptions> ping;
+  for (auto& sb : episodes) {
+    all.push_back(&sb);
+    ping.push_back(shell("echo ok", 5));
+  }
+  const auto t1 = Clock::now();
+  size_t ok = 0;
+  for (const auto& x : exec_all(all, ping)) ok += !x.error && x.result.stdout_data == "ok\n";
+  expect(ok == episodes.size(), "an episode stopped answering after the probes");
+  say("  afterwards all %zu episodes still answer (%.1f ms for one round)", ok, ms_since(t1));
+}
+
+// The trainer is preempted: its runtime goes away. Detached sandboxes live on; a new runtime (here the
+// same process; it could be a new one) finds them by label and continues.
+void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episodes,
+                     const std::vector<std::string>& layers, const std::string& root) {
+  sandlet::Spec spec = episode_spec(layers, "long-horizon").lifetime("detached").max_lifetime(300);
+  auto t0 = Clock::now();
+  sandlet::Sandbox sb = rt.create(spec);
+  sb.write_file("/work/agent/state.json", "{\"turn\": 3, \"plan\": \"fix add(), then run the tests\"}\n");
+  sb.exec(shell("printf 'turn 1\\nturn 2\\nturn 3\\n' > /work/agent/log", 5));
+  const std::string id = sb.id();  // what the trainer's checkpoint would keep
+  say("  detached sandbox %s created, 3 turns of state written (%.1f ms)", id.c_str(), ms_since(t0));
+
+  t0 = Clock::now();
+  sb.close();
+  rt.close();        // owned sandboxes die with their runtime, detached ones do not
+  episodes.clear();  // those handles are unusable now; releasing them is all that is left
+  say("  trainer preempted: runtime closed in %.1f ms; sandboxes left on disk: %zu (the 8 owned episodes went with it)",
+      ms_since(t0), entries_in(fs::path(root) / "sandboxes"));
+
+  t0 = Clock::now();
+  rt = sandlet::Runtime::open(root);
+  say("  new runtime opened on the same root in %.1f ms", ms_since(t0));
+  auto found = rt.list("task=calc");
+  for (const auto& s : found) say("  list(\"task=calc\"): %s  %s", s.id.c_str(), s.state.c_str());
+  expect(found.size() == 1 && found[0].id == id && found[0].state == "running", "the detached sandbox was not found");
+
+  t0 = Clock::now();
+  sandlet::Sandbox again = rt.attach(id);
+  std::string state = again.read_file("/work/agent/state.json");
+  auto turn = again.exec(shell("echo 'turn 4 (after resume)' >> /work/agent/log; wc -l < /work/agent/log", 5));
+  say("  attached by id, state: %s", first_line(state).c_str());
+  say("  continued: turn 4 done, the log now has %s lines (attach + read + exec: %.1f ms)",
+      first_line(turn.stdout_data).c_str(), ms_since(t0));
+}
+
+void clean_up(sandlet::Runtime& rt, const std::string& root) {
+  const auto t0 = Clock::now();
+  auto batch = rt.list("task=calc");
+  std::string last_id;
+  for (const auto& s : batch) {
+    rt.attach(s.id).destroy();
+    last_id = s.id;
+  }
+  say("  list(\"task=calc\") -> %zu sandbox(es), destroyed in %.1f ms", batch.size(), ms_since(t0));
+  if (!last_id.empty()) {
+    try {
+      rt.attach(last_id);
+      throw DemoFailure("attach succeeded on a destroyed sandbox");
+    } catch (const sandlet::Error& e) {
+      say("  attach(%s) now -> %s (as expected)", last_id.c_str(), e.code_name());
+    }
+  }
+  const size_t listed = rt.list().size(), on_disk = entries_in(fs::path(root) / "sandboxes");
+  expect(listed == 0 && on_disk == 0, "sandboxes left behind under " + root);
+  say("  nothing left: list() is empty, %s/sandboxes is empty", root.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s ROOT LAYER_DIR   (ROOT: runtime state dir; LAYER_DIR: busybox root fs)\n", argv[0]);
+    return 2;
+  }
+  const std::string root = fs::absolute(argv[1]).lexically_normal().string();
+  const std::string base_layer = fs::absolute(argv[2]).lexically_normal().string();
+  const auto start = Clock::now();
+  try {
+    section("1. runtime");
+    auto t0 = Clock::now();
+    sandlet::Runtime rt = sandlet::Runtime::open(root);
+    say("  sandlet %s opened at %s in %.1f ms (no daemon: a library in this process)", sandlet::version(),
+        rt.root().c_str(), ms_since(t0));
+
+    section("2. environment = base layer + task layer");
+    TempDir host;
+    const fs::path task_layer = host.path / "task-layer";
+    make_task_layer(task_layer);
+    const fs::path secret = host.path / "answers.txt";  // "leftover answers" an agent must not see
+    write_host_file(secret, "add() { echo $(( $1 + $2 )); }\n", fs::perms(0644));
+    const std::vector<std::string> layers = {base_layer, task_layer.string()};
+    say("  base layer  %s (busybox)", base_layer.c_str());
+    say("  task layer  %s (/work/repo: calc.sh with a buggy add(), test.sh)", task_layer.c_str());
+    show_backends(rt, layers);
+
+    section("3. burst: 8 episodes created concurrently (create_async)");
+    auto episodes = create_episodes(rt, layers);
+
+    section("4. one agent turn per episode (write_file + exec_async, rewards from test output)");
+    auto rewards = run_turn(episodes);
+
+    section("5. misbehaving agents (episodes 4-7, after their turn)");
+    show_safety(episodes, secret);
+
+    section("6. the trainer is preempted; the rollout continues");
+    show_preemption(rt, episodes, layers, root);
+
+    section("7. clean-up by label");
+    clean_up(rt, root);
+    rt.close();
+
+    section("summary");
+    double sum = 0;
+    int solved = 0;
+    for (double r : rewards) {
+      sum += r;
+      solved += r == 1.0;
+    }
+    say("  %d episodes, %d solved, mean reward %.3f, total %.2f s", kEpisodes, solved, sum / kEpisodes,
+        ms_since(start) / 1000);
+    say("  not yet available in this build: pause/resume, fork/snapshot (pack_diff), EROFS layers and lazy");
+    say("  loading, and the fncall/microvm/fullvm backends");
+    return 0;
+  } catch (const sandlet::Error& e) {
+    std::fprintf(stdout, "\nrollout: FAILED [%s] %s\n", e.code_name(), e.what());
+  } catch (const DemoFailure& e) {
+    std::fprintf(stdout, "\nrollout: FAILED (unexpected behaviour) %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stdout, "\nrollout: FAILED %s\n", e.what());
+  }
+  return 1;
+}
