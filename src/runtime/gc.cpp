@@ -4,6 +4,7 @@
 //  - "running" whose init is gone -> tear down (cgroups, slot, directory)
 //  - alive, `owned`, creator process gone -> tear down (the parent-death signal normally did it)
 //  - alive and past its max lifetime -> tear down
+//  - retired (.reclaim-<id>: destroyed, reclaim interrupted by a crash) -> finish the reclaim
 //  - anything else belongs to a live owner or is a live detached sandbox: never touched.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,11 +22,34 @@ bool process_alive(pid_t pid, uint64_t start) {
 
 }  // namespace
 
+size_t Runtime::finish_reclaim(const std::string& id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (reclaiming_.count(id)) return 0;  // a worker of ours is on it
+  }
+  try {
+    auto text = sys::read_file_if_exists(retired_dir(id) + "/record.json", 1 << 20);
+    if (!text) {
+      sys::remove_tree(retired_dir(id));
+      return 0;
+    }
+    teardown(SandboxRecord::from_json(*text));
+    return 1;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
 size_t Runtime::gc() {
   size_t removed = 0;
   const std::string sandboxes = host_.root + "/sandboxes";
   const double now = sys::now_unix_seconds();
-  for (const auto& id : sys::list_dir(sandboxes)) {
+  for (const auto& name : sys::list_dir(sandboxes)) {
+    if (name.rfind(".reclaim-", 0) == 0) {
+      removed += finish_reclaim(name.substr(9));
+      continue;
+    }
+    const std::string& id = name;
     std::string dir = sandboxes + "/" + id;
     {
       std::lock_guard lock(mutex_);

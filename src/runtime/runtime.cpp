@@ -189,11 +189,12 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
     std::lock_guard lock(mutex_);
     handles_[rec.id] = sb;
   }
-  watch_child(rec.id, std::move(pidfd));
+  watch_child(rec, std::move(pidfd));
   return sb;
 }
 
-void Runtime::watch_child(const std::string& id, sys::UniqueFd pidfd) {
+void Runtime::watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd) {
+  const std::string id = rec.id;
   std::lock_guard lock(mutex_);
   auto watcher = std::make_unique<asio::posix::stream_descriptor>(io_, pidfd.release());
   watcher->async_wait(asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
@@ -201,7 +202,7 @@ void Runtime::watch_child(const std::string& id, sys::UniqueFd pidfd) {
   });
   Child child;
   child.watcher = std::move(watcher);
-  if (auto rec = load_record(id)) child.record = *rec;
+  child.record = rec;
   children_[id] = std::move(child);
 }
 
@@ -219,6 +220,8 @@ void Runtime::on_child_exit(const std::string& id) {
     children_.erase(it);
     if (auto h = handles_.find(id); h != handles_.end())
       if (auto sb = h->second.lock()) sb->destroy_mark_only();
+    if (reclaiming_.count(id)) return;  // destroy() is already reclaiming it
+    reclaiming_.insert(id);
   }
   run_on_workers([this, rec = std::move(rec)] {
     try {
@@ -233,10 +236,9 @@ void Runtime::forget(const std::string& id) {
   handles_.erase(id);
 }
 
-void Runtime::teardown(const SandboxRecord& rec) {
-  if (rec.id.empty()) return;
-  // Kill PID 1 (the kernel then kills its whole pid namespace) and the cgroup, in that order of trust:
-  // the pidfd is checked against the recorded start time so a reused pid is never signalled.
+sys::UniqueFd Runtime::kill_and_retire(const SandboxRecord& rec) {
+  // Kill PID 1 (the kernel then kills its whole pid namespace) and the cgroup. The pidfd is checked
+  // against the recorded start time so that a reused pid is never signalled.
   sys::UniqueFd pidfd;
   if (rec.init_pid > 0) {
     pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
@@ -250,15 +252,49 @@ void Runtime::teardown(const SandboxRecord& rec) {
       ::close(fd);
     }
   }
+  // Out of sight: no longer listed or attachable, while its resources are reclaimed.
+  ::rename(sandbox_dir(rec.id).c_str(), retired_dir(rec.id).c_str());
+  return pidfd;
+}
+
+void Runtime::reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd) {
   if (pidfd) {
     pollfd p{pidfd.get(), POLLIN, 0};
     while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
     }
   }
   bool cgroups_gone = sys::kill_and_remove_cgroups(rec.cgroups);
-  if (!cgroups_gone) throw Error(Code::kInternal, "sandbox " + rec.id + ": cgroup still busy after kill");
   slots_->release(rec.slot, rec.id);
   sys::remove_tree(sandbox_dir(rec.id));
+  if (cgroups_gone) sys::remove_tree(retired_dir(rec.id));  // else gc retries from the record kept there
+  {
+    std::lock_guard lock(mutex_);
+    reclaiming_.erase(rec.id);
+  }
+  if (!cgroups_gone) throw Error(Code::kInternal, "sandbox " + rec.id + ": cgroup still busy after kill");
+}
+
+void Runtime::teardown(const SandboxRecord& rec) {
+  if (rec.id.empty()) return;
+  reclaim(rec, kill_and_retire(rec));
+}
+
+void Runtime::destroy(const SandboxRecord& rec) {
+  if (rec.id.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    reclaiming_.insert(rec.id);
+  }
+  // Synchronous part: nothing of the sandbox runs any more. The rest (waiting for the kernel to finish
+  // the kill, removing cgroups, directory, uid range) happens on a worker; close() waits for it.
+  auto pidfd = std::make_shared<sys::UniqueFd>(kill_and_retire(rec));
+  run_on_workers([this, rec, pidfd] {
+    try {
+      reclaim(rec, std::move(*pidfd));
+    } catch (...) {
+      // Left for gc: the record stays in the retired directory.
+    }
+  });
 }
 
 std::optional<SandboxRecord> Runtime::load_record(const std::string& id) const {
@@ -309,6 +345,7 @@ std::vector<ListedSandbox> Runtime::list(const std::string& label_filter) {
   }
   std::vector<ListedSandbox> out;
   for (const auto& id : sys::list_dir(host_.root + "/sandboxes")) {
+    if (id.empty() || id[0] == '.') continue;  // being reclaimed
     std::optional<SandboxRecord> rec;
     try {
       rec = load_record(id);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,9 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::string sandbox_dir(const std::string& id) const { return host_.root + "/sandboxes/" + id; }
   // Tears a sandbox down (kill, wait, remove cgroups, slot, directory). Safe to call more than once.
   void teardown(const SandboxRecord& rec);
+  // Kills the sandbox and hides it now; reclaims its host resources on a worker (close() waits for it).
+  void destroy(const SandboxRecord& rec);
+  std::string retired_dir(const std::string& id) const { return host_.root + "/sandboxes/.reclaim-" + id; }
   void forget(const std::string& id);
   template <class F>
   void run_on_workers(F&& f) {
@@ -71,7 +75,10 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
  private:
   explicit Runtime(const RuntimeOptions& options);
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
-  void watch_child(const std::string& id, sys::UniqueFd pidfd);
+  void watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd);
+  sys::UniqueFd kill_and_retire(const SandboxRecord& rec);
+  void reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd);
+  size_t finish_reclaim(const std::string& id);
   void on_child_exit(const std::string& id);
   std::optional<SandboxRecord> load_record(const std::string& id) const;
   std::string state_of(const SandboxRecord& rec) const;
@@ -97,6 +104,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::map<std::string, Child> children_;
   // Live handles by id, so attach in this process shares the creating handle's object.
   std::map<std::string, std::weak_ptr<Sandbox>> handles_;
+  std::set<std::string> reclaiming_;  // ids whose resources a worker is reclaiming
   bool closed_ = false;
 };
 

@@ -230,7 +230,7 @@ void Sandbox::destroy() {
     throw Error(Code::kFailedPrecondition, "sandbox " + id() + ": its runtime is closed");
   }
   destroyed_ = true;
-  rt->teardown(record_);
+  rt->destroy(record_);
   rt->forget(id());
 }
 

@@ -77,9 +77,11 @@ class Harness {
     for (auto& e : fs::directory_iterator(root_ + "/sandboxes")) out.push_back(e.path().filename());
     return out;
   }
-  // Nothing of `id` remains on the host: directory, cgroups, slot.
+  // Nothing of `id` remains on the host: directory, cgroups, slot. (destroy() reclaims in the background:
+  // poll this with wait_until.)
   bool gone(const std::string& id) const {
-    return !fs::exists(root_ + "/sandboxes/" + id) && !fs::exists(cgroup2_parent() + "/" + id) &&
+    return !fs::exists(root_ + "/sandboxes/" + id) && !fs::exists(root_ + "/sandboxes/.reclaim-" + id) &&
+           !fs::exists(cgroup2_parent() + "/" + id) &&
            !fs::exists("/sys/fs/cgroup/memory/sandlet/" + id) && !fs::exists("/sys/fs/cgroup/pids/sandlet/" + id);
   }
   void check_no_leaks() {
