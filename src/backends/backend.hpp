@@ -9,6 +9,7 @@
 #include "runtime/record.hpp"
 #include "sys/cgroup.hpp"
 #include "sys/fd.hpp"
+#include "sys/netns_pool.hpp"
 
 namespace sandlet {
 
@@ -16,6 +17,7 @@ namespace sandlet {
 struct HostContext {
   std::string root;                // runtime root directory
   sys::CgroupSystem cgroups;
+  std::unique_ptr<sys::NetnsPool> netns;  // network namespaces made ahead of time
 };
 
 class Backend {

@@ -40,6 +40,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   for (const char* sub : {"/sandboxes", "/slots"})
     if (::mkdir((root + sub).c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + root + sub);
   rt->slots_ = std::make_unique<SlotTable>(root + "/slots");
+  rt->host_.netns = std::make_unique<sys::NetnsPool>(4);
 
   bool have_cgroups = false;
   try {
@@ -111,6 +112,7 @@ void Runtime::close() {
   });
   work_.reset();
   if (loop_.joinable()) loop_.join();
+  host_.netns.reset();
   {
     std::lock_guard lock(mutex_);
     children_.clear();

@@ -19,7 +19,7 @@ namespace sandlet::sys {
 namespace {
 
 constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                                 CLONE_NEWNET | CLONE_NEWCGROUP;
+                                 CLONE_NEWCGROUP;
 
 // Raw syscalls only from here on in the child: no allocation, no locks, no errno-based logic that could
 // race with the parent's threads (each child has its own copy of memory, but glibc locks may be held).
@@ -61,7 +61,7 @@ PausedInit PausedInit::spawn(const InitSpawnParams& params) {
 
   int pidfd = -1;
   struct clone_args args = {};
-  args.flags = kNamespaces | CLONE_PIDFD | CLONE_INTO_CGROUP;
+  args.flags = kNamespaces | CLONE_PIDFD | CLONE_INTO_CGROUP | (params.new_netns ? CLONE_NEWNET : 0);
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = 0;  // no SIGCHLD into the host application; we reap through the pidfd (__WALL)
   args.cgroup = static_cast<uint64_t>(params.cgroup_fd);

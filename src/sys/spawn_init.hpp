@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "sys/fd.hpp"
 
@@ -15,13 +16,16 @@ struct InitSpawnParams {
   int setup_fd = -1;        // becomes the init's fd 3
   int cgroup_fd = -1;       // cgroup2 directory for CLONE_INTO_CGROUP
   bool die_with_parent = false;  // SIGKILL the init when the creating thread dies (owned sandboxes)
+  bool new_netns = true;         // false: inherit the calling thread's network namespace (a pooled one)
 };
 
 class PausedInit final {
  public:
   static PausedInit spawn(const InitSpawnParams& params);
-  PausedInit(PausedInit&&) noexcept = default;
-  PausedInit& operator=(PausedInit&&) noexcept = default;
+  PausedInit(PausedInit&& o) noexcept
+      : pid_(std::exchange(o.pid_, -1)), pidfd_(std::move(o.pidfd_)), go_fd_(std::move(o.go_fd_)),
+        released_(std::exchange(o.released_, true)) {}
+  PausedInit& operator=(PausedInit&&) = delete;
   // Kills and reaps the child unless release() was called.
   ~PausedInit();
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 
 #include "common/error.hpp"
@@ -91,7 +92,15 @@ class ContainerBackend final : public Backend {
     params.setup_fd = setup_child.get();
     params.cgroup_fd = cgroup.v2_fd();
     params.die_with_parent = spec.lifetime == Lifetime::kOwned;
-    auto init = sys::PausedInit::spawn(params);
+    params.new_netns = false;
+    sys::UniqueFd netns = host_.netns->take();
+    std::optional<sys::PausedInit> spawned;
+    {
+      sys::ScopedNetns in_sandbox_net(netns.get());  // the child inherits this thread's network namespace
+      spawned.emplace(sys::PausedInit::spawn(params));
+    }
+    sys::PausedInit& init = *spawned;
+    netns.reset();
     setup_child.reset();
 
     // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
@@ -122,7 +131,7 @@ class ContainerBackend final : public Backend {
     config.seccomp_bpf = sys::baseline_seccomp_bpf();
     config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
     config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
-    config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp;
+    config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
     sys::send_with_fds(setup_host.get(), proto::frame(proto::Msg::kInitConfig, config.encode()),
                        {rootfs.get(), listener.get(), cgroup.v2_fd()});
     rootfs.reset();

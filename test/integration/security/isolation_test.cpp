@@ -92,3 +92,21 @@ TEST_CASE("the baseline seccomp filter denies kernel-level operations", "[securi
   CHECK(run_out(sb, "echo fine") == "fine\n");
   h.check_no_leaks();
 }
+
+TEST_CASE("network namespace: loopback works, low ports bind, root inside cannot reconfigure it", "[isolation][net]") {
+  Harness h;
+  auto a = h.rt().create(Harness::spec());
+  auto b = h.rt().create(Harness::spec());
+  sandlet::ExecOptions server({"sh", "-c", "echo from-a | nc -l -p 80"});
+  server.keep_background = false;
+  server.timeout_s = 10;
+  std::atomic<bool> done{false};
+  a.exec_async(server, [&](const sandlet::Error*, sandlet::ExecResult) { done = true; });
+  // a's server answers on a's loopback only.
+  CHECK(wait_until([&] { return a.exec({"sh", "-c", "nc 127.0.0.1 80 </dev/null | grep -q from-a"}).exit_code == 0; }, 5));
+  CHECK(b.exec({"sh", "-c", "nc -w 1 127.0.0.1 80 </dev/null"}).exit_code != 0);
+  CHECK(a.exec({"ip", "link", "set", "lo", "down"}).exit_code != 0);
+  CHECK(a.exec({"ip", "link", "add", "x0", "type", "dummy"}).exit_code != 0);
+  CHECK(wait_until([&] { return done.load(); }, 15));
+  h.check_no_leaks();
+}
