@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,6 +41,14 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   for (const char* sub : {"/sandboxes", "/slots"})
     if (::mkdir((root + sub).c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + root + sub);
   rt->slots_ = std::make_unique<SlotTable>(root + "/slots");
+  // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
+  // customary 1024 soft limit would cap a trainer at a few hundred sandboxes. Like the Go runtime, raise
+  // the soft limit to the hard one.
+  struct rlimit nofile;
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   rt->host_.netns = std::make_unique<sys::NetnsPool>(4);
 
   bool have_cgroups = false;

@@ -65,7 +65,8 @@ NetnsPool::~NetnsPool() {
 UniqueFd NetnsPool::take() {
   {
     std::lock_guard lock(mutex_);
-    if (!thread_.joinable() && !stopping_ && target_ > 0) thread_ = std::thread([this] { refill_loop(); });
+    // Only a process that creates more than one sandbox gets the refill thread.
+    if (++takes_ == 2 && !stopping_ && target_ > 0) thread_ = std::thread([this] { refill_loop(); });
     if (!ready_.empty()) {
       UniqueFd fd = std::move(ready_.front());
       ready_.pop_front();

@@ -35,7 +35,8 @@ class NetnsPool final {
   std::condition_variable wake_;
   std::deque<UniqueFd> ready_;
   bool stopping_ = false;
-  std::thread thread_;  // started on the first take(): a process creating one sandbox pays nothing
+  size_t takes_ = 0;
+  std::thread thread_;  // started on the second take(): a process creating one sandbox pays nothing
 };
 
 // Moves the calling thread into network namespace `target` for its lifetime (e.g. around clone3, whose
