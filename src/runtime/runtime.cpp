@@ -275,6 +275,7 @@ void Runtime::reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd) {
     }
   }
   bool cgroups_gone = sys::kill_and_remove_cgroups(rec.cgroups);
+  if (rec.cgroups.v2.empty()) cgroups_gone = sys::kill_and_remove_cgroups(sys::cgroup_paths_for(host_.cgroups, rec.id));
   slots_->release(rec.slot, rec.id);
   sys::remove_tree(sandbox_dir(rec.id));
   if (cgroups_gone) sys::remove_tree(retired_dir(rec.id));  // else gc retries from the record kept there

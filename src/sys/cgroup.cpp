@@ -100,6 +100,16 @@ std::string CgroupSystem::describe() const {
   return unified ? "cgroup v2 at " + v2_root : "hybrid: cgroup2 at " + v2_root + " + v1 controllers";
 }
 
+CgroupPaths cgroup_paths_for(const CgroupSystem& sys, const std::string& id) {
+  CgroupPaths p;
+  if (sys.v2_root.empty()) return p;
+  p.v2 = sys.v2_root + "/" + kParent + "/" + id;
+  if (!sys.unified)
+    for (const std::string& root : {sys.memory_v1, sys.pids_v1, sys.cpu_v1})
+      if (!root.empty()) p.v1.push_back(root + "/" + kParent + "/" + id);
+  return p;
+}
+
 SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& id, const Limits& limits,
                                     uid_t owner_uid) {
   SandboxCgroup cg;

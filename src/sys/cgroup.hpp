@@ -24,6 +24,11 @@ struct CgroupSystem {
   std::string describe() const;
 };
 
+// The groups a sandbox `id` would have on this host (whether or not they exist): lets gc clean up after
+// a crash that happened between creating the groups and recording them.
+struct CgroupPaths;
+CgroupPaths cgroup_paths_for(const CgroupSystem& sys, const std::string& id);
+
 // Where one sandbox's groups live; persisted in the sandbox record so that any process can clean up.
 struct CgroupPaths {
   std::string v2;               // cgroup2 directory

@@ -143,3 +143,22 @@ TEST_CASE("backends report availability and reasons", "[backends]") {
   CHECK(container);
   h.check_no_leaks();
 }
+
+TEST_CASE("gc cleans a create that crashed after making its cgroups but before recording them", "[gc]") {
+  Harness h;
+  const std::string id = "0123456789ab";
+  const std::string dir = h.root() + "/sandboxes/" + id;
+  fs::create_directories(dir);
+  std::string spec = Harness::spec().to_json();
+  // Owner pid 1 with a start time that cannot match: a creator that is gone.
+  std::ofstream(dir + "/record.json")
+      << R"({"version":1,"id":")" << id << R"(","backend":"container","state":"creating","spec":)" << spec
+      << R"(,"created_at":0,"deadline":0,"slot":-1,"uid_base":0,"init_pid":0,"init_start":0,"owner_pid":1,)"
+      << R"("owner_start":1,"cgroup_v2":"","cgroup_v1":[],"agent_socket":""})";
+  fs::create_directories(cgroup2_parent() + "/" + id);
+  bool hybrid = fs::exists("/sys/fs/cgroup/memory/sandlet");
+  if (hybrid) fs::create_directories("/sys/fs/cgroup/memory/sandlet/" + id);
+  CHECK(h.rt().gc() == 1);
+  CHECK(h.gone(id));
+  h.check_no_leaks();
+}
