@@ -29,17 +29,10 @@ build: configure
 test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 
-# scripts/demo.sh when it exists; otherwise the C++ quickstart example on the test rootfs, with a
-# throw-away runtime root (unless SANDLET_ROOT is set: then that one is used and kept).
+# A miniature agentic rollout (examples/rollout.cpp), then the CLI; see scripts/demo.sh. It uses a
+# throw-away runtime root, unless SANDLET_ROOT is set (then that one is used and kept).
 demo: build
-	@set -eu; \
-	if [ -x scripts/demo.sh ]; then exec ./scripts/demo.sh; fi; \
-	if [ -n "$${SANDLET_ROOT:-}" ]; then root="$$SANDLET_ROOT"; cleanup=:; \
-	else root=$$(mktemp -d /tmp/sandlet-demo.XXXXXX); cleanup="rm -rf --one-file-system -- $$root"; fi; \
-	trap "$$cleanup" EXIT; trap "exit 130" INT TERM; \
-	echo "demo: runtime root $$root"; \
-	SANDLET_EXAMPLE_ROOTFS="$(CURDIR)/$(BUILD_DIR)/test-rootfs" \
-	  ./$(BUILD_DIR)/example-quickstart-cpp "$$root" "$(CURDIR)/$(BUILD_DIR)/test-rootfs"
+	@BUILD_DIR="$(abspath $(BUILD_DIR))" bash ./scripts/demo.sh
 
 # Each scenario prints one JSON object on one line (JSON Lines); the bench makes its own temp runtime
 # root and removes it. A failing scenario does not stop the others, but fails the target.

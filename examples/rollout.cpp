@@ -6,7 +6,8 @@
 // busybox (the build's test-rootfs). Needs root. The toy task: a repository whose shell function add()
 // subtracts; each episode's scripted "agent" rewrites add() and runs the tests; the reward is the share of
 // tests that pass. Then misbehaving agents, a preempted trainer, and the clean-up.
-// Exit status: 0 when everything behaved as expected, 1 otherwise, 2 on usage errors.
+// ROOT must hold no sandboxes yet. Exit status: 0 when everything behaved as expected, 1 otherwise, 2 on
+// usage errors.
 #include <sandlet/sandlet.hpp>
 
 #include <unistd.h>
@@ -50,6 +51,16 @@ double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 }
 
 void section(const char* title) { say("\n== %s", title); }
+
+// "  ep 4  fork bomb        -> contained: ..."
+[[gnu::format(printf, 3, 4)]] void verdict(int episode, const char* probe, const char* fmt, ...) {
+  char text[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  say("  ep %d  %-16s -> %s", episode, probe, text);
+}
 
 // A broken expectation of the demo itself (a sandbox that escaped, something left behind, ...).
 struct DemoFailure : std::runtime_error {
@@ -108,7 +119,8 @@ struct Outcome {
 };
 
 // Starts every (sandbox, command) pair at once from this one thread and waits for all of them.
-std::vector<Outcome> exec_all(const std::vector<sandlet::Sandbox*>& boxes, const std::vector<sandlet::ExecOptions>& cmds) {
+std::vector<Outcome> exec_all(const std::vector<sandlet::Sandbox*>& boxes,
+                              const std::vector<sandlet::ExecOptions>& cmds) {
   Collector<Outcome> done(boxes.size());
   for (size_t i = 0; i < boxes.size(); ++i) {
     try {
@@ -202,13 +214,16 @@ constexpr Action kPolicy[kEpisodes] = {
     {"fix: a + b", "echo $(( $1 + $2 ))"},
 };
 
-// The reward is the share of tests passed, from the test script's "passed X/Y" line.
-double parse_reward(const std::string& out) {
-  size_t at = out.rfind("passed ");
+// The test script's verdict, from its last "passed X/Y" line; the reward is the share of tests passed.
+struct Score {
   int passed = 0, total = 0;
-  if (at == std::string::npos || std::sscanf(out.c_str() + at, "passed %d/%d", &passed, &total) != 2 || total == 0)
-    return 0.0;
-  return static_cast<double>(passed) / total;
+  double reward() const { return total > 0 ? static_cast<double>(passed) / total : 0.0; }
+};
+Score parse_score(const std::string& out) {
+  Score s;
+  size_t at = out.rfind("passed ");
+  if (at == std::string::npos || std::sscanf(out.c_str() + at, "passed %d/%d", &s.passed, &s.total) != 2) return {};
+  return s;
 }
 
 sandlet::Spec episode_spec(const std::vector<std::string>& layers, const std::string& episode) {
@@ -225,12 +240,13 @@ sandlet::Spec episode_spec(const std::vector<std::string>& layers, const std::st
 
 void show_backends(sandlet::Runtime& rt, const std::vector<std::string>& layers) {
   for (const auto& b : rt.backends())
-    say("  %-9s %s%s", b.name.c_str(), b.available ? "available" : "not available: ", b.reason.c_str());
+    say("  %-10s %s%s", b.name.c_str(), b.available ? "available" : "not available: ", b.reason.c_str());
   // Asking for a missing backend is an ordinary, typed error.
   try {
     rt.create(episode_spec(layers, "probe").backend("microvm"));
     throw DemoFailure("a microvm sandbox was created although the backend is listed as unavailable");
   } catch (const sandlet::Error& e) {
+    if (e.code() != SANDLET_UNIMPLEMENTED) throw;
     say("  asking for microvm anyway -> %s (as expected)", e.code_name());
   }
 }
@@ -244,13 +260,14 @@ std::vector<sandlet::Sandbox> create_episodes(sandlet::Runtime& rt, const std::v
   Collector<Created> done(kEpisodes);
   const auto t0 = Clock::now();
   for (int i = 0; i < kEpisodes; ++i) {
-    rt.create_async(episode_spec(layers, std::to_string(i)), [&done, i, t0](const sandlet::Error* err, sandlet::Sandbox sb) {
+    auto on_created = [&done, i, t0](const sandlet::Error* err, sandlet::Sandbox sb) {
       Created c;
       if (err != nullptr) c.error = *err;
       c.sb = std::move(sb);  // moved out: destroying a sandbox handle here would be blocking work
       c.ms = ms_since(t0);
       done.put(static_cast<size_t>(i), std::move(c));
-    });
+    };
+    rt.create_async(episode_spec(layers, std::to_string(i)), on_created);
   }
   auto created = done.wait();
   const double all_ms = ms_since(t0);
@@ -293,11 +310,11 @@ std::vector<double> run_turn(std::vector<sandlet::Sandbox>& episodes) {
   for (int i = 0; i < kEpisodes; ++i) {
     const auto& o = outcomes[i];
     if (o.error) throw *o.error;
-    const double reward = parse_reward(o.result.stdout_data);
-    rewards.push_back(reward);
-    size_t passed = count_of(o.result.stdout_data, "PASS");
-    say("  %-7d  %-18s  %4.2f    %zu/4    %5.1f ms  %5.1f ms", i, kPolicy[i].name, reward, passed, write_ms[i],
-        ms(o.result.duration_ns));
+    const Score score = parse_score(o.result.stdout_data);
+    expect(score.total > 0, "episode " + std::to_string(i) + ": no test verdict in: " + o.result.stdout_data);
+    rewards.push_back(score.reward());
+    say("  %-7d  %-18s  %4.2f    %d/%d    %5.1f ms  %5.1f ms", i, kPolicy[i].name, score.reward(), score.passed,
+        score.total, write_ms[i], ms(o.result.duration_ns));
   }
   say("  all %d test runs in flight at once from one thread: %.1f ms wall", kEpisodes, all_ms);
   return rewards;
@@ -305,7 +322,7 @@ std::vector<double> run_turn(std::vector<sandlet::Sandbox>& episodes) {
 
 // Misbehaving agents, one per episode sandbox (4..7); every probe must be contained.
 void show_safety(std::vector<sandlet::Sandbox>& episodes, const fs::path& host_secret) {
-  sandlet::ExecOptions bomb = shell("bomb() { bomb | bomb & }; bomb; sleep 600", 3);
+  sandlet::ExecOptions bomb = shell("bomb() { bomb | bomb & }; bomb; sleep 600", 2);
   bomb.output_limit = 64 << 10;
   sandlet::ExecOptions flood({"yes", "reward=1.0"});
   flood.output_limit = 1 << 20;
@@ -328,32 +345,33 @@ void show_safety(std::vector<sandlet::Sandbox>& episodes, const fs::path& host_s
 
   const auto& b = o[0].result;
   expect(b.timed_out, "the fork bomb was not stopped by its timeout");
-  say("  ep 4 fork bomb     -> contained: forks failed %zu times at the 64-pid limit, tree killed at the %.0f s timeout",
-      count_of(b.stderr_data, "can't fork"), bomb.timeout_s);
+  verdict(4, "fork bomb", "contained: %zu forks refused at the 64-pid limit, all killed at the %.0f s timeout",
+          count_of(b.stderr_data, "can't fork"), bomb.timeout_s);
 
   const auto& f = o[1].result;
   expect(f.stdout_truncated && f.stdout_data.size() <= flood.output_limit, "`yes` output was not capped");
-  say("  ep 5 `yes` flood   -> contained: stdout cut at %zu KiB (truncated flag set), killed by signal %d after %.0f ms",
-      f.stdout_data.size() >> 10, f.signal, ms(f.duration_ns));
+  verdict(5, "`yes` flood", "contained: stdout cut at %zu KiB (flagged truncated), killed after %.0f ms",
+          f.stdout_data.size() >> 10, ms(f.duration_ns));
 
   const auto& h = o[2].result;
   auto left = episodes[6].exec(shell("ps | grep -c '[s]leep 600'", 5));
   expect(h.timed_out && first_line(left.stdout_data) == "0", "the hanging command or its children survived");
-  say("  ep 6 hang + bg     -> contained: timed out after %.1f s, %s of its 3 sleeps left", ms(h.duration_ns) / 1000,
-      first_line(left.stdout_data).c_str());
+  verdict(6, "hang + children", "contained: killed at the %.1f s timeout, %s of its 3 sleeps left", hang.timeout_s,
+          first_line(left.stdout_data).c_str());
 
   const std::string& e = o[3].result.stdout_data;
   expect(e.find("ALLOWED") == std::string::npos, "mount or unshare was allowed:\n" + e);
   expect(e.find("VISIBLE") == std::string::npos, "a host file was readable:\n" + e);
-  say("  ep 7 mount tmpfs   -> denied: \"%s\"", value_of(e, "mount").c_str());
-  say("  ep 7 unshare -U    -> denied: \"%s\" (seccomp mode %s = filter)", value_of(e, "unshare").c_str(),
-      value_of(e, "seccomp").c_str());
+  verdict(7, "mount tmpfs", "denied (seccomp mode %s): %s", value_of(e, "seccomp").c_str(),
+          value_of(e, "mount").c_str());
+  verdict(7, "unshare -U", "denied: %s", value_of(e, "unshare").c_str());
+  const std::string read = value_of(e, "hostfile");  // "cat: can't open '...': No such file or directory"
+  const size_t why = read.rfind(": ");
+  verdict(7, "read answer key", "not visible: %s", (why == std::string::npos ? read : read.substr(why + 2)).c_str());
   size_t host_procs = 0;
   for (const auto& d : fs::directory_iterator("/proc"))
     host_procs += std::isdigit(static_cast<unsigned char>(d.path().filename().string()[0])) ? 1 : 0;
-  say("  ep 7 read host     -> not visible: \"%s\"", value_of(e, "hostfile").c_str());
-  say("  ep 7 list procs    -> only its own: %s processes visible (the host has %zu)", value_of(e, "procs").c_str(),
-      host_procs);
+  verdict(7, "list processes", "only its own: %s visible (the host has %zu)", value_of(e, "procs").c_str(), host_procs);
 
   // The neighbours, and the misbehaving sandboxes themselves, still answer.
   std::vector<sandlet::Sandbox*> all;
@@ -373,6 +391,7 @@ void show_safety(std::vector<sandlet::Sandbox>& episodes, const fs::path& host_s
 // same process; it could be a new one) finds them by label and continues.
 void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episodes,
                      const std::vector<std::string>& layers, const std::string& root) {
+  // Detached: it outlives this runtime; its max lifetime bounds it if the demo dies before destroying it.
   sandlet::Spec spec = episode_spec(layers, "long-horizon").lifetime("detached").max_lifetime(300);
   auto t0 = Clock::now();
   sandlet::Sandbox sb = rt.create(spec);
@@ -385,14 +404,18 @@ void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episod
   sb.close();
   rt.close();        // owned sandboxes die with their runtime, detached ones do not
   episodes.clear();  // those handles are unusable now; releasing them is all that is left
+  const size_t left = entries_in(fs::path(root) / "sandboxes");
   say("  trainer preempted: runtime closed in %.1f ms; sandboxes left on disk: %zu (the 8 owned episodes went with it)",
-      ms_since(t0), entries_in(fs::path(root) / "sandboxes"));
+      ms_since(t0), left);
+  expect(left == 1, "expected only the detached sandbox to survive the runtime");
 
   t0 = Clock::now();
   rt = sandlet::Runtime::open(root);
   say("  new runtime opened on the same root in %.1f ms", ms_since(t0));
   auto found = rt.list("task=calc");
-  for (const auto& s : found) say("  list(\"task=calc\"): %s  %s", s.id.c_str(), s.state.c_str());
+  for (const auto& s : found)
+    say("  list(\"task=calc\"): %s  %s%s", s.id.c_str(), s.state.c_str(),
+        s.id == id ? "  (the id the checkpoint kept)" : "");
   expect(found.size() == 1 && found[0].id == id && found[0].state == "running", "the detached sandbox was not found");
 
   t0 = Clock::now();
@@ -418,12 +441,17 @@ void clean_up(sandlet::Runtime& rt, const std::string& root) {
       rt.attach(last_id);
       throw DemoFailure("attach succeeded on a destroyed sandbox");
     } catch (const sandlet::Error& e) {
+      if (e.code() != SANDLET_NOT_FOUND && e.code() != SANDLET_FAILED_PRECONDITION) throw;
       say("  attach(%s) now -> %s (as expected)", last_id.c_str(), e.code_name());
     }
   }
-  const size_t listed = rt.list().size(), on_disk = entries_in(fs::path(root) / "sandboxes");
-  expect(listed == 0 && on_disk == 0, "sandboxes left behind under " + root);
-  say("  nothing left: list() is empty, %s/sandboxes is empty", root.c_str());
+  const size_t listed = rt.list().size();
+  expect(listed == 0, std::to_string(listed) + " sandbox(es) still listed under " + root);
+  // destroy() kills at once and reclaims cgroups and files on a worker; closing the runtime waits for that.
+  rt.close();
+  const size_t on_disk = entries_in(fs::path(root) / "sandboxes");
+  expect(on_disk == 0, std::to_string(on_disk) + " entries left in " + root + "/sandboxes after close");
+  say("  runtime closed; nothing left: list() was empty, %s/sandboxes is empty", root.c_str());
 }
 
 }  // namespace
@@ -435,6 +463,11 @@ int main(int argc, char** argv) {
   }
   const std::string root = fs::absolute(argv[1]).lexically_normal().string();
   const std::string base_layer = fs::absolute(argv[2]).lexically_normal().string();
+  if (!fs::exists(fs::path(base_layer) / "bin/sh")) {
+    std::fprintf(stderr, "rollout: %s has no bin/sh: LAYER_DIR must be a root filesystem (busybox will do)\n",
+                 base_layer.c_str());
+    return 2;
+  }
   const auto start = Clock::now();
   try {
     section("1. runtime");
@@ -442,6 +475,12 @@ int main(int argc, char** argv) {
     sandlet::Runtime rt = sandlet::Runtime::open(root);
     say("  sandlet %s opened at %s in %.1f ms (no daemon: a library in this process)", sandlet::version(),
         rt.root().c_str(), ms_since(t0));
+    // The demo lists, destroys and counts everything under ROOT: it must not meet anyone else's sandboxes.
+    if (const size_t others = rt.list().size(); others != 0) {
+      std::fprintf(stderr, "rollout: %s already holds %zu sandbox(es); use an empty runtime root\n", root.c_str(),
+                   others);
+      return 2;
+    }
 
     section("2. environment = base layer + task layer");
     TempDir host;
@@ -451,7 +490,8 @@ int main(int argc, char** argv) {
     write_host_file(secret, "add() { echo $(( $1 + $2 )); }\n", fs::perms(0644));
     const std::vector<std::string> layers = {base_layer, task_layer.string()};
     say("  base layer  %s (busybox)", base_layer.c_str());
-    say("  task layer  %s (/work/repo: calc.sh with a buggy add(), test.sh)", task_layer.c_str());
+    say("  task layer  %s (/work/repo: buggy calc.sh, test.sh)", task_layer.c_str());
+    say("  answer key  %s (host only: no agent may see it)", secret.c_str());
     show_backends(rt, layers);
 
     section("3. burst: 8 episodes created concurrently (create_async)");
@@ -468,7 +508,6 @@ int main(int argc, char** argv) {
 
     section("7. clean-up by label");
     clean_up(rt, root);
-    rt.close();
 
     section("summary");
     double sum = 0;

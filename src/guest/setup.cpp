@@ -193,11 +193,16 @@ Status lock_down() {
 
 }  // namespace
 
+Status check_seccomp(const std::string& bpf) {
+  if (bpf.size() % sizeof(struct sock_filter) != 0 || bpf.size() / sizeof(struct sock_filter) > BPF_MAXINSNS)
+    return make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "install seccomp filter: size is not a valid sock_filter[]");
+  return Status::Ok();
+}
+
 // Last step: the filter may forbid what the steps above needed (mount, pivot_root, ...).
 Status install_seccomp(const std::string& bpf) {
   if (bpf.empty()) return Status::Ok();
-  if (bpf.size() % sizeof(struct sock_filter) != 0 || bpf.size() / sizeof(struct sock_filter) > BPF_MAXINSNS)
-    return make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "install seccomp filter: size is not a valid sock_filter[]");
+  if (Status s = check_seccomp(bpf); !s.ok()) return s;
   struct sock_fprog prog;
   prog.len = static_cast<unsigned short>(bpf.size() / sizeof(struct sock_filter));
   prog.filter = reinterpret_cast<struct sock_filter*>(const_cast<char*>(bpf.data()));

@@ -25,6 +25,8 @@ Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds);
 // Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
 // the filter, which typically forbids mount and the like.
 Status install_seccomp(const std::string& bpf);
+// Validates a filter without installing it.
+Status check_seccomp(const std::string& bpf);
 
 // Blocking write of one frame (setup socket only; the serving loop never blocks).
 bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -124,6 +125,7 @@ int child_main(void* arg) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   close_inherited_fds();  // also what O_CLOEXEC would do, only earlier (see close_inherited_fds)
+  if (s.seccomp && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, s.seccomp) != 0) child_fail(c, SpawnStep::kSeccomp);
   exec_search(s.argv[0], const_cast<char* const*>(s.argv), const_cast<char* const*>(s.envp), s.path);
   child_fail(c, SpawnStep::kExec);
 }
@@ -221,6 +223,7 @@ const char* spawn_step_name(SpawnStep step) {
     case SpawnStep::kSetuid: return "setuid";
     case SpawnStep::kChdir: return "chdir";
     case SpawnStep::kStdio: return "set up stdio";
+    case SpawnStep::kSeccomp: return "install seccomp filter";
     case SpawnStep::kExec: return "exec";
   }
   return "spawn";

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The sandlet demo: a miniature agentic rollout through the C++ API (examples/rollout.cpp), then the same
+# runtime from the shell with the `sandlet` CLI. Expects a finished build (`make demo` builds first).
+#
+# Environment: BUILD_DIR    the CMake build directory (default: <repo>/build)
+#              SANDLET_ROOT runtime root to use and keep; it must hold no sandboxes yet (default: a
+#                           throw-away one, removed on exit)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(realpath -m "${BUILD_DIR:-$repo/build}")
+rollout=$build/example-rollout-cpp
+cli=$build/sandlet
+layer=$build/test-rootfs
+
+die() { echo "demo.sh: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "must run as root (the runtime needs it); try: sudo $0"
+for f in "$rollout" "$cli" "$layer/bin/sh"; do
+  [[ -e $f ]] || die "missing $f: build first (make build, or set BUILD_DIR)"
+done
+
+# Everything the demo creates on the host lives under one scratch directory (the example's task layer too,
+# through TMPDIR), so that the trap can remove it even after a crash or Ctrl-C.
+scratch=$(mktemp -d /tmp/sandlet-demo.XXXXXX)
+root=${SANDLET_ROOT:-$scratch/root}
+cleanup() {
+  # A throw-away root holds only the demo's sandboxes: destroy what may still run there. In any root,
+  # sweep what the demo's process left behind (gc never touches a live sandbox of a live process).
+  if [[ $root == "$scratch/root" ]]; then
+    "$cli" --root "$root" ps -q 2>/dev/null | xargs -r "$cli" --root "$root" rm >/dev/null 2>&1 || true
+  fi
+  "$cli" --root "$root" gc >/dev/null 2>&1 || true
+  rm -rf --one-file-system -- "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+export TMPDIR=$scratch
+export SANDLET_ROOT=$root  # the CLI calls below use it too
+
+echo "demo: runtime root $root"
+start_us=${EPOCHREALTIME/./}
+"$rollout" "$root" "$layer"
+
+# ---- the same runtime from the shell ------------------------------------------------------------------
+# Prints each command before running it, like a terminal session (the CLI is found on PATH).
+PATH=$build:$PATH
+show() {
+  local shown=() a
+  for a in "$@"; do  # quote what a shell would need quoted (our arguments hold no single quotes)
+    if [[ $a =~ ^[[:alnum:]_./:=@%+,-]+$ ]]; then shown+=("$a"); else shown+=("'$a'"); fi
+  done
+  echo "  \$ ${shown[*]}"
+  "$@" 2>&1 | sed 's/^/    /'
+}
+
+echo
+echo "== 8. the CLI (same library, same root)"
+show sandlet run --layer "$layer" --hostname cli-demo --memory 64M -- sh -c 'echo hello from $(hostname)'
+printf '  $ id=$(sandlet create --layer %s --label task=cli --max-lifetime 60)\n' "$layer"
+id=$(sandlet create --layer "$layer" --label task=cli --max-lifetime 60)
+show sandlet exec --timeout 5 "$id" -- ps
+show sandlet ps --label task=cli
+show sandlet rm "$id"
+! sandlet ps -q | grep -qx "$id" || die "sandbox $id is still listed after rm"
+
+elapsed_ms=$(( (${EPOCHREALTIME/./} - start_us) / 1000 ))
+kept=" (kept)"; [[ $root == "$scratch/root" ]] && kept=" (throw-away: removed now)"
+printf '\ndemo: done in %d.%03d s; runtime root %s%s\n' $((elapsed_ms / 1000)) $((elapsed_ms % 1000)) "$root" "$kept"
