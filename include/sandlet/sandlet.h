@@ -180,7 +180,10 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_create_async(sandlet_runtime_t *rt,
 SANDLET_API sandlet_error_t *sandlet_sandbox_attach(sandlet_runtime_t *rt, const char *id,
                                                     sandlet_sandbox_t **out);
 SANDLET_API const char *sandlet_sandbox_id(const sandlet_sandbox_t *sb);
-/* Kills every process of the sandbox and removes it. The handle stays valid until closed. */
+/* Kills every process of the sandbox and removes it. When this returns nothing of the sandbox runs any
+   more and it is no longer listed or attachable; its host resources (cgroups, directory, uid range) are
+   reclaimed in the background right after, and sandlet_runtime_close waits for that. The handle stays
+   valid (every call on it fails with FAILED_PRECONDITION) until closed. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_destroy(sandlet_sandbox_t *sb);
 SANDLET_API sandlet_error_t *sandlet_sandbox_destroy_async(sandlet_sandbox_t *sb,
                                                            void (*cb)(void *user_data, sandlet_error_t *err),
@@ -222,7 +225,8 @@ typedef struct sandlet_exec_options {
 
 typedef struct sandlet_exec_result sandlet_exec_result_t;
 
-/* Runs a command and waits for it and every process it started (see keep_background). A command that
+/* Runs a command and waits for it to exit and for its output to end. Processes it leaves running are
+   killed when it exits, unless keep_background is set; a timeout kills all of them. A command that
    cannot be started (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED), not a result;
    so is a missing cwd or user (NOT_FOUND). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_exec(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,

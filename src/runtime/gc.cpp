@@ -16,9 +16,6 @@
 namespace sandlet {
 namespace {
 
-bool process_alive(pid_t pid, uint64_t start) {
-  return pid > 0 && sys::process_start_time(pid) == std::optional<uint64_t>(start);
-}
 
 }  // namespace
 
@@ -71,8 +68,8 @@ size_t Runtime::gc() {
       }
       continue;
     }
-    bool init_alive = process_alive(rec->init_pid, rec->init_start);
-    bool owner_alive = process_alive(rec->owner_pid, rec->owner_start);
+    bool init_alive = sys::process_alive(rec->init_pid, rec->init_start);
+    bool owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
     bool doomed = false;
     if (rec->state == SandboxState::kCreating)
       doomed = !owner_alive;
@@ -90,7 +87,7 @@ size_t Runtime::gc() {
       // Left for the next sweep; reported through the count only.
     }
   }
-  slots_->sweep(sandboxes);
+  slots_->sweep();
   return removed;
 }
 

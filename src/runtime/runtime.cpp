@@ -38,9 +38,9 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   sys::mkdir_p(root, 0700);
   // Sandboxes' agent sockets live here: only the runtime's user may reach them.
   if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);
-  for (const char* sub : {"/sandboxes", "/slots"})
+  for (const char* sub : {"/sandboxes"})
     if (::mkdir((root + sub).c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + root + sub);
-  rt->slots_ = std::make_unique<SlotTable>(root + "/slots");
+  rt->slots_ = std::make_unique<SlotTable>(SlotTable::default_dir(root + "/slots"));
   // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
   // customary 1024 soft limit would cap a trainer at a few hundred sandboxes. Like the Go runtime, raise
   // the soft limit to the hard one.
@@ -173,7 +173,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
 
   sys::UniqueFd pidfd;
   try {
-    rec.slot = slots_->claim(rec.id);
+    rec.slot = slots_->claim(dir);
     rec.uid_base = SlotTable::uid_base(rec.slot);
     // Recorded before any kernel object exists, so a crash from here on is visible to gc.
     sys::write_file_atomic(dir + "/record.json", rec.to_json());
@@ -188,7 +188,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
         ::waitid(P_PIDFD, static_cast<id_t>(pidfd.get()), &info, WEXITED | __WALL);
       }
       sys::kill_and_remove_cgroups(rec.cgroups);
-      slots_->release(rec.slot, rec.id);
+      slots_->release(rec.slot, dir);
       sys::remove_tree(dir);
     } catch (...) {
     }
@@ -276,7 +276,7 @@ void Runtime::reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd) {
   }
   bool cgroups_gone = sys::kill_and_remove_cgroups(rec.cgroups);
   if (rec.cgroups.v2.empty()) cgroups_gone = sys::kill_and_remove_cgroups(sys::cgroup_paths_for(host_.cgroups, rec.id));
-  slots_->release(rec.slot, rec.id);
+  slots_->release(rec.slot, sandbox_dir(rec.id));
   sys::remove_tree(sandbox_dir(rec.id));
   if (cgroups_gone) sys::remove_tree(retired_dir(rec.id));  // else gc retries from the record kept there
   {
@@ -316,7 +316,7 @@ std::optional<SandboxRecord> Runtime::load_record(const std::string& id) const {
 }
 
 std::string Runtime::state_of(const SandboxRecord& rec) const {
-  bool alive = rec.init_pid > 0 && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start);
+  bool alive = sys::process_alive(rec.init_pid, rec.init_start);
   if (rec.state == SandboxState::kCreating) return "creating";
   return alive ? "running" : "dead";
 }

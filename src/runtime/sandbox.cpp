@@ -236,8 +236,7 @@ void Sandbox::destroy() {
 
 std::string Sandbox::info_json() const {
   auto obj = boost::json::parse(record_.to_json()).as_object();
-  bool alive = record_.init_pid > 0 &&
-               sys::process_start_time(record_.init_pid) == std::optional<uint64_t>(record_.init_start);
+  bool alive = sys::process_alive(record_.init_pid, record_.init_start);
   obj["state"] = destroyed_ ? "destroyed" : (alive ? "running" : "dead");
   return boost::json::serialize(obj);
 }

@@ -151,6 +151,19 @@ std::optional<uint64_t> process_start_time(pid_t pid) {
   return std::strtoull(s, nullptr, 10);
 }
 
+bool process_alive(pid_t pid, uint64_t start) {
+  if (pid <= 0) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  auto stat = read_file_if_exists(path, 4096);
+  if (!stat) return false;
+  size_t p = stat->rfind(')');
+  if (p == std::string::npos || p + 2 >= stat->size()) return false;
+  char state = (*stat)[p + 2];
+  if (state == 'Z' || state == 'X') return false;  // exited, not yet reaped
+  return process_start_time(pid) == std::optional<uint64_t>(start);
+}
+
 double now_unix_seconds() {
   struct timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);

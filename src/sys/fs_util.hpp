@@ -27,6 +27,8 @@ std::vector<std::string> list_dir(const std::string& path);  // names, without .
 // Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); nullopt if gone.
 // Together with the pid it identifies a process across pid reuse.
 std::optional<uint64_t> process_start_time(pid_t pid);
+// True when `pid` runs (not a zombie) and started at `start`.
+bool process_alive(pid_t pid, uint64_t start);
 double now_unix_seconds();
 uint64_t now_monotonic_ns();
 std::string random_hex(size_t bytes);

@@ -23,7 +23,11 @@ constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CL
 
 // Raw syscalls only from here on in the child: no allocation, no locks, no errno-based logic that could
 // race with the parent's threads (each child has its own copy of memory, but glibc locks may be held).
-[[noreturn]] void child_main(const InitSpawnParams& p, int go_read) {
+[[noreturn]] void child_main(const InitSpawnParams& p, int go_read, int go_write) {
+  // Our copy of the write end must go, or a parent that dies before "go" would leave us waiting forever.
+  ::close(go_write);
+  // Own session: job-control signals to the creator's process group (Ctrl-C) must not reach the sandbox.
+  ::syscall(SYS_setsid);
   char go = 0;
   ssize_t n;
   do n = ::read(go_read, &go, 1); while (n < 0 && errno == EINTR);
@@ -67,7 +71,7 @@ PausedInit PausedInit::spawn(const InitSpawnParams& params) {
   args.cgroup = static_cast<uint64_t>(params.cgroup_fd);
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) throw_errno("clone3 sandbox init (namespaces + CLONE_INTO_CGROUP)");
-  if (pid == 0) child_main(params, go_read.get());
+  if (pid == 0) child_main(params, go_read.get(), go_write.get());
 
   PausedInit init;
   init.pid_ = static_cast<pid_t>(pid);

@@ -88,7 +88,12 @@ class Harness {
     rt_.close();
     CHECK(mount_count() == mounts_before_);
     CHECK(sandbox_dirs().empty());
-    for (auto& e : fs::directory_iterator(root_ + "/slots")) FAIL("slot left behind: " << e.path());
+    std::string slots = fs::exists("/run/sandlet/slots") ? "/run/sandlet/slots" : root_ + "/slots";
+    for (auto& e : fs::directory_iterator(slots)) {
+      std::error_code ec;
+      std::string target = fs::read_symlink(e.path(), ec).string();
+      if (target.rfind(root_ + "/", 0) == 0) FAIL("uid slot left behind: " << e.path() << " -> " << target);
+    }
   }
 
  private:

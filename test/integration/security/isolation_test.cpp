@@ -110,3 +110,25 @@ TEST_CASE("network namespace: loopback works, low ports bind, root inside cannot
   CHECK(wait_until([&] { return done.load(); }, 15));
   h.check_no_leaks();
 }
+
+TEST_CASE("runtimes with different roots hand out different host uid ranges", "[isolation][uid]") {
+  Harness h1, h2;
+  auto a = h1.rt().create(Harness::spec());
+  auto b = h2.rt().create(Harness::spec());
+  CHECK(run_out(a, "cat /proc/self/uid_map") != run_out(b, "cat /proc/self/uid_map"));
+  h1.check_no_leaks();
+  h2.check_no_leaks();
+}
+
+TEST_CASE("a sandbox's init has its own session: Ctrl-C to the creator's group does not reach it", "[lifecycle]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec().lifetime("detached"));
+  std::string json = sb.info_json();
+  auto pos = json.find("\"init_pid\":");
+  REQUIRE(pos != std::string::npos);
+  pid_t init = std::atoi(json.c_str() + pos + 11);
+  CHECK(::getsid(init) == init);
+  CHECK(::getpgid(init) != ::getpgid(0));
+  sb.destroy();
+  h.check_no_leaks();
+}
