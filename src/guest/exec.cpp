@@ -123,7 +123,6 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   sp.stderr_fd = errp[1];
   sp.cgroup_fd = cg.dirfd;
   sp.nofile = child_nofile_;
-  sp.seccomp = seccomp_prog_.len ? &seccomp_prog_ : nullptr;
   SpawnError se;
   uint64_t start = now_ns();
   pid_t pid = spawn_process(sp, &se);

@@ -76,13 +76,13 @@ int main() {
     dup2(null, 0);
     close(null);
   }
-  // The filter binds every command (installed in each child right before exec), not the agent: the
-  // agent needs clone3 (CLONE_INTO_CGROUP), which the filter answers with ENOSYS. Nothing inside can
-  // reach the agent: it is non-dumpable, commands lack CAP_SYS_PTRACE, its socket is outside the sandbox.
-  s = check_seccomp(cfg.seccomp_bpf);
-  if (!s.ok()) fail(s);
+  // Installed once on the agent and inherited by every command (installing it per command would compile
+  // the filter on every exec).
+  std::string bpf = std::move(cfg.seccomp_bpf);
   Server server(std::move(cfg), fds, child_nofile);
   s = server.init();
+  if (!s.ok()) fail(s);
+  s = install_seccomp(bpf);
   if (!s.ok()) fail(s);
   if (!send_frame_blocking(kSetupFd, proto::Msg::kInitReady, std::string())) {
     log_line("could not report ready (errno %d); exiting", errno);

@@ -29,10 +29,6 @@ Server::Server(proto::InitConfig cfg, InitFds fds, const struct rlimit* child_no
     : cfg_(std::move(cfg)), fds_(fds), child_nofile_(child_nofile), cgroups_(fds.cgroup) {}
 
 Status Server::init() {
-  if (!cfg_.seccomp_bpf.empty()) {
-    seccomp_prog_.len = static_cast<unsigned short>(cfg_.seccomp_bpf.size() / sizeof(struct sock_filter));
-    seccomp_prog_.filter = reinterpret_cast<struct sock_filter*>(cfg_.seccomp_bpf.data());
-  }
   ep_ = epoll_create1(EPOLL_CLOEXEC);
   if (ep_ < 0) return errno_status(errno, "epoll_create1");
   sigset_t set;

@@ -6,7 +6,6 @@
 // The Server's methods are split by subsystem: server.cpp (loop, connections, framing, timers),
 // exec.cpp (exec lifecycle), files.cpp (file transfer).
 #pragma once
-#include <linux/filter.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -147,7 +146,6 @@ class Server final {
   proto::InitConfig cfg_;
   InitFds fds_;
   const struct rlimit* child_nofile_;
-  struct sock_fprog seccomp_prog_ = {};  // points into cfg_.seccomp_bpf
   int ep_ = -1, sigfd_ = -1, timerfd_ = -1;
   Watch listener_watch_{Watch::kListener, nullptr};
   Watch signals_watch_{Watch::kSignals, nullptr};

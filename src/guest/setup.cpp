@@ -258,6 +258,39 @@ Status receive_config(int sock, proto::InitConfig* cfg, InitFds* fds) {
   return Status::Ok();
 }
 
+// No process in the sandbox may create namespaces (nested user namespaces are a classic kernel attack
+// surface). The per-user-namespace counters enforce it in the kernel for clone, clone3 and unshare alike,
+// which lets the seccomp filter allow clone3 (whose flags BPF cannot read) and the agent spawn with
+// CLONE_INTO_CGROUP.
+Status forbid_new_namespaces() {
+  for (const char* kind : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/sys/user/max_%s_namespaces", kind);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;  // a kernel without this namespace type
+      return errno_statusf(errno, "open %s", path);
+    }
+    ssize_t n = write(fd, "0", 1);
+    int e = errno;
+    close(fd);
+    if (n != 1) return errno_statusf(e, "write %s", path);
+  }
+  return Status::Ok();
+}
+
+// /proc/sys read-only (as other runtimes do): root inside could otherwise raise the counters above
+// again, or touch the sandbox's other namespace-scoped kernel settings. Mount calls are denied to commands
+// by the seccomp filter, so this cannot be undone from inside.
+Status protect_proc_sys() {
+  if (mount("/proc/sys", "/proc/sys", nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    return errno_status(errno, "bind /proc/sys");
+  if (mount(nullptr, "/proc/sys", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            nullptr) != 0)
+    return errno_status(errno, "make /proc/sys read-only");
+  return Status::Ok();
+}
+
 Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds) {
   umask(022);
   // Build with -DSANDLET_GUEST_TIMING to log each step's duration to fd 2 (start-up budget: < 0.5 ms).
@@ -291,6 +324,8 @@ Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds) {
   STEP(set_hostname(cfg.hostname));
   if (cfg.flags & proto::kInitLoopbackUp) STEP(loopback_up());
   STEP(make_nonblocking(fds.listener));
+  STEP(forbid_new_namespaces());
+  STEP(protect_proc_sys());
   STEP(lock_down());
 #undef STEP
   return Status::Ok();

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -109,6 +108,9 @@ int child_main(void* arg) {
   }
   // Without CAP_SYS_PTRACE no command (not even uid 0) can ptrace the non-dumpable agent.
   if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) != 0) child_fail(c, SpawnStep::kCaps);
+  // Nor CAP_SYS_RESOURCE (not in the usual container set either): it would let root inside lift the
+  // namespace counters the init set to 0 (see forbid_new_namespaces).
+  if (prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) != 0) child_fail(c, SpawnStep::kCaps);
   if (s.nofile) setrlimit(RLIMIT_NOFILE, s.nofile);
   // Raw syscalls: glibc's set*id wrappers coordinate threads through shared state we must not touch.
   if (syscall(SYS_setgroups, s.ngroups, s.groups) != 0) child_fail(c, SpawnStep::kGroups);
@@ -125,7 +127,6 @@ int child_main(void* arg) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   close_inherited_fds();  // also what O_CLOEXEC would do, only earlier (see close_inherited_fds)
-  if (s.seccomp && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, s.seccomp) != 0) child_fail(c, SpawnStep::kSeccomp);
   exec_search(s.argv[0], const_cast<char* const*>(s.argv), const_cast<char* const*>(s.envp), s.path);
   child_fail(c, SpawnStep::kExec);
 }
@@ -217,13 +218,12 @@ const char* spawn_step_name(SpawnStep step) {
     case SpawnStep::kClone: return "clone";
     case SpawnStep::kCgroup: return "join exec cgroup";
     case SpawnStep::kSetsid: return "setsid";
-    case SpawnStep::kCaps: return "drop CAP_SYS_PTRACE";
+    case SpawnStep::kCaps: return "drop CAP_SYS_PTRACE/CAP_SYS_RESOURCE";
     case SpawnStep::kGroups: return "setgroups";
     case SpawnStep::kSetgid: return "setgid";
     case SpawnStep::kSetuid: return "setuid";
     case SpawnStep::kChdir: return "chdir";
     case SpawnStep::kStdio: return "set up stdio";
-    case SpawnStep::kSeccomp: return "install seccomp filter";
     case SpawnStep::kExec: return "exec";
   }
   return "spawn";

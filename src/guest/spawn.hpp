@@ -4,7 +4,6 @@
 // and reports a failure through shared memory before the parent resumes.
 #pragma once
 #include <sys/resource.h>
-#include <linux/filter.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -25,10 +24,9 @@ struct SpawnSpec {
   int stderr_fd = -1;
   int cgroup_fd = -1;  // cgroup2 directory to start the child in, or -1
   const struct rlimit* nofile = nullptr;  // RLIMIT_NOFILE to restore in the child, or nullptr
-  const struct sock_fprog* seccomp = nullptr;  // filter installed right before exec, or nullptr
 };
 
-enum class SpawnStep : int { kNone = 0, kClone, kCgroup, kSetsid, kCaps, kGroups, kSetgid, kSetuid, kChdir, kStdio, kSeccomp, kExec };
+enum class SpawnStep : int { kNone = 0, kClone, kCgroup, kSetsid, kCaps, kGroups, kSetgid, kSetuid, kChdir, kStdio, kExec };
 
 struct SpawnError {
   SpawnStep step = SpawnStep::kNone;

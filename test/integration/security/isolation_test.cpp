@@ -88,6 +88,11 @@ TEST_CASE("the baseline seccomp filter denies kernel-level operations", "[securi
   CHECK(sb.exec({"sh", "-c", "mount -t tmpfs none /mnt"}).exit_code != 0);
   CHECK(sb.exec({"unshare", "-U", "true"}).exit_code != 0);
   CHECK(sb.exec({"swapoff", "-a"}).exit_code != 0);
+  // No namespace can be created by any means (clone3 included): the kernel's per-user-namespace counters
+  // are 0, and root inside can neither raise them (/proc/sys is read-only) nor hold CAP_SYS_RESOURCE.
+  CHECK(run_out(sb, "cat /proc/sys/user/max_user_namespaces /proc/sys/user/max_net_namespaces") == "0\n0\n");
+  CHECK(sb.exec({"sh", "-c", "echo 100 > /proc/sys/user/max_user_namespaces"}).exit_code != 0);
+  CHECK(run_out(sb, "grep CapBnd /proc/self/status").find("fef7ffff") != std::string::npos);
   // The workload still runs normally.
   CHECK(run_out(sb, "echo fine") == "fine\n");
   h.check_no_leaks();
