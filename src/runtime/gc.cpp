@@ -61,6 +61,7 @@ size_t Runtime::gc() {
       struct stat st;
       if (::stat(dir.c_str(), &st) == 0 && now - static_cast<double>(st.st_mtime) > 60) {
         try {
+          sys::kill_and_remove_cgroups(sys::cgroup_paths_for(host_.cgroups, id));
           sys::remove_tree(dir);
           ++removed;
         } catch (const Error&) {

@@ -119,7 +119,7 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
     cg.v2_fd_.reset(::open(cg.paths_.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cg.v2_fd_) throw_errno("open cgroup " + cg.paths_.v2);
     // Delegate: the agent (root inside = owner_uid) creates per-exec child groups and moves processes.
-    for (const char* f : {".", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"})
+    for (const char* f : {".", "cgroup.procs"})
       if (::fchownat(cg.v2_fd_.get(), f, owner_uid, owner_uid, 0) < 0) throw_errno("chown cgroup " + cg.paths_.v2 + "/" + f);
 
     auto quota = [&](uint64_t period) { return static_cast<uint64_t>(std::llround(limits.cpus * period)); };
@@ -149,7 +149,8 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
         if (pids.empty()) throw Error(Code::kUnimplemented, "limits.pids: no pids cgroup controller on this host");
         write_existing(pids + "/pids.max", std::to_string(limits.pids));
       }
-      std::string cpu = make_v1(sys.cpu_v1);
+      // cpu only when limited: a v1 group costs a mkdir now and a migration at start.
+      std::string cpu = limits.cpus > 0 ? make_v1(sys.cpu_v1) : std::string();
       if (limits.cpus > 0) {
         if (cpu.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
         write_existing(cpu + "/cpu.cfs_period_us", "100000");

@@ -24,7 +24,7 @@ struct CgroupSystem {
   std::string describe() const;
 };
 
-// The groups a sandbox `id` would have on this host (whether or not they exist): lets gc clean up after
+// The groups a sandbox `id` may have on this host (whether or not they exist): lets gc clean up after
 // a crash that happened between creating the groups and recording them.
 struct CgroupPaths;
 CgroupPaths cgroup_paths_for(const CgroupSystem& sys, const std::string& id);
