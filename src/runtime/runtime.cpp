@@ -99,7 +99,8 @@ void Runtime::close() {
     if (closed_) return;
     closed_ = true;
     for (auto& [id, child] : children_) {
-      if (child.record.spec.lifetime == Lifetime::kOwned) owned.push_back(child.record);
+      // (Already destroyed ones are being reclaimed by a worker; joined below.)
+      if (child.record.spec.lifetime == Lifetime::kOwned && !reclaiming_.count(id)) owned.push_back(child.record);
       if (auto h = handles_.find(id); h != handles_.end())
         if (auto sb = h->second.lock()) sb->destroy_mark_only();
     }
