@@ -132,7 +132,19 @@ void Runtime::close() {
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
   check_not_on_loop("sandbox create");
-  return create_blocking(spec);
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  // Always on a runtime worker: the parent-death signal that ties an owned sandbox to this process fires
+  // when the *thread* that cloned it exits, and a caller's thread may be short-lived.
+  std::promise<std::shared_ptr<Sandbox>> promise;
+  auto future = promise.get_future();
+  run_on_workers([this, &spec, &promise] {
+    try {
+      promise.set_value(create_blocking(spec));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+  });
+  return future.get();
 }
 
 void Runtime::create_async(Spec spec, CreateDone done) {

@@ -162,3 +162,12 @@ TEST_CASE("gc cleans a create that crashed after making its cgroups but before r
   CHECK(h.gone(id));
   h.check_no_leaks();
 }
+
+TEST_CASE("an owned sandbox created from a short-lived thread outlives that thread", "[lifecycle]") {
+  Harness h;
+  sandlet::Sandbox sb;
+  std::thread([&] { sb = h.rt().create(Harness::spec()); }).join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(run_out(sb, "echo alive") == "alive\n");
+  h.check_no_leaks();
+}
