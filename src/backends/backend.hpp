@@ -22,11 +22,21 @@ struct HostContext {
 
 class Backend {
  public:
+  // What `prepare` made: owns every kernel object of a sandbox that has no spec yet. Dropping it
+  // destroys them.
+  class Prepared {
+   public:
+    virtual ~Prepared() = default;
+  };
+
   virtual ~Backend() = default;
-  // Starts the sandbox described by rec.spec inside directory `dir`, filling rec's runtime fields.
-  // Returns a pidfd of the sandbox's top process (a child of this process). Throws; on failure nothing
-  // the backend made is left behind.
-  virtual sys::UniqueFd create(SandboxRecord& rec, const std::string& dir) = 0;
+  // The spec-independent half of a start, for sandbox rec.id in directory `dir` (the runtime may do it
+  // ahead of time, in a warm pool). Fills rec's runtime fields (cgroups, socket). Throws; on failure
+  // nothing the backend made is left behind.
+  virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir) = 0;
+  // Completes the start with rec.spec. Returns a pidfd of the sandbox's top process (a child of this
+  // process). Throws; on failure `prepared` and everything it owned are gone.
+  virtual sys::UniqueFd finish(std::unique_ptr<Prepared> prepared, SandboxRecord& rec) = 0;
 };
 
 struct BackendEntry {

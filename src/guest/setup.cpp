@@ -323,6 +323,9 @@ Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds) {
   STEP(pivot_into_cwd());
   STEP(set_hostname(cfg.hostname));
   if (cfg.flags & proto::kInitLoopbackUp) STEP(loopback_up());
+  // Started with a parent-death signal (the host's creating thread); a detached sandbox outlives it.
+  if ((cfg.flags & proto::kInitDetached) && prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
+    return errno_status(errno, "clear parent-death signal");
   STEP(make_nonblocking(fds.listener));
   STEP(forbid_new_namespaces());
   STEP(protect_proc_sys());

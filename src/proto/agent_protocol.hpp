@@ -209,6 +209,7 @@ struct FileDone {
 enum InitFlags : uint32_t {
   kInitHasCgroup = 1,
   kInitLoopbackUp = 2,
+  kInitDetached = 4,  // the sandbox outlives its creator: drop the parent-death signal
 };
 
 struct InitConfig {

@@ -72,7 +72,7 @@ size_t Runtime::gc() {
     bool init_alive = sys::process_alive(rec->init_pid, rec->init_start);
     bool owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
     bool doomed = false;
-    if (rec->state == SandboxState::kCreating)
+    if (rec->state == SandboxState::kCreating || rec->state == SandboxState::kPooled)
       doomed = !owner_alive;
     else if (!init_alive)
       doomed = true;

@@ -8,7 +8,13 @@ namespace json = boost::json;
 
 namespace sandlet {
 
-const char* state_name(SandboxState s) { return s == SandboxState::kRunning ? "running" : "creating"; }
+const char* state_name(SandboxState s) {
+  switch (s) {
+    case SandboxState::kRunning: return "running";
+    case SandboxState::kPooled: return "pooled";
+    default: return "creating";
+  }
+}
 
 std::string SandboxRecord::to_json() const {
   json::object o;
@@ -40,7 +46,10 @@ SandboxRecord SandboxRecord::from_json(const std::string& text) {
     SandboxRecord r;
     r.id = json::value_to<std::string>(o.at("id"));
     r.backend = json::value_to<std::string>(o.at("backend"));
-    r.state = o.at("state").as_string() == "running" ? SandboxState::kRunning : SandboxState::kCreating;
+    const auto& state = o.at("state").as_string();
+    r.state = state == "running" ? SandboxState::kRunning
+              : state == "pooled" ? SandboxState::kPooled
+                                  : SandboxState::kCreating;
     r.spec = parse_spec_json(json::serialize(o.at("spec")));
     r.created_at = o.at("created_at").to_number<double>();
     r.deadline = o.at("deadline").to_number<double>();

@@ -12,7 +12,7 @@
 
 namespace sandlet {
 
-enum class SandboxState { kCreating, kRunning };
+enum class SandboxState { kCreating, kRunning, kPooled };  // kPooled: prepared ahead, no spec yet
 
 struct SandboxRecord {
   std::string id;

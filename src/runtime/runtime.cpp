@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <future>
+#include <deque>
 
 #include "common/error.hpp"
 #include "runtime/sandbox.hpp"
@@ -93,6 +94,8 @@ void Runtime::check_not_on_loop(const char* what) const {
 }
 
 void Runtime::close() {
+  if (closed_) return;
+  stop_warm_pool();
   std::vector<SandboxRecord> owned;
   {
     std::lock_guard lock(mutex_);
@@ -162,6 +165,105 @@ void Runtime::create_async(Spec spec, CreateDone done) {
   });
 }
 
+SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state) {
+  SandboxRecord rec;
+  rec.id = sys::random_hex(6);
+  rec.backend = backend;
+  rec.state = state;
+  rec.created_at = sys::now_unix_seconds();
+  rec.owner_pid = ::getpid();
+  rec.owner_start = sys::process_start_time(rec.owner_pid).value_or(0);
+  std::string dir = sandbox_dir(rec.id);
+  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("mkdir " + dir);
+  try {
+    rec.slot = slots_->claim(dir);
+    rec.uid_base = SlotTable::uid_base(rec.slot);
+    // Recorded before any kernel object exists, so a crash from here on is visible to gc.
+    sys::write_file_atomic(dir + "/record.json", rec.to_json());
+  } catch (...) {
+    discard(rec);
+    throw;
+  }
+  return rec;
+}
+
+void Runtime::discard(const SandboxRecord& rec) {
+  try {
+    sys::kill_and_remove_cgroups(rec.cgroups.v2.empty() ? sys::cgroup_paths_for(host_.cgroups, rec.id) : rec.cgroups);
+    slots_->release(rec.slot, sandbox_dir(rec.id));
+    sys::remove_tree(sandbox_dir(rec.id));
+  } catch (...) {
+    // Whatever remains is gc's: the record says who made it.
+  }
+}
+
+std::optional<Runtime::WarmEntry> Runtime::take_warm(const std::string& backend) {
+  std::lock_guard lock(warm_mutex_);
+  if (backend != "container") return std::nullopt;
+  // A warm pool only for processes that create more than one sandbox.
+  if (++creates_ == 2 && !warm_stop_ && kWarmTarget > 0) warm_thread_ = std::thread([this] { warm_loop(); });
+  warm_cv_.notify_one();
+  while (!warm_.empty()) {
+    WarmEntry e = std::move(warm_.front());
+    warm_.pop_front();
+    if (sys::process_alive(e.rec.init_pid, e.rec.init_start)) return e;
+    e.prepared.reset();  // its init died while waiting (killed from outside): never hand that out
+    discard(e.rec);
+  }
+  return std::nullopt;
+}
+
+// Keeps kWarmTarget container sandboxes prepared (namespaces, cgroup, uid range, init waiting for its
+// configuration), so that a create only does the spec-dependent half.
+void Runtime::warm_loop() {
+  auto impl = backend_impls_.find("container");
+  if (impl == backend_impls_.end()) return;
+  std::unique_lock lock(warm_mutex_);
+  for (;;) {
+    warm_cv_.wait(lock, [this] { return warm_stop_ || warm_.size() < kWarmTarget; });
+    if (warm_stop_) return;
+    lock.unlock();
+    std::optional<WarmEntry> entry;
+    try {
+      WarmEntry e;
+      e.rec = new_record("container", SandboxState::kPooled);
+      try {
+        e.prepared = impl->second->prepare(e.rec, sandbox_dir(e.rec.id));
+      } catch (...) {
+        discard(e.rec);
+        throw;
+      }
+      sys::write_file_atomic(sandbox_dir(e.rec.id) + "/record.json", e.rec.to_json());
+      entry = std::move(e);
+    } catch (...) {
+      // Creates fall back to preparing their own and report errors there; back off a little.
+      lock.lock();
+      warm_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return warm_stop_; });
+      continue;
+    }
+    lock.lock();
+    warm_.push_back(std::move(*entry));
+  }
+}
+
+void Runtime::stop_warm_pool() {
+  {
+    std::lock_guard lock(warm_mutex_);
+    warm_stop_ = true;
+  }
+  warm_cv_.notify_all();
+  if (warm_thread_.joinable()) warm_thread_.join();
+  std::deque<WarmEntry> left;
+  {
+    std::lock_guard lock(warm_mutex_);
+    left.swap(warm_);
+  }
+  for (auto& e : left) {
+    e.prepared.reset();  // kills the waiting init, removes its cgroups
+    discard(e.rec);
+  }
+}
+
 std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   validate_spec(spec);
@@ -173,38 +275,37 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
     throw Error(Code::kInvalidArgument, "invalid spec field 'backend': unknown backend '" + spec.backend + "'");
   }
 
+  // The spec-independent half from the warm pool, or made now.
   SandboxRecord rec;
-  rec.id = sys::random_hex(6);
-  rec.backend = spec.backend;
+  std::unique_ptr<Backend::Prepared> prepared;
+  if (auto warm = take_warm(spec.backend)) {
+    rec = std::move(warm->rec);
+    prepared = std::move(warm->prepared);
+  } else {
+    rec = new_record(spec.backend, SandboxState::kCreating);
+    try {
+      prepared = impl->second->prepare(rec, sandbox_dir(rec.id));
+    } catch (...) {
+      discard(rec);
+      throw;
+    }
+  }
   rec.spec = spec;
   rec.created_at = sys::now_unix_seconds();
   rec.deadline = rec.created_at + spec.max_lifetime_s;
-  rec.owner_pid = ::getpid();
-  rec.owner_start = sys::process_start_time(rec.owner_pid).value_or(0);
-  std::string dir = sandbox_dir(rec.id);
-  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("mkdir " + dir);
 
   sys::UniqueFd pidfd;
   try {
-    rec.slot = slots_->claim(dir);
-    rec.uid_base = SlotTable::uid_base(rec.slot);
-    // Recorded before any kernel object exists, so a crash from here on is visible to gc.
-    sys::write_file_atomic(dir + "/record.json", rec.to_json());
-    pidfd = impl->second->create(rec, dir);
+    pidfd = impl->second->finish(std::move(prepared), rec);
     rec.state = SandboxState::kRunning;
-    sys::write_file_atomic(dir + "/record.json", rec.to_json());
+    sys::write_file_atomic(sandbox_dir(rec.id) + "/record.json", rec.to_json());
   } catch (...) {
-    try {
-      if (pidfd) {
-        ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
-        siginfo_t info;
-        ::waitid(P_PIDFD, static_cast<id_t>(pidfd.get()), &info, WEXITED | __WALL);
-      }
-      sys::kill_and_remove_cgroups(rec.cgroups);
-      slots_->release(rec.slot, dir);
-      sys::remove_tree(dir);
-    } catch (...) {
+    if (pidfd) {
+      ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+      siginfo_t info;
+      ::waitid(P_PIDFD, static_cast<id_t>(pidfd.get()), &info, WEXITED | __WALL);
     }
+    discard(rec);
     throw;
   }
 
@@ -331,6 +432,7 @@ std::optional<SandboxRecord> Runtime::load_record(const std::string& id) const {
 std::string Runtime::state_of(const SandboxRecord& rec) const {
   bool alive = sys::process_alive(rec.init_pid, rec.init_start);
   if (rec.state == SandboxState::kCreating) return "creating";
+  if (rec.state == SandboxState::kPooled) return "pooled";
   return alive ? "running" : "dead";
 }
 
@@ -377,7 +479,7 @@ std::vector<ListedSandbox> Runtime::list(const std::string& label_filter) {
     } catch (const Error&) {
       continue;  // damaged: gc removes it
     }
-    if (!rec) continue;
+    if (!rec || rec->state == SandboxState::kPooled) continue;  // not a sandbox anyone asked for yet
     if (!key.empty()) {
       auto it = rec->spec.labels.find(key);
       if (it == rec->spec.labels.end() || it->second != value) continue;

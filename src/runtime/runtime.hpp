@@ -2,6 +2,8 @@
 // a small worker pool for blocking create/destroy work, and the registry of sandboxes this process made.
 #pragma once
 #include <boost/asio.hpp>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,6 +77,15 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
  private:
   explicit Runtime(const RuntimeOptions& options);
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
+  SandboxRecord new_record(const std::string& backend, SandboxState state);
+  void discard(const SandboxRecord& rec);
+  struct WarmEntry {
+    SandboxRecord rec;
+    std::unique_ptr<Backend::Prepared> prepared;
+  };
+  std::optional<WarmEntry> take_warm(const std::string& backend);
+  void warm_loop();
+  void stop_warm_pool();
   void watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd);
   sys::UniqueFd kill_and_retire(const SandboxRecord& rec);
   void reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd);
@@ -105,6 +116,15 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   // Live handles by id, so attach in this process shares the creating handle's object.
   std::map<std::string, std::weak_ptr<Sandbox>> handles_;
   std::set<std::string> reclaiming_;  // ids whose resources a worker is reclaiming
+
+  // Warm pool: prepared container sandboxes (see warm_loop).
+  static constexpr size_t kWarmTarget = 2;
+  std::mutex warm_mutex_;
+  std::condition_variable warm_cv_;
+  std::deque<WarmEntry> warm_;
+  size_t creates_ = 0;
+  bool warm_stop_ = false;
+  std::thread warm_thread_;
   bool closed_ = false;
 };
 

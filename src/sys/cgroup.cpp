@@ -110,9 +110,10 @@ CgroupPaths cgroup_paths_for(const CgroupSystem& sys, const std::string& id) {
   return p;
 }
 
-SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& id, const Limits& limits,
-                                    uid_t owner_uid) {
+SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid) {
   SandboxCgroup cg;
+  cg.sys_ = &sys;
+  cg.id_ = id;
   cg.paths_.v2 = sys.v2_root + "/" + kParent + "/" + id;
   if (::mkdir(cg.paths_.v2.c_str(), 0755) < 0) throw_errno("mkdir cgroup " + cg.paths_.v2);
   try {
@@ -121,40 +122,13 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
     // Delegate: the agent (root inside = owner_uid) creates per-exec child groups and moves processes.
     for (const char* f : {".", "cgroup.procs"})
       if (::fchownat(cg.v2_fd_.get(), f, owner_uid, owner_uid, 0) < 0) throw_errno("chown cgroup " + cg.paths_.v2 + "/" + f);
-
-    auto quota = [&](uint64_t period) { return static_cast<uint64_t>(std::llround(limits.cpus * period)); };
-    if (sys.unified) {
-      int fd = cg.v2_fd_.get();
-      if (limits.memory) {
-        write_existing_at(fd, "memory.max", std::to_string(limits.memory));
-        write_existing_at(fd, "memory.swap.max", "0");
-      }
-      if (limits.pids) write_existing_at(fd, "pids.max", std::to_string(limits.pids));
-      if (limits.cpus > 0) write_existing_at(fd, "cpu.max", std::to_string(quota(100000)) + " 100000");
-    } else {
-      auto make_v1 = [&](const std::string& root) {
-        if (root.empty()) return std::string();
+    if (!sys.unified) {
+      // memory (accounting even without a limit) and pids (a default limit) always; cpu on demand.
+      for (const std::string& root : {sys.memory_v1, sys.pids_v1}) {
+        if (root.empty()) continue;
         std::string p = root + "/" + kParent + "/" + id;
         if (::mkdir(p.c_str(), 0755) < 0) throw_errno("mkdir cgroup " + p);
         cg.paths_.v1.push_back(p);
-        return p;
-      };
-      std::string mem = make_v1(sys.memory_v1);
-      if (limits.memory) {
-        if (mem.empty()) throw Error(Code::kUnimplemented, "limits.memory: no memory cgroup controller on this host");
-        write_existing(mem + "/memory.limit_in_bytes", std::to_string(limits.memory));
-      }
-      std::string pids = make_v1(sys.pids_v1);
-      if (limits.pids) {
-        if (pids.empty()) throw Error(Code::kUnimplemented, "limits.pids: no pids cgroup controller on this host");
-        write_existing(pids + "/pids.max", std::to_string(limits.pids));
-      }
-      // cpu only when limited: a v1 group costs a mkdir now and a migration at start.
-      std::string cpu = limits.cpus > 0 ? make_v1(sys.cpu_v1) : std::string();
-      if (limits.cpus > 0) {
-        if (cpu.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
-        write_existing(cpu + "/cpu.cfs_period_us", "100000");
-        write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota(100000)));
       }
     }
   } catch (...) {
@@ -163,6 +137,41 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
     throw;
   }
   return cg;
+}
+
+void SandboxCgroup::apply_limits(const Limits& limits, pid_t member) {
+  const CgroupSystem& sys = *sys_;
+  auto quota = static_cast<uint64_t>(std::llround(limits.cpus * 100000));
+  if (sys.unified) {
+    int fd = v2_fd_.get();
+    if (limits.memory) {
+      write_existing_at(fd, "memory.max", std::to_string(limits.memory));
+      write_existing_at(fd, "memory.swap.max", "0");
+    }
+    if (limits.pids) write_existing_at(fd, "pids.max", std::to_string(limits.pids));
+    if (limits.cpus > 0) write_existing_at(fd, "cpu.max", std::to_string(quota) + " 100000");
+    return;
+  }
+  auto v1 = [&](const std::string& root) {
+    return root.empty() ? std::string() : root + "/" + kParent + "/" + id_;
+  };
+  if (limits.memory) {
+    if (sys.memory_v1.empty()) throw Error(Code::kUnimplemented, "limits.memory: no memory cgroup controller on this host");
+    write_existing(v1(sys.memory_v1) + "/memory.limit_in_bytes", std::to_string(limits.memory));
+  }
+  if (limits.pids) {
+    if (sys.pids_v1.empty()) throw Error(Code::kUnimplemented, "limits.pids: no pids cgroup controller on this host");
+    write_existing(v1(sys.pids_v1) + "/pids.max", std::to_string(limits.pids));
+  }
+  if (limits.cpus > 0) {
+    if (sys.cpu_v1.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
+    std::string cpu = v1(sys.cpu_v1);
+    if (::mkdir(cpu.c_str(), 0755) < 0 && errno != EEXIST) throw_errno("mkdir cgroup " + cpu);
+    paths_.v1.push_back(cpu);
+    write_existing(cpu + "/cpu.cfs_period_us", "100000");
+    write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota));
+    if (member > 0) write_existing(cpu + "/cgroup.procs", std::to_string(member));
+  }
 }
 
 SandboxCgroup::~SandboxCgroup() {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spec/spec.hpp"
@@ -37,12 +38,16 @@ struct CgroupPaths {
 
 class SandboxCgroup final {
  public:
-  // Creates the groups for sandbox `id`, applies limits, delegates the v2 directory to `owner_uid`
+  // Creates the groups for sandbox `id` (no limits yet) and delegates the v2 directory to `owner_uid`
   // (the sandbox's root) so the agent can create per-exec child groups. On failure nothing remains.
-  static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, const Limits& limits,
-                              uid_t owner_uid);
-  SandboxCgroup(SandboxCgroup&&) noexcept = default;
-  SandboxCgroup& operator=(SandboxCgroup&&) noexcept = default;
+  static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid);
+  // Applies the limits. On hybrid hosts the v1 cpu group is made only when a CPU limit is set, and
+  // `member` (already in the other groups) is moved into it.
+  void apply_limits(const Limits& limits, pid_t member);
+  SandboxCgroup(SandboxCgroup&& o) noexcept
+      : sys_(o.sys_), id_(std::move(o.id_)), paths_(std::move(o.paths_)), v2_fd_(std::move(o.v2_fd_)),
+        released_(std::exchange(o.released_, true)) {}
+  SandboxCgroup& operator=(SandboxCgroup&&) = delete;
   ~SandboxCgroup();
 
   int v2_fd() const { return v2_fd_.get(); }
@@ -54,6 +59,8 @@ class SandboxCgroup final {
 
  private:
   SandboxCgroup() = default;
+  const CgroupSystem* sys_ = nullptr;
+  std::string id_;
   CgroupPaths paths_;
   UniqueFd v2_fd_;
   bool released_ = false;

@@ -70,28 +70,34 @@ bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int t
   return true;
 }
 
+// A started init waiting for its configuration, and everything it needs.
+struct ContainerPrepared final : Backend::Prepared {
+  ContainerPrepared(sys::SandboxCgroup cg, sys::PausedInit in) : cgroup(std::move(cg)), init(std::move(in)) {}
+  sys::SandboxCgroup cgroup;
+  sys::PausedInit init;
+  sys::UniqueFd setup;     // host end of the init's fd 3
+  sys::UniqueFd listener;  // the agent's socket
+  sys::UniqueFd userns;
+};
+
 class ContainerBackend final : public Backend {
  public:
   explicit ContainerBackend(const HostContext& host) : host_(host) {}
 
-  sys::UniqueFd create(SandboxRecord& rec, const std::string& dir) override {
-    const Spec& spec = rec.spec;
-    // 1. cgroup with limits, delegated to the sandbox's root.
-    auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, spec.limits, rec.uid_base);
+  std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir) override {
+    // 1. cgroup, delegated to the sandbox's root.
+    auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base);
     rec.cgroups = cgroup.paths();
 
-    // 2. The agent's listening socket, on a host path only the runtime can reach.
-    rec.agent_socket = dir + "/agent.sock";
-    sys::UniqueFd listener = sys::listen_unix(rec.agent_socket);
-
-    // 3. The init, paused in its new namespaces until ids and cgroups are in place.
+    // 2. The init, paused in its new namespaces until ids are mapped. Every init starts with a parent-death
+    //    signal (bound to this long-lived runtime thread); a detached sandbox's init drops it on config.
     sys::UniqueFd setup_host, setup_child;
     sys::socket_pair(setup_host, setup_child);
     sys::InitSpawnParams params;
     params.exec_fd = embedded_init_fd();
     params.setup_fd = setup_child.get();
     params.cgroup_fd = cgroup.v2_fd();
-    params.die_with_parent = spec.lifetime == Lifetime::kOwned;
+    params.die_with_parent = true;
     params.new_netns = false;
     sys::UniqueFd netns = host_.netns->take();
     std::optional<sys::PausedInit> spawned;
@@ -99,9 +105,10 @@ class ContainerBackend final : public Backend {
       sys::ScopedNetns in_sandbox_net(netns.get());  // the child inherits this thread's network namespace
       spawned.emplace(sys::PausedInit::spawn(params));
     }
-    sys::PausedInit& init = *spawned;
-    netns.reset();
+    auto prepared = std::make_unique<ContainerPrepared>(std::move(cgroup), std::move(*spawned));
+    prepared->setup = std::move(setup_host);
     setup_child.reset();
+    sys::PausedInit& init = prepared->init;
 
     // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
     // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
@@ -111,16 +118,30 @@ class ContainerBackend final : public Backend {
     } catch (const Error&) {
     }
     init.map_ids(rec.uid_base, kIdsPerSandbox);
-    init.resume();  // the init execs while we build its root filesystem
-    // v1 membership (hybrid hosts) after the init is running: a v1 migration can wait milliseconds for
-    // an RCU grace period, and the init's exec proceeds meanwhile. It is done before the init is told
-    // its configuration, so no command can start outside the sandbox's limits.
-    cgroup.add_to_v1(init.pid());
+    init.resume();  // the init execs and waits for its configuration
+    // v1 membership (hybrid hosts): a v1 migration can wait milliseconds for an RCU grace period; the
+    // init's exec proceeds meanwhile. Done before the init gets its configuration, so no command can
+    // start outside the sandbox's groups.
+    prepared->cgroup.add_to_v1(init.pid());
+
+    // 3. The agent's listening socket, on a host path only the runtime can reach.
+    rec.agent_socket = dir + "/agent.sock";
+    prepared->listener = sys::listen_unix(rec.agent_socket);
+    prepared->userns.reset(::open(("/proc/" + std::to_string(init.pid()) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!prepared->userns) throw_errno("open user namespace of sandbox init");
+    rec.init_pid = init.pid();
+    rec.init_start = sys::process_start_time(init.pid()).value_or(0);
+    return prepared;
+  }
+
+  sys::UniqueFd finish(std::unique_ptr<Prepared> base, SandboxRecord& rec) override {
+    std::unique_ptr<ContainerPrepared> p(static_cast<ContainerPrepared*>(base.release()));
+    const Spec& spec = rec.spec;
+    p->cgroup.apply_limits(spec.limits, p->init.pid());
+    rec.cgroups = p->cgroup.paths();
 
     // 4. Root filesystem as a detached mount, idmapped into the sandbox's user namespace.
-    sys::UniqueFd userns(::open(("/proc/" + std::to_string(init.pid()) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!userns) throw_errno("open user namespace of sandbox init");
-    sys::UniqueFd rootfs = sys::build_overlay_rootfs(spec.layers, userns.get(), rec.uid_base, spec.limits.disk);
+    sys::UniqueFd rootfs = sys::build_overlay_rootfs(spec.layers, p->userns.get(), rec.uid_base, spec.limits.disk);
 
     // 5. Configuration and fds to the init; wait for it to report ready.
     proto::InitConfig config;
@@ -132,26 +153,24 @@ class ContainerBackend final : public Backend {
     config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
     config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
     config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
-    sys::send_with_fds(setup_host.get(), proto::frame(proto::Msg::kInitConfig, config.encode()),
-                       {rootfs.get(), listener.get(), cgroup.v2_fd()});
+    if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
+    sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()),
+                       {rootfs.get(), p->listener.get(), p->cgroup.v2_fd()});
     rootfs.reset();
-    listener.reset();
+    p->listener.reset();
 
     proto::FrameHeader h;
     std::string payload;
-    if (!read_setup_frame(setup_host.get(), h, payload, kReadyTimeoutMs, init.pid()))
-      throw Error(Code::kInternal, "sandbox init exited during setup (" + describe_exit(init) + ")");
+    if (!read_setup_frame(p->setup.get(), h, payload, kReadyTimeoutMs, p->init.pid()))
+      throw Error(Code::kInternal, "sandbox init exited during setup (" + describe_exit(p->init) + ")");
     if (h.type == proto::Msg::kError) {
       proto::ErrorReply err;
       proto::ErrorReply::decode(payload, &err);
       throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
     }
     if (h.type != proto::Msg::kInitReady) throw Error(Code::kInternal, "sandbox init sent an unexpected frame");
-
-    rec.init_pid = init.pid();
-    rec.init_start = sys::process_start_time(init.pid()).value_or(0);
-    cgroup.release();
-    return init.release();
+    p->cgroup.release();
+    return p->init.release();
   }
 
  private:
