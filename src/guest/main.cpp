@@ -49,7 +49,7 @@ int main() {
   sigaddset(&set, SIGCHLD);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
-  sigprocmask(SIG_BLOCK, &set, nullptr);
+  sigprocmask(SIG_SETMASK, &set, nullptr);  // SETMASK: the host starts us with every signal blocked
   signal(SIGPIPE, SIG_IGN);
   ensure_std_fds();
   // Output and stdin queues reach megabytes per connection: serve those from mmap so that memory goes

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "sys/fd.hpp"
@@ -21,10 +22,10 @@ struct InitSpawnParams {
 
 class PausedInit final {
  public:
+  struct ChildBlock;  // the child's arguments and stack (it shares our memory until it execs)
+
   static PausedInit spawn(const InitSpawnParams& params);
-  PausedInit(PausedInit&& o) noexcept
-      : pid_(std::exchange(o.pid_, -1)), pidfd_(std::move(o.pidfd_)), go_fd_(std::move(o.go_fd_)),
-        released_(std::exchange(o.released_, true)) {}
+  PausedInit(PausedInit&& o) noexcept;
   PausedInit& operator=(PausedInit&&) = delete;
   // Kills and reaps the child unless release() was called.
   ~PausedInit();
@@ -35,14 +36,15 @@ class PausedInit final {
   void map_ids(uid_t base, uint32_t count) const;
   // Lets the child switch to root inside and exec the init.
   void resume();
-  // Ownership of the process passes to the caller (the pidfd stays with this object until taken).
+  // Call once the init has answered (so it has exec'd): ownership of the process passes to the caller.
   UniqueFd release();
 
  private:
-  PausedInit() = default;
+  PausedInit();
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd go_fd_;
+  std::unique_ptr<ChildBlock> block_;
   bool released_ = false;
 };
 
