@@ -271,6 +271,16 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_write_file(sandlet_sandbox_t *sb, c
 SANDLET_API sandlet_error_t *sandlet_sandbox_read_file(sandlet_sandbox_t *sb, const char *path, uint64_t max_bytes,
                                                        void **data, size_t *len);
 
+/* Asynchronous forms. For writes `data` is copied before the call returns. The completion receives the
+   error (owned by the callback, NULL on success) and, for reads, the bytes (valid only during the
+   callback) and the file's mode. */
+typedef void (*sandlet_file_cb)(void *user_data, sandlet_error_t *err, const void *data, size_t len, uint32_t mode);
+SANDLET_API sandlet_error_t *sandlet_sandbox_write_file_async(sandlet_sandbox_t *sb, const char *path,
+                                                              const void *data, size_t len, uint32_t mode,
+                                                              sandlet_file_cb cb, void *user_data);
+SANDLET_API sandlet_error_t *sandlet_sandbox_read_file_async(sandlet_sandbox_t *sb, const char *path,
+                                                             uint64_t max_bytes, sandlet_file_cb cb, void *user_data);
+
 /* ---------------------------------------------------------------------------------------------------
  * Listing: all sandboxes under the runtime's root, from every process.
  * ------------------------------------------------------------------------------------------------- */

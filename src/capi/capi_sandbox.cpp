@@ -224,4 +224,34 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_read_file(sandlet_sandbox_t* sb, co
   });
 }
 
+SANDLET_API sandlet_error_t* sandlet_sandbox_write_file_async(sandlet_sandbox_t* sb, const char* path,
+                                                              const void* data, size_t len, uint32_t mode,
+                                                              sandlet_file_cb cb, void* user_data) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(path);
+  SANDLET_REQUIRE(cb);
+  if (len && !data) return sandlet::capi::null_arg("data");
+  return guard([&] {
+    sb->sb->write_file_async(path, std::string(static_cast<const char*>(data), len), mode,
+                             [cb, user_data](std::exception_ptr error, std::string, uint32_t) {
+                               cb(user_data, error ? sandlet::capi::error_from(error) : nullptr, nullptr, 0, 0);
+                             });
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_read_file_async(sandlet_sandbox_t* sb, const char* path,
+                                                             uint64_t max_bytes, sandlet_file_cb cb, void* user_data) {
+  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE(path);
+  SANDLET_REQUIRE(cb);
+  return guard([&] {
+    sb->sb->read_file_async(path, max_bytes, [cb, user_data](std::exception_ptr error, std::string data, uint32_t mode) {
+      if (error)
+        cb(user_data, sandlet::capi::error_from(error), nullptr, 0, 0);
+      else
+        cb(user_data, nullptr, data.data(), data.size(), mode);
+    });
+  });
+}
+
 }  // extern "C"

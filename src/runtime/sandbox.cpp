@@ -167,59 +167,93 @@ ExecOutcome Sandbox::exec(ExecParams params) {
   return future.get();
 }
 
-void Sandbox::call_blocking(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame) {
+void Sandbox::call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
+                         std::function<void(std::exception_ptr)> done) {
   auto rt = runtime_checked();
-  rt->check_not_on_loop("file transfer");
-  std::promise<void> promise;
-  auto future = promise.get_future();
   AgentCall::start(
       rt->io(), record_.agent_socket, std::move(frames),
       [on_frame = std::move(on_frame)](proto::Msg type, std::string_view payload) {
         if (type == proto::Msg::kError) throw_agent_error(payload);
         return on_frame(static_cast<uint8_t>(type), payload);
       },
-      [&promise](std::exception_ptr error) {
-        if (error)
-          promise.set_exception(error);
-        else
-          promise.set_value();
-      });
-  future.get();
+      std::move(done));
 }
 
-void Sandbox::write_file(const std::string& path, std::string data, uint32_t mode) {
+static void check_path(const std::string& path) {
   if (path.empty() || path[0] != '/')
     throw Error(Code::kInvalidArgument, "invalid file path '" + path + "': must be absolute inside the sandbox");
+}
+
+void Sandbox::write_file_async(const std::string& path, std::string data, uint32_t mode, FileDone done) {
+  check_path(path);
   proto::WriteFileRequest req;
   req.path = path;
   req.mode = mode ? mode : 0644;
   std::string frames = proto::frame(proto::Msg::kWriteFile, req.encode());
   append_chunked(frames, proto::Msg::kFileData, data);
   frames += proto::frame(proto::Msg::kFileEof, "");
-  call_blocking(std::move(frames), [](uint8_t type, std::string_view) {
-    if (type != static_cast<uint8_t>(proto::Msg::kOk)) throw Error(Code::kInternal, "unexpected reply to write_file");
-    return true;
-  });
+  call_async(
+      std::move(frames),
+      [](uint8_t type, std::string_view) {
+        if (type != static_cast<uint8_t>(proto::Msg::kOk)) throw Error(Code::kInternal, "unexpected reply to write_file");
+        return true;
+      },
+      [done = std::move(done)](std::exception_ptr error) { done(error, std::string(), 0); });
 }
 
-std::string Sandbox::read_file(const std::string& path, uint64_t max_bytes) {
-  if (path.empty() || path[0] != '/')
-    throw Error(Code::kInvalidArgument, "invalid file path '" + path + "': must be absolute inside the sandbox");
+void Sandbox::read_file_async(const std::string& path, uint64_t max_bytes, FileDone done) {
+  check_path(path);
   proto::ReadFileRequest req;
   req.path = path;
   req.max_bytes = max_bytes ? max_bytes : (64ull << 20);
-  std::string data;
-  call_blocking(proto::frame(proto::Msg::kReadFile, req.encode()), [&data, &req](uint8_t type, std::string_view payload) {
-    if (type == static_cast<uint8_t>(proto::Msg::kFileChunk)) {
-      if (data.size() + payload.size() > req.max_bytes)
-        throw Error(Code::kOutOfRange, "file larger than the read limit");
-      data.append(payload);
-      return false;
-    }
-    if (type == static_cast<uint8_t>(proto::Msg::kFileDone)) return true;
-    throw Error(Code::kInternal, "unexpected reply to read_file");
+  struct State {
+    std::string data;
+    uint32_t mode = 0;
+  };
+  auto st = std::make_shared<State>();
+  uint64_t limit = req.max_bytes;
+  call_async(
+      proto::frame(proto::Msg::kReadFile, req.encode()),
+      [st, limit](uint8_t type, std::string_view payload) {
+        if (type == static_cast<uint8_t>(proto::Msg::kFileChunk)) {
+          if (st->data.size() + payload.size() > limit) throw Error(Code::kOutOfRange, "file larger than the read limit");
+          st->data.append(payload);
+          return false;
+        }
+        if (type == static_cast<uint8_t>(proto::Msg::kFileDone)) {
+          proto::FileDone fd;
+          if (proto::FileDone::decode(payload, &fd)) st->mode = fd.mode;
+          return true;
+        }
+        throw Error(Code::kInternal, "unexpected reply to read_file");
+      },
+      [st, done = std::move(done)](std::exception_ptr error) { done(error, std::move(st->data), st->mode); });
+}
+
+void Sandbox::write_file(const std::string& path, std::string data, uint32_t mode) {
+  runtime_checked()->check_not_on_loop("write_file");
+  std::promise<void> promise;
+  auto future = promise.get_future();
+  write_file_async(path, std::move(data), mode, [&promise](std::exception_ptr error, std::string, uint32_t) {
+    if (error)
+      promise.set_exception(error);
+    else
+      promise.set_value();
   });
-  return data;
+  future.get();
+}
+
+std::string Sandbox::read_file(const std::string& path, uint64_t max_bytes) {
+  runtime_checked()->check_not_on_loop("read_file");
+  std::promise<std::string> promise;
+  auto future = promise.get_future();
+  read_file_async(path, max_bytes, [&promise](std::exception_ptr error, std::string data, uint32_t) {
+    if (error)
+      promise.set_exception(error);
+    else
+      promise.set_value(std::move(data));
+  });
+  return future.get();
 }
 
 void Sandbox::destroy() {

@@ -69,6 +69,10 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
 
   void write_file(const std::string& path, std::string data, uint32_t mode);
   std::string read_file(const std::string& path, uint64_t max_bytes);
+  // Completion on the loop thread: error, the data read (empty for writes), the file's mode.
+  using FileDone = std::function<void(std::exception_ptr, std::string data, uint32_t mode)>;
+  void write_file_async(const std::string& path, std::string data, uint32_t mode, FileDone done);
+  void read_file_async(const std::string& path, uint64_t max_bytes, FileDone done);
 
   // Kills every process and removes all host state. Idempotent.
   void destroy();
@@ -79,8 +83,8 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
 
  private:
   std::shared_ptr<Runtime> runtime_checked() const;
-  // Runs an agent request to completion on the loop; blocking wrapper shared by files.
-  void call_blocking(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame);
+  void call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
+                  std::function<void(std::exception_ptr)> done);
 
   std::weak_ptr<Runtime> runtime_;
   SandboxRecord record_;

@@ -50,6 +50,26 @@ static void test_errors_and_versions(void) {
   sandlet_free(NULL);
 }
 
+struct file_wait {
+  volatile int done;
+  int code;
+  char data[64];
+  size_t len;
+  uint32_t mode;
+};
+static void on_file(void *ud, sandlet_error_t *err, const void *data, size_t len, uint32_t mode) {
+  struct file_wait *w = ud;
+  w->code = sandlet_error_code(err);
+  sandlet_error_delete(err);
+  if (data && len < sizeof w->data) memcpy(w->data, data, len);
+  w->len = len;
+  w->mode = mode;
+  __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+}
+static void wait_file(struct file_wait *w) {
+  for (int i = 0; i < 5000 && !__atomic_load_n(&w->done, __ATOMIC_SEQ_CST); ++i) usleep(1000);
+}
+
 static void test_sandbox_roundtrip(const char *root) {
   sandlet_runtime_t *rt = NULL;
   OK(sandlet_runtime_open(root, NULL, &rt));
@@ -99,6 +119,21 @@ static void test_sandbox_roundtrip(const char *root) {
   OK(sandlet_sandbox_read_file(sb, "/tmp/c.txt", 0, &data, &len));
   CHECK(len == 5 && data && memcmp(data, "hello", 5) == 0);
   sandlet_free(data);
+
+  /* The asynchronous file forms; the read reports the mode too. */
+  struct file_wait w = {0};
+  OK(sandlet_sandbox_write_file_async(sb, "/tmp/async.txt", "async!", 6, 0600, on_file, &w));
+  wait_file(&w);
+  CHECK(w.done && w.code == SANDLET_OK);
+  struct file_wait r = {0};
+  OK(sandlet_sandbox_read_file_async(sb, "/tmp/async.txt", 0, on_file, &r));
+  wait_file(&r);
+  CHECK(r.done && r.code == SANDLET_OK && r.len == 6 && memcmp(r.data, "async!", 6) == 0);
+  CHECK((r.mode & 0777) == 0600);
+  struct file_wait missing = {0};
+  OK(sandlet_sandbox_read_file_async(sb, "/nope", 0, on_file, &missing));
+  wait_file(&missing);
+  CHECK(missing.done && missing.code == SANDLET_NOT_FOUND);
 
   sandlet_sandbox_list_t *list = NULL;
   OK(sandlet_runtime_list(rt, "task=capi", &list));
