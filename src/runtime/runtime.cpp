@@ -120,17 +120,23 @@ void Runtime::close() {
     std::lock_guard lock(mutex_);
     for (auto& [id, child] : children_) {
       boost::system::error_code ignored;
-      child.watcher->close(ignored);
+      child.watcher->cancel(ignored);
     }
   });
   work_.reset();
   if (loop_.joinable()) loop_.join();
+  workers_.join();  // reclaims in flight have waited for their sandbox's exit
   host_.netns.reset();
-  {
-    std::lock_guard lock(mutex_);
-    children_.clear();
+  // Reap what has exited but was not reaped by the (now stopped) watchers; detached ones still running
+  // are left alone and reparented when this process exits.
+  std::lock_guard lock(mutex_);
+  for (auto& [id, child] : children_) {
+    siginfo_t info;
+    ::waitid(P_PIDFD, static_cast<id_t>(child.watcher->native_handle()), &info, WEXITED | WNOHANG | __WALL);
+    boost::system::error_code ignored;
+    child.watcher->close(ignored);
   }
-  workers_.join();
+  children_.clear();
 }
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
