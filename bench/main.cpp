@@ -75,6 +75,8 @@ void usage(std::FILE *out) {
                "  --cli PATH       the sandlet CLI for lifecycle-cli (default: next to this program)\n"
                "  --settle S       idle-density: seconds to wait before reading memory (default 2)\n"
                "  --no-peer        skip the peer comparison\n"
+               "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"
+               "                   large host process (a trainer) shows up in lifecycle and exec\n"
                "  --json           one-line JSON\n"
                "Exit status: 0 ok, 1 error (JSON has \"error\"), 2 usage, 3 leftovers after the run.\n");
 }
@@ -126,6 +128,15 @@ Options parse_args(int argc, char **argv) {
         std::fprintf(stderr, "sandlet-bench: --settle wants seconds >= 0, got '%s'\n", v);
         std::exit(2);
       }
+    } else if (a == "--host-rss-gib") {
+      const char *v = value();
+      char *end = nullptr;
+      unsigned long n = std::strtoul(v, &end, 10);
+      if (end == v || *end != '\0' || n > 1024) {
+        std::fprintf(stderr, "sandlet-bench: --host-rss-gib wants 0..1024, got '%s'\n", v);
+        std::exit(2);
+      }
+      o.host_rss_gib = static_cast<unsigned>(n);
     } else if (a == "--no-peer") {
       o.peer = false;
     } else if (a == "--json") {
@@ -181,6 +192,12 @@ int run(int argc, char **argv) {
   out["concurrency"] = ctx.opt.concurrency;
   out["date"] = iso_date_utc();
   out["host"] = host_info();
+  // A large resident host process, as a PyTorch trainer is: page tables a fork would have to copy.
+  std::vector<char> ballast;
+  if (ctx.opt.host_rss_gib) {
+    ballast.assign(static_cast<size_t>(ctx.opt.host_rss_gib) << 30, 1);
+    out["host_rss_gib"] = ctx.opt.host_rss_gib;
+  }
 
   TempDir rootfs_scratch;  // only used when a rootfs has to be built
   TempDir root_tmp;        // only used without --root
