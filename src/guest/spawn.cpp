@@ -1,5 +1,7 @@
 #include "guest/spawn.hpp"
 
+#include "common/clone3_on_stack.hpp"
+
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -133,34 +135,6 @@ int child_main(void* arg) {
 
 }  // namespace
 
-#if defined(__x86_64__)
-// long sandlet_clone3_vm(CloneArgs*, size_t, int (*fn)(void*), void* arg)
-// The child starts on the new stack with the parent's registers: fn and arg ride in r8/r9 (copied into
-// the child); it never returns into C code that expects the parent's stack.
-extern "C" long sandlet_clone3_vm(CloneArgs* args, size_t size, int (*fn)(void*), void* arg);
-asm(R"(
-  .text
-  .p2align 4
-  .type sandlet_clone3_vm,@function
-sandlet_clone3_vm:
-  mov %rdx, %r8
-  mov %rcx, %r9
-  mov $435, %eax
-  syscall
-  test %rax, %rax
-  jnz 1f
-  xor %ebp, %ebp
-  mov %r9, %rdi
-  call *%r8
-  mov %eax, %edi
-  mov $231, %eax
-  syscall
-  hlt
-1:
-  ret
-  .size sandlet_clone3_vm, .-sandlet_clone3_vm
-)");
-#endif
 
 pid_t spawn_process(const SpawnSpec& spec, SpawnError* error) {
   static bool no_clone3 = false;  // e.g. a seccomp profile answering ENOSYS for clone3 (Docker's does)
@@ -183,7 +157,7 @@ pid_t spawn_process(const SpawnSpec& spec, SpawnError* error) {
     ca.stack = reinterpret_cast<uint64_t>(stack);
     ca.stack_size = kChildStackSize;
     ca.cgroup = spec.cgroup_fd >= 0 ? static_cast<uint64_t>(spec.cgroup_fd) : 0;
-    pid = sandlet_clone3_vm(&ca, sizeof ca, child_main, &ctx);
+    pid = sandlet_clone3_on_stack(&ca, sizeof ca, child_main, &ctx);
     if (pid == -ENOSYS) no_clone3 = true;
   }
 #else

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/clone3_on_stack.hpp"
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
@@ -47,32 +48,12 @@ inline long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, 
   asm volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
   return ret;
 }
-
-// clone3 that starts the child on its own stack calling fn(arg); the child never returns into C code
-// that expects the parent's stack.
-extern "C" long sandlet_clone3_on_stack(struct clone_args* args, size_t size, int (*fn)(void*), void* arg);
-asm(R"(
-  .text
-  .p2align 4
-  .type sandlet_clone3_on_stack,@function
-sandlet_clone3_on_stack:
-  mov %rdx, %r8
-  mov %rcx, %r9
-  mov $435, %eax
-  syscall
-  test %rax, %rax
-  jnz 1f
-  xor %ebp, %ebp
-  mov %r9, %rdi
-  call *%r8
-  mov %eax, %edi
-  mov $60, %eax
-  syscall
-  hlt
-1:
-  ret
-  .size sandlet_clone3_on_stack, .-sandlet_clone3_on_stack
-)");
+#else
+// Elsewhere the child is a fork-style copy (no shared memory), so libc's wrapper is safe.
+inline long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+  long r = ::syscall(n, a, b, c, d, e);
+  return r < 0 ? -errno : r;
+}
 #endif
 
 // The child: waits for "go", becomes root inside its user namespace, execs the init. Raw system calls
