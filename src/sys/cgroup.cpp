@@ -33,11 +33,8 @@ void mkdir_ignore_exists(const std::string& path) {
 
 // Removes a cgroup directory after its children; retries while the kernel still tears tasks down.
 bool rmdir_cgroup_tree(const std::string& path) {
-  for (const auto& name : list_dir(path)) {
-    struct stat st;
-    std::string child = path + "/" + name;
-    if (::lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) rmdir_cgroup_tree(child);
-  }
+  // A cgroup directory holds dozens of control files: find child groups by d_type, not a stat each.
+  for (const auto& name : list_subdirs(path)) rmdir_cgroup_tree(path + "/" + name);
   for (int attempt = 0; attempt < 400; ++attempt) {
     if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
     if (errno != EBUSY) return false;

@@ -133,6 +133,26 @@ std::vector<std::string> list_dir(const std::string& path) {
   return out;
 }
 
+std::vector<std::string> list_subdirs(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) {
+    if (errno == ENOENT) return out;
+    throw_errno("opendir " + path);
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    bool dir = e->d_type == DT_DIR;
+    if (e->d_type == DT_UNKNOWN) {
+      struct stat st;
+      dir = ::fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    }
+    if (dir) out.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
 std::optional<uint64_t> process_start_time(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);

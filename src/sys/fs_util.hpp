@@ -23,6 +23,7 @@ void mkdir_p(const std::string& path, mode_t mode = 0755);
 // Removes a directory tree without following symlinks; ENOENT is not an error.
 void remove_tree(const std::string& path);
 std::vector<std::string> list_dir(const std::string& path);  // names, without . and ..; empty if missing
+std::vector<std::string> list_subdirs(const std::string& path);  // directories only (d_type; no stat per entry)
 
 // Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); nullopt if gone.
 // Together with the pid it identifies a process across pid reuse.
