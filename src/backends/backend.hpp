@@ -27,13 +27,17 @@ class Backend {
   class Prepared {
    public:
     virtual ~Prepared() = default;
+    // True when finish() can complete it for `spec` without redoing spec-dependent work it did ahead.
+    virtual bool fits(const Spec& spec) const = 0;
   };
 
   virtual ~Backend() = default;
   // The spec-independent half of a start, for sandbox rec.id in directory `dir` (the runtime may do it
   // ahead of time, in a warm pool). Fills rec's runtime fields (cgroups, socket). Throws; on failure
   // nothing the backend made is left behind.
-  virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir) = 0;
+  // `stage_for` (may be null) names the spec it will most likely be finished with: the parts that depend
+  // only on its environment (layers, disk) are then done now too.
+  virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for) = 0;
   // Completes the start with rec.spec. Returns a pidfd of the sandbox's top process (a child of this
   // process). Throws; on failure `prepared` and everything it owned are gone.
   virtual sys::UniqueFd finish(std::unique_ptr<Prepared> prepared, SandboxRecord& rec) = 0;

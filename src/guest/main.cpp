@@ -65,11 +65,18 @@ int main() {
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) child_nofile = &original;
   }
 
-  proto::InitConfig cfg;
+  // Phase 1 (possibly long before the sandbox is asked for: warm pool): the filesystem view.
   InitFds fds;
-  Status s = receive_config(kSetupFd, &cfg, &fds);
+  Status s = receive_stage(kSetupFd, &fds);
   if (!s.ok()) fail(s);
-  s = setup_sandbox(cfg, fds);
+  s = setup_filesystem(fds);
+  if (!s.ok()) fail(s);
+  if (!send_frame_blocking(kSetupFd, proto::Msg::kInitStaged, std::string())) _exit(1);
+  // Phase 2: who the sandbox is.
+  proto::InitConfig cfg;
+  s = receive_config(kSetupFd, &cfg);
+  if (!s.ok()) fail(s);
+  s = setup_identity(cfg);
   if (!s.ok()) fail(s);
   // Commands without stdin inherit fd 0: make it the sandbox's own /dev/null, whatever the host passed.
   if (int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {

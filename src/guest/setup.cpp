@@ -1,5 +1,7 @@
 #include "guest/setup.hpp"
 
+#include "proto/wire.hpp"
+
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -228,33 +230,58 @@ bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload) {
   return true;
 }
 
-Status receive_config(int sock, proto::InitConfig* cfg, InitFds* fds) {
+namespace {
+// One setup frame of `type` with up to 3 SCM_RIGHTS fds (closed again on error).
+Status receive_setup_frame(int sock, proto::Msg type, std::string* payload, int* got_fds, size_t* nfds,
+                           bool* ctrunc) {
+  char hdr[proto::kHeaderSize];
+  Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, nfds, 3, ctrunc);
+  proto::FrameHeader h{};
+  if (st.ok() && (!proto::decode_header(hdr, &h) || h.type != type))
+    st = make_status(SANDLET_INTERNAL, EPROTO, "read setup frame: bad frame header");
+  if (st.ok()) {
+    payload->resize(h.len);
+    st = recv_exact(sock, payload->data(), payload->size(), got_fds, nfds, 3, ctrunc);
+  }
+  if (!st.ok()) {
+    for (size_t i = 0; i < *nfds; ++i) close(got_fds[i]);
+    *nfds = 0;
+  }
+  return st;
+}
+}  // namespace
+
+Status receive_stage(int sock, InitFds* fds) {
   int got_fds[3];
   size_t nfds = 0;
   bool ctrunc = false;
-  char hdr[proto::kHeaderSize];
-  Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, &nfds, 3, &ctrunc);
-  proto::FrameHeader h{};
-  if (st.ok() && (!proto::decode_header(hdr, &h) || h.type != proto::Msg::kInitConfig))
-    st = make_status(SANDLET_INTERNAL, EPROTO, "read init config: bad frame header");
   std::string payload;
-  if (st.ok()) {
-    payload.resize(h.len);
-    st = recv_exact(sock, payload.data(), payload.size(), got_fds, &nfds, 3, &ctrunc);
-  }
-  if (st.ok() && !proto::InitConfig::decode(payload, cfg))
-    st = make_status(SANDLET_INTERNAL, EPROTO, "read init config: malformed InitConfig");
-  size_t want = (cfg->flags & proto::kInitHasCgroup) ? 3 : 2;
-  if (st.ok() && (ctrunc || nfds != want))
-    st = make_status(SANDLET_INTERNAL, EBADF,
-                     "read init config: expected " + std::to_string(want) + " fds, got " + std::to_string(nfds));
-  if (!st.ok()) {
+  Status st = receive_setup_frame(sock, proto::Msg::kInitStage, &payload, got_fds, &nfds, &ctrunc);
+  if (!st.ok()) return st;
+  wire::Reader r(payload);
+  uint32_t flags = r.u32();
+  size_t want = (flags & proto::kInitHasCgroup) ? 3 : 2;
+  if (!r.ok() || ctrunc || nfds != want) {
     for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);
-    return st;
+    return make_status(SANDLET_INTERNAL, EBADF,
+                       "read init stage: expected " + std::to_string(want) + " fds, got " + std::to_string(nfds));
   }
   fds->rootfs = got_fds[0];
   fds->listener = got_fds[1];
   fds->cgroup = want == 3 ? got_fds[2] : -1;
+  return Status::Ok();
+}
+
+Status receive_config(int sock, proto::InitConfig* cfg) {
+  int got_fds[3];
+  size_t nfds = 0;
+  bool ctrunc = false;
+  std::string payload;
+  Status st = receive_setup_frame(sock, proto::Msg::kInitConfig, &payload, got_fds, &nfds, &ctrunc);
+  if (!st.ok()) return st;
+  for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);  // none expected
+  if (!proto::InitConfig::decode(payload, cfg))
+    return make_status(SANDLET_INTERNAL, EPROTO, "read init config: malformed InitConfig");
   return Status::Ok();
 }
 
@@ -291,7 +318,7 @@ Status protect_proc_sys() {
   return Status::Ok();
 }
 
-Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds) {
+Status setup_filesystem(const InitFds& fds) {
   umask(022);
   // Build with -DSANDLET_GUEST_TIMING to log each step's duration to fd 2 (start-up budget: < 0.5 ms).
 #ifdef SANDLET_GUEST_TIMING
@@ -321,17 +348,21 @@ Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds) {
   STEP(mount_proc());
   STEP(mount_dev());
   STEP(pivot_into_cwd());
-  STEP(set_hostname(cfg.hostname));
-  if (cfg.flags & proto::kInitLoopbackUp) STEP(loopback_up());
-  // Started with a parent-death signal (the host's creating thread); a detached sandbox outlives it.
-  if ((cfg.flags & proto::kInitDetached) && prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
-    return errno_status(errno, "clear parent-death signal");
   STEP(make_nonblocking(fds.listener));
   STEP(forbid_new_namespaces());
   STEP(protect_proc_sys());
-  STEP(lock_down());
 #undef STEP
   return Status::Ok();
+}
+
+Status setup_identity(const proto::InitConfig& cfg) {
+  if (Status s = set_hostname(cfg.hostname); !s.ok()) return s;
+  if (cfg.flags & proto::kInitLoopbackUp)
+    if (Status s = loopback_up(); !s.ok()) return s;
+  // Started with a parent-death signal (the host's creating thread); a detached sandbox outlives it.
+  if ((cfg.flags & proto::kInitDetached) && prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0)
+    return errno_status(errno, "clear parent-death signal");
+  return lock_down();
 }
 
 }  // namespace sandlet::guest

@@ -15,12 +15,16 @@ struct InitFds {
   int cgroup = -1;    // sandbox cgroup2 dir, or -1
 };
 
-// Reads exactly one kInitConfig frame with its SCM_RIGHTS fds from `sock`.
-Status receive_config(int sock, proto::InitConfig* cfg, InitFds* fds);
+// Reads the kInitStage frame and its SCM_RIGHTS fds from `sock`.
+Status receive_stage(int sock, InitFds* fds);
+// Reads the kInitConfig frame (no fds).
+Status receive_config(int sock, proto::InitConfig* cfg);
 
-// Steps 1-6 of the start-up contract except the seccomp filter; leaves the process pivoted into the
-// sandbox root, non-dumpable and with no_new_privs.
-Status setup_sandbox(const proto::InitConfig& cfg, const InitFds& fds);
+// Phase 1: the filesystem view (root, /proc, /dev, pivot) and the namespace counters.
+Status setup_filesystem(const InitFds& fds);
+// Phase 2: hostname, detach, no_new_privs, non-dumpable. (The seccomp filter comes after the server's
+// set-up, see install_seccomp.)
+Status setup_identity(const proto::InitConfig& cfg);
 
 // Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
 // the filter, which typically forbids mount and the like.

@@ -32,9 +32,12 @@ enum class Msg : uint8_t {
   kSignal = 4,      // u32 signal number: deliver to every process of this exec (cancellation)
   kFileData = 6,    // raw bytes
   kFileEof = 7,     // empty
-  // host -> init, on the setup socket only
-  kInitConfig = 32, // InitConfig; fds arrive with it via SCM_RIGHTS (see InitConfig)
+  // host -> init, on the setup socket only, in this order
+  kInitStage = 34,  // u32 InitFlags (only kInitHasCgroup counts); fds via SCM_RIGHTS (see InitConfig):
+                    // the init builds its filesystem view and answers kInitStaged
+  kInitConfig = 32, // InitConfig (no fds): identity and policy; the init answers kInitReady
   // init -> host, on the setup socket only
+  kInitStaged = 35, // empty payload
   kInitReady = 33,  // empty payload
   // agent -> host
   kStarted = 64,    // u32 pid inside the sandbox
@@ -201,7 +204,8 @@ struct FileDone {
   }
 };
 
-// Sent once by the host on the setup socket (the init's fd 3) with SCM_RIGHTS fds, in this order:
+// Start-up is two exchanges on the setup socket (the init's fd 3), so that the first can happen ahead of
+// time in a warm pool: kInitStage carries these SCM_RIGHTS fds, in this order:
 //   [0] the root filesystem: a detached mount (fsmount/open_tree fd) to attach and pivot into
 //   [1] the agent's listening Unix socket (already bound and listening, on a host path)
 //   [2] optional (kInitHasCgroup): an O_DIRECTORY fd of the sandbox's cgroup2 directory, delegated to the

@@ -203,20 +203,38 @@ void Runtime::discard(const SandboxRecord& rec) {
   }
 }
 
-std::optional<Runtime::WarmEntry> Runtime::take_warm(const std::string& backend) {
-  std::lock_guard lock(warm_mutex_);
-  if (backend != "container") return std::nullopt;
-  // A warm pool only for processes that create more than one sandbox.
-  if (++creates_ == 2 && !warm_stop_ && kWarmTarget > 0) warm_thread_ = std::thread([this] { warm_loop(); });
-  warm_cv_.notify_one();
-  while (!warm_.empty()) {
-    WarmEntry e = std::move(warm_.front());
-    warm_.pop_front();
-    if (sys::process_alive(e.rec.init_pid, e.rec.init_start)) return e;
-    e.prepared.reset();  // its init died while waiting (killed from outside): never hand that out
-    discard(e.rec);
+std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec) {
+  if (spec.backend != "container") return std::nullopt;
+  std::optional<WarmEntry> hit;
+  std::vector<WarmEntry> stale;
+  {
+    std::lock_guard lock(warm_mutex_);
+    // The pool follows the environment asked for last (RL rollouts create the same one over and over).
+    warm_key_ = spec;
+    // A warm pool only for processes that create more than one sandbox.
+    if (++creates_ == 2 && !warm_stop_ && kWarmTarget > 0) warm_thread_ = std::thread([this] { warm_loop(); });
+    while (!warm_.empty()) {
+      WarmEntry e = std::move(warm_.front());
+      warm_.pop_front();
+      if (!e.prepared->fits(spec) || !sys::process_alive(e.rec.init_pid, e.rec.init_start)) {
+        stale.push_back(std::move(e));  // another environment, or its init died while waiting
+        continue;
+      }
+      hit = std::move(e);
+      break;
+    }
+    warm_cv_.notify_one();
   }
-  return std::nullopt;
+  if (!stale.empty()) {
+    auto doomed = std::make_shared<std::vector<WarmEntry>>(std::move(stale));
+    run_on_workers([this, doomed] {
+      for (auto& e : *doomed) {
+        e.prepared.reset();
+        discard(e.rec);
+      }
+    });
+  }
+  return hit;
 }
 
 // Keeps kWarmTarget container sandboxes prepared (namespaces, cgroup, uid range, init waiting for its
@@ -228,13 +246,15 @@ void Runtime::warm_loop() {
   for (;;) {
     warm_cv_.wait(lock, [this] { return warm_stop_ || warm_.size() < kWarmTarget; });
     if (warm_stop_) return;
+    std::optional<Spec> key = warm_key_;
     lock.unlock();
     std::optional<WarmEntry> entry;
     try {
       WarmEntry e;
       e.rec = new_record("container", SandboxState::kPooled);
       try {
-        e.prepared = impl->second->prepare(e.rec, sandbox_dir(e.rec.id));
+        // Staged for the environment asked for last: its root filesystem is ready too.
+        e.prepared = impl->second->prepare(e.rec, sandbox_dir(e.rec.id), key ? &*key : nullptr);
       } catch (...) {
         discard(e.rec);
         throw;
@@ -284,13 +304,13 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   // The spec-independent half from the warm pool, or made now.
   SandboxRecord rec;
   std::unique_ptr<Backend::Prepared> prepared;
-  if (auto warm = take_warm(spec.backend)) {
+  if (auto warm = take_warm(spec)) {
     rec = std::move(warm->rec);
     prepared = std::move(warm->prepared);
   } else {
     rec = new_record(spec.backend, SandboxState::kCreating);
     try {
-      prepared = impl->second->prepare(rec, sandbox_dir(rec.id));
+      prepared = impl->second->prepare(rec, sandbox_dir(rec.id), nullptr);
     } catch (...) {
       discard(rec);
       throw;

@@ -83,7 +83,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
     SandboxRecord rec;
     std::unique_ptr<Backend::Prepared> prepared;
   };
-  std::optional<WarmEntry> take_warm(const std::string& backend);
+  std::optional<WarmEntry> take_warm(const Spec& spec);
   void warm_loop();
   void stop_warm_pool();
   void watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd);
@@ -122,6 +122,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::mutex warm_mutex_;
   std::condition_variable warm_cv_;
   std::deque<WarmEntry> warm_;
+  std::optional<Spec> warm_key_;  // the environment the pool prepares for (the last one asked for)
   size_t creates_ = 0;
   bool warm_stop_ = false;
   std::thread warm_thread_;

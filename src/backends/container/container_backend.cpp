@@ -17,6 +17,7 @@
 
 #include "common/error.hpp"
 #include "proto/agent_protocol.hpp"
+#include "proto/wire.hpp"
 #include "runtime/embedded_init.hpp"
 #include "runtime/exec_env.hpp"
 #include "sys/fs_util.hpp"
@@ -73,18 +74,71 @@ bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int t
 // A started init waiting for its configuration, and everything it needs.
 struct ContainerPrepared final : Backend::Prepared {
   ContainerPrepared(sys::SandboxCgroup cg, sys::PausedInit in) : cgroup(std::move(cg)), init(std::move(in)) {}
+  bool fits(const Spec& spec) const override {
+    return !staged || (layers == spec.layers && disk == spec.limits.disk);
+  }
   sys::SandboxCgroup cgroup;
   sys::PausedInit init;
   sys::UniqueFd setup;     // host end of the init's fd 3
-  sys::UniqueFd listener;  // the agent's socket
+  sys::UniqueFd listener;  // the agent's socket (handed to the init when staged)
   sys::UniqueFd userns;
+  // Staged: the init has its root filesystem (these layers, this disk size) and sits pivoted into it.
+  bool staged = false;
+  std::vector<std::string> layers;
+  uint64_t disk = 0;
 };
+
+std::string describe_exit(const sys::PausedInit& init) {
+  siginfo_t info = {};
+  if (::waitid(P_PIDFD, static_cast<id_t>(init.pidfd()), &info, WEXITED | WNOWAIT | WNOHANG | __WALL) == 0 &&
+      info.si_pid != 0) {
+    if (info.si_code == CLD_EXITED) {
+      switch (info.si_status) {
+        case 120: return "could not be started";
+        case 121: return "could not switch to root inside its user namespace";
+        case 126: return "could not exec the embedded init";
+        default: return "exit status " + std::to_string(info.si_status);
+      }
+    }
+    return "killed by signal " + std::to_string(info.si_status);
+  }
+  return "no exit status";
+}
+
+// Reads the init's answer to a setup step; a kError carries the init's own message.
+void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step) {
+  proto::FrameHeader h;
+  std::string payload;
+  if (!read_setup_frame(p.setup.get(), h, payload, kReadyTimeoutMs, p.init.pid()))
+    throw Error(Code::kInternal, std::string("sandbox init exited during ") + step + " (" + describe_exit(p.init) + ")");
+  if (h.type == proto::Msg::kError) {
+    proto::ErrorReply err;
+    proto::ErrorReply::decode(payload, &err);
+    throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
+  }
+  if (h.type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
+}
+
+// Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace.
+void stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid) {
+  sys::UniqueFd rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
+  wire::Writer w;
+  w.u32(proto::kInitHasCgroup);
+  sys::send_with_fds(p.setup.get(), proto::frame(proto::Msg::kInitStage, w.data()),
+                     {rootfs.get(), p.listener.get(), p.cgroup.v2_fd()});
+  rootfs.reset();
+  p.listener.reset();
+  expect_setup_reply(p, proto::Msg::kInitStaged, "filesystem set-up");
+  p.staged = true;
+  p.layers = layers;
+  p.disk = disk;
+}
 
 class ContainerBackend final : public Backend {
  public:
   explicit ContainerBackend(const HostContext& host) : host_(host) {}
 
-  std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir) override {
+  std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for) override {
     // 1. cgroup, delegated to the sandbox's root.
     auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base);
     rec.cgroups = cgroup.paths();
@@ -131,6 +185,7 @@ class ContainerBackend final : public Backend {
     if (!prepared->userns) throw_errno("open user namespace of sandbox init");
     rec.init_pid = init.pid();
     rec.init_start = sys::process_start_time(init.pid()).value_or(0);
+    if (stage_for) stage(*prepared, stage_for->layers, stage_for->limits.disk, rec.uid_base);
     return prepared;
   }
 
@@ -140,10 +195,11 @@ class ContainerBackend final : public Backend {
     p->cgroup.apply_limits(spec.limits, p->init.pid());
     rec.cgroups = p->cgroup.paths();
 
-    // 4. Root filesystem as a detached mount, idmapped into the sandbox's user namespace.
-    sys::UniqueFd rootfs = sys::build_overlay_rootfs(spec.layers, p->userns.get(), rec.uid_base, spec.limits.disk);
+    // 4. Root filesystem (unless staged ahead with the same environment).
+    if (!p->staged) stage(*p, spec.layers, spec.limits.disk, rec.uid_base);
+    if (!p->fits(spec)) throw Error(Code::kInternal, "prepared sandbox staged for other layers");
 
-    // 5. Configuration and fds to the init; wait for it to report ready.
+    // 5. Identity and policy; wait for the init to report ready.
     proto::InitConfig config;
     config.hostname = spec.hostname;
     config.workdir = spec.workdir;
@@ -154,43 +210,13 @@ class ContainerBackend final : public Backend {
     config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
     config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
     if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
-    sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()),
-                       {rootfs.get(), p->listener.get(), p->cgroup.v2_fd()});
-    rootfs.reset();
-    p->listener.reset();
-
-    proto::FrameHeader h;
-    std::string payload;
-    if (!read_setup_frame(p->setup.get(), h, payload, kReadyTimeoutMs, p->init.pid()))
-      throw Error(Code::kInternal, "sandbox init exited during setup (" + describe_exit(p->init) + ")");
-    if (h.type == proto::Msg::kError) {
-      proto::ErrorReply err;
-      proto::ErrorReply::decode(payload, &err);
-      throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
-    }
-    if (h.type != proto::Msg::kInitReady) throw Error(Code::kInternal, "sandbox init sent an unexpected frame");
+    sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), {});
+    expect_setup_reply(*p, proto::Msg::kInitReady, "start-up");
     p->cgroup.release();
     return p->init.release();
   }
 
  private:
-  static std::string describe_exit(const sys::PausedInit& init) {
-    siginfo_t info = {};
-    if (::waitid(P_PIDFD, static_cast<id_t>(init.pidfd()), &info, WEXITED | WNOWAIT | WNOHANG | __WALL) == 0 &&
-        info.si_pid != 0) {
-      if (info.si_code == CLD_EXITED) {
-        switch (info.si_status) {
-          case 120: return "could not be started";
-          case 121: return "could not switch to root inside its user namespace";
-          case 126: return "could not exec the embedded init";
-          default: return "exit status " + std::to_string(info.si_status);
-        }
-      }
-      return "killed by signal " + std::to_string(info.si_status);
-    }
-    return "no exit status";
-  }
-
   const HostContext& host_;
 };
 
