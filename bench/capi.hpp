@@ -16,7 +16,7 @@ void check(sandlet_error_t *err, const std::string &what);
 
 class Runtime final {
  public:
-  Runtime(const std::filesystem::path &root, unsigned workers);
+  Runtime(const std::filesystem::path &root, unsigned workers, bool warm_pool);
   ~Runtime() { sandlet_runtime_close(rt_); }
   Runtime(const Runtime &) = delete;
   Runtime &operator=(const Runtime &) = delete;

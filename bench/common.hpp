@@ -20,6 +20,7 @@ struct Options {
   unsigned workers = 0;         // --workers: runtime worker threads (0 = library default)
   double settle_s = 2.0;        // idle-density: wait before reading memory
   bool peer = true;             // --no-peer skips the comparison
+  bool warm_pool = true;        // --no-warm-pool: every create starts cold
   unsigned host_rss_gib = 0;    // --host-rss-gib: make this process resident in N GiB first (a trainer's size)
   bool one_line = false;        // --json: one line instead of pretty-printed
 };

@@ -75,6 +75,7 @@ void usage(std::FILE *out) {
                "  --cli PATH       the sandlet CLI for lifecycle-cli (default: next to this program)\n"
                "  --settle S       idle-density: seconds to wait before reading memory (default 2)\n"
                "  --no-peer        skip the peer comparison\n"
+               "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
                "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"
                "                   large host process (a trainer) shows up in lifecycle and exec\n"
                "  --json           one-line JSON\n"
@@ -137,6 +138,8 @@ Options parse_args(int argc, char **argv) {
         std::exit(2);
       }
       o.host_rss_gib = static_cast<unsigned>(n);
+    } else if (a == "--no-warm-pool") {
+      o.warm_pool = false;
     } else if (a == "--no-peer") {
       o.peer = false;
     } else if (a == "--json") {
@@ -192,6 +195,7 @@ int run(int argc, char **argv) {
   out["concurrency"] = ctx.opt.concurrency;
   out["date"] = iso_date_utc();
   out["host"] = host_info();
+  out["warm_pool"] = ctx.opt.warm_pool;
   // A large resident host process, as a PyTorch trainer is: page tables a fork would have to copy.
   std::vector<char> ballast;
   if (ctx.opt.host_rss_gib) {

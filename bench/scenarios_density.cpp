@@ -86,7 +86,7 @@ json::object scenario_idle_density(const Context &ctx) {
   const unsigned c = ctx.opt.concurrency;
   json::object out;
   {
-    Runtime rt(ctx.root, ctx.opt.workers);
+    Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
     std::vector<std::unique_ptr<Spec>> specs;
     for (unsigned t = 0; t < c; ++t) specs.push_back(std::make_unique<Spec>(ctx.rootfs));
     settle(ctx);

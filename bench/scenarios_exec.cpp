@@ -47,7 +47,7 @@ json::object exec_run(const Context &ctx, const Sandbox &sb, unsigned concurrenc
 }  // namespace
 
 json::object scenario_exec(const Context &ctx) {
-  Runtime rt(ctx.root, ctx.opt.workers);
+  Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
   const Spec spec(ctx.rootfs);
   Sandbox sb = create_sandbox(rt.get(), spec);
 

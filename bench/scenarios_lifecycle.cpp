@@ -35,7 +35,7 @@ std::optional<Command> bwrap_true(const Context &ctx) {
 json::object scenario_lifecycle(const Context &ctx) {
   const std::size_t n = iterations_of(ctx);
   const unsigned c = ctx.opt.concurrency;
-  Runtime rt(ctx.root, ctx.opt.workers);
+  Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
   std::vector<std::unique_ptr<Spec>> specs;
   for (unsigned t = 0; t < c; ++t) specs.push_back(std::make_unique<Spec>(ctx.rootfs));
 

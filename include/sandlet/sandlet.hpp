@@ -434,6 +434,7 @@ class Sandbox {
 struct RuntimeOptions {
   uint32_t worker_threads = 0;   // 0 = library default
   bool skip_gc_on_open = false;  // true: do not sweep leftovers at open (faster open)
+  bool disable_warm_pool = false;  // true: no sandboxes prepared ahead (see sandlet.h)
 };
 
 class Runtime {
@@ -448,6 +449,7 @@ class Runtime {
     sandlet_runtime_options_t c = SANDLET_RUNTIME_OPTIONS_INIT;
     c.worker_threads = options.worker_threads;
     c.skip_gc_on_open = options.skip_gc_on_open ? 1 : 0;
+    c.disable_warm_pool = options.disable_warm_pool ? 1 : 0;
     sandlet_runtime_t* rt = nullptr;
     detail::check(sandlet_runtime_open(root, &c, &rt));
     return Runtime(rt);

@@ -212,7 +212,7 @@ std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec) {
     // The pool follows the environment asked for last (RL rollouts create the same one over and over).
     warm_key_ = spec;
     // A warm pool only for processes that create more than one sandbox.
-    if (++creates_ == 2 && !warm_stop_ && kWarmTarget > 0) warm_thread_ = std::thread([this] { warm_loop(); });
+    if (++creates_ == 2 && !warm_stop_ && options_.warm_pool > 0) warm_thread_ = std::thread([this] { warm_loop(); });
     while (!warm_.empty()) {
       WarmEntry e = std::move(warm_.front());
       warm_.pop_front();
@@ -237,14 +237,14 @@ std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec) {
   return hit;
 }
 
-// Keeps kWarmTarget container sandboxes prepared (namespaces, cgroup, uid range, init waiting for its
+// Keeps options_.warm_pool container sandboxes prepared (namespaces, cgroup, uid range, init waiting for its
 // configuration), so that a create only does the spec-dependent half.
 void Runtime::warm_loop() {
   auto impl = backend_impls_.find("container");
   if (impl == backend_impls_.end()) return;
   std::unique_lock lock(warm_mutex_);
   for (;;) {
-    warm_cv_.wait(lock, [this] { return warm_stop_ || warm_.size() < kWarmTarget; });
+    warm_cv_.wait(lock, [this] { return warm_stop_ || warm_.size() < options_.warm_pool; });
     if (warm_stop_) return;
     std::optional<Spec> key = warm_key_;
     lock.unlock();

@@ -26,6 +26,7 @@ class Sandbox;
 struct RuntimeOptions {
   unsigned worker_threads = 2;
   bool gc_on_open = true;
+  size_t warm_pool = 2;  // prepared container sandboxes kept ready (from the second create on); 0 = off
 };
 
 struct BackendStatus {
@@ -117,8 +118,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::map<std::string, std::weak_ptr<Sandbox>> handles_;
   std::set<std::string> reclaiming_;  // ids whose resources a worker is reclaiming
 
-  // Warm pool: prepared container sandboxes (see warm_loop).
-  static constexpr size_t kWarmTarget = 2;
+  // Warm pool: prepared container sandboxes (see warm_loop); options_.warm_pool of them.
   std::mutex warm_mutex_;
   std::condition_variable warm_cv_;
   std::deque<WarmEntry> warm_;
