@@ -1,6 +1,8 @@
 // A second process for the integration tests (attach from another process, creator crashes).
 // Usage (runtime root from $SANDLET_ROOT):
 //   sandlet-test-helper create LAYER owned|detached [hang]   prints the id; "hang" then sleeps until killed
+//   sandlet-test-helper create-n LAYER owned|detached N      creates N (the warm pool serves from the 2nd
+//                                                            on), prints the ids, exits
 //   sandlet-test-helper exec ID CMD...                       runs CMD in the attached sandbox, prints stdout
 #include <unistd.h>
 
@@ -17,6 +19,16 @@ int main(int argc, char** argv) {
       std::cout << sb.id() << std::endl;
       if (argc >= 5 && std::string(argv[4]) == "hang")
         for (;;) ::pause();
+      return 0;
+    }
+    if (argc >= 5 && std::string(argv[1]) == "create-n") {
+      auto rt = sandlet::Runtime::open(nullptr);
+      std::vector<sandlet::Sandbox> boxes;
+      for (int i = 0; i < std::atoi(argv[4]); ++i) {
+        boxes.push_back(rt.create(sandlet::Spec().layer(argv[2]).lifetime(argv[3])));
+        std::cout << boxes.back().id() << std::endl;
+      }
+      for (auto& b : boxes) b.release();  // leave them to their lifetime policy, not to handle closing
       return 0;
     }
     if (argc >= 4 && std::string(argv[1]) == "exec") {

@@ -171,3 +171,41 @@ TEST_CASE("an owned sandbox created from a short-lived thread outlives that thre
   CHECK(run_out(sb, "echo alive") == "alive\n");
   h.check_no_leaks();
 }
+
+TEST_CASE("warm pool: sandboxes prepared ahead get the environment asked for", "[lifecycle][warm]") {
+  Harness h;
+  fs::path a = fs::path(h.root()) / "layer-a", b = fs::path(h.root()) / "layer-b";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  std::ofstream(a / "marker") << "A";
+  std::ofstream(b / "marker") << "B";
+  // Several of each in turn: the pool is staged for A, then must not hand out A's root to B.
+  for (const auto& [layer, want] : std::vector<std::pair<fs::path, std::string>>{{a, "A"}, {b, "B"}, {a, "A"}}) {
+    for (int i = 0; i < 4; ++i) {
+      auto sb = h.rt().create(Harness::spec().layer(layer.string()).hostname("h" + std::to_string(i)));
+      CHECK(sb.read_file("/marker") == want);
+      CHECK(run_out(sb, "hostname") == "h" + std::to_string(i) + "\n");
+    }
+  }
+  h.check_no_leaks();
+}
+
+TEST_CASE("warm pool: detached sandboxes served from it survive their creator", "[lifecycle][warm]") {
+  Harness h;
+  setenv("SANDLET_ROOT", h.root().c_str(), 1);
+  int status = 0;
+  std::string out = host_sh(std::string(SANDLET_TEST_HELPER) + " create-n " + SANDLET_TEST_ROOTFS + " detached 4", &status);
+  REQUIRE(status == 0);
+  std::istringstream lines(out);
+  std::string id;
+  int alive = 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  while (std::getline(lines, id)) {
+    auto sb = h.rt().attach(id);
+    if (run_out(sb, "echo ok") == "ok\n") ++alive;
+    sb.destroy();
+  }
+  CHECK(alive == 4);
+  unsetenv("SANDLET_ROOT");
+  h.check_no_leaks();
+}
