@@ -118,7 +118,8 @@ static void remove_tree_at(int parent, const char* name) {
 
 void remove_tree(const std::string& path) { remove_tree_at(AT_FDCWD, path.c_str()); }
 
-std::vector<std::string> list_dir(const std::string& path) {
+namespace {
+std::vector<std::string> read_dir(const std::string& path, bool dirs_only) {
   std::vector<std::string> out;
   DIR* d = ::opendir(path.c_str());
   if (!d) {
@@ -127,31 +128,23 @@ std::vector<std::string> list_dir(const std::string& path) {
   }
   while (struct dirent* e = ::readdir(d)) {
     if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    if (dirs_only) {
+      bool dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st;
+        dir = ::fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+      }
+      if (!dir) continue;
+    }
     out.emplace_back(e->d_name);
   }
   ::closedir(d);
   return out;
 }
+}  // namespace
 
-std::vector<std::string> list_subdirs(const std::string& path) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(path.c_str());
-  if (!d) {
-    if (errno == ENOENT) return out;
-    throw_errno("opendir " + path);
-  }
-  while (struct dirent* e = ::readdir(d)) {
-    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
-    bool dir = e->d_type == DT_DIR;
-    if (e->d_type == DT_UNKNOWN) {
-      struct stat st;
-      dir = ::fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-    }
-    if (dir) out.emplace_back(e->d_name);
-  }
-  ::closedir(d);
-  return out;
-}
+std::vector<std::string> list_dir(const std::string& path) { return read_dir(path, false); }
+std::vector<std::string> list_subdirs(const std::string& path) { return read_dir(path, true); }
 
 std::optional<uint64_t> process_start_time(pid_t pid) {
   char path[64];
