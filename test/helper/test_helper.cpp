@@ -28,8 +28,7 @@ int main(int argc, char** argv) {
         boxes.push_back(rt.create(sandlet::Spec().layer(argv[2]).lifetime(argv[3])));
         std::cout << boxes.back().id() << std::endl;
       }
-      for (auto& b : boxes) b.release();  // leave them to their lifetime policy, not to handle closing
-      return 0;
+      return 0;  // closing the handles leaves detached sandboxes running (owned ones go with the runtime)
     }
     if (argc >= 4 && std::string(argv[1]) == "exec") {
       auto rt = sandlet::Runtime::open(nullptr);
