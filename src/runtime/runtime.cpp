@@ -16,6 +16,7 @@
 
 #include "common/error.hpp"
 #include "runtime/sandbox.hpp"
+#include "runtime/state_dir.hpp"
 #include "sys/fs_util.hpp"
 
 namespace asio = boost::asio;
@@ -39,9 +40,8 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   sys::mkdir_p(root, 0700);
   // Sandboxes' agent sockets live here: only the runtime's user may reach them.
   if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);
-  for (const char* sub : {"/sandboxes"})
-    if (::mkdir((root + sub).c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + root + sub);
-  rt->slots_ = std::make_unique<SlotTable>(SlotTable::default_dir(root + "/slots"));
+  rt->state_ = prepare_state(root);
+  rt->slots_ = std::make_unique<SlotTable>(rt->state_.slots);
   // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
   // customary 1024 soft limit would cap a trainer at a few hundred sandboxes. Like the Go runtime, raise
   // the soft limit to the hard one.
@@ -137,6 +137,7 @@ void Runtime::close() {
     child.watcher->close(ignored);
   }
   children_.clear();
+  release_state_if_empty(state_);
 }
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
@@ -180,7 +181,12 @@ SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state
   rec.owner_pid = ::getpid();
   rec.owner_start = sys::process_start_time(rec.owner_pid).value_or(0);
   std::string dir = sandbox_dir(rec.id);
-  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("mkdir " + dir);
+  if (::mkdir(dir.c_str(), 0700) < 0) {
+    // Another runtime on this root may have released the tmpfs state directory when it closed.
+    if (errno != ENOENT) throw_errno("mkdir " + dir);
+    prepare_state(host_.root);
+    if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("mkdir " + dir);
+  }
   try {
     rec.slot = slots_->claim(dir);
     rec.uid_base = SlotTable::uid_base(rec.slot);

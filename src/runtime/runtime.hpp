@@ -16,6 +16,7 @@
 #include "backends/backend.hpp"
 #include "runtime/record.hpp"
 #include "runtime/slots.hpp"
+#include "runtime/state_dir.hpp"
 #include "spec/spec.hpp"
 #include "sys/fd.hpp"
 
@@ -99,6 +100,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   RuntimeOptions options_;
   std::vector<BackendStatus> backends_;
   std::map<std::string, std::unique_ptr<Backend>> backend_impls_;
+  StateLayout state_;
   std::unique_ptr<SlotTable> slots_;
 
   boost::asio::io_context io_;

@@ -72,9 +72,11 @@ class Harness {
   const std::string& root() const { return root_; }
   static sandlet::Spec spec() { return sandlet::Spec().layer(SANDLET_TEST_ROOTFS); }
 
+  // (<root>/sandboxes may be a symlink to tmpfs state, removed when the last runtime closes empty.)
   std::vector<std::string> sandbox_dirs() const {
     std::vector<std::string> out;
-    for (auto& e : fs::directory_iterator(root_ + "/sandboxes")) out.push_back(e.path().filename());
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(root_ + "/sandboxes", ec)) out.push_back(e.path().filename());
     return out;
   }
   // Nothing of `id` remains on the host: directory, cgroups, slot. (destroy() reclaims in the background:
@@ -88,11 +90,12 @@ class Harness {
     rt_.close();
     CHECK(mount_count() == mounts_before_);
     CHECK(sandbox_dirs().empty());
-    std::string slots = fs::exists("/run/sandlet/slots") ? "/run/sandlet/slots" : root_ + "/slots";
-    for (auto& e : fs::directory_iterator(slots)) {
+    for (const std::string& slots : std::vector<std::string>{"/run/sandlet/slots", "/dev/shm/sandlet-state/slots", root_ + "/slots"}) {
       std::error_code ec;
-      std::string target = fs::read_symlink(e.path(), ec).string();
-      if (target.rfind(root_ + "/", 0) == 0) FAIL("uid slot left behind: " << e.path() << " -> " << target);
+      for (auto& e : fs::directory_iterator(slots, ec)) {
+        std::string target = fs::read_symlink(e.path(), ec).string();
+        if (target.rfind(root_ + "/", 0) == 0) FAIL("uid slot left behind: " << e.path() << " -> " << target);
+      }
     }
   }
 
