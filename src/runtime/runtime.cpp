@@ -354,9 +354,7 @@ void Runtime::watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd) {
   const std::string id = rec.id;
   std::lock_guard lock(mutex_);
   auto watcher = std::make_unique<asio::posix::stream_descriptor>(io_, pidfd.release());
-  watcher->async_wait(asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
-    if (!ec) on_child_exit(id);
-  });
+  arm_watcher(*watcher, id);
   Child child;
   child.watcher = std::move(watcher);
   child.record = rec;
@@ -365,14 +363,26 @@ void Runtime::watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd) {
 
 // Runs on the loop thread when a sandbox this process started has exited (destroyed, idle/max lifetime,
 // crash): reap it, then clean its host state on a worker.
+void Runtime::arm_watcher(asio::posix::stream_descriptor& watcher, const std::string& id) {
+  watcher.async_wait(asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
+    if (!ec) on_child_exit(id);
+  });
+}
+
 void Runtime::on_child_exit(const std::string& id) {
   SandboxRecord rec;
   {
     std::lock_guard lock(mutex_);
     auto it = children_.find(id);
     if (it == children_.end()) return;
-    siginfo_t info;
-    ::waitid(P_PIDFD, static_cast<id_t>(it->second.watcher->native_handle()), &info, WEXITED | WNOHANG | __WALL);
+    siginfo_t info = {};
+    int rc = ::waitid(P_PIDFD, static_cast<id_t>(it->second.watcher->native_handle()), &info,
+                      WEXITED | WNOHANG | __WALL);
+    if (rc == 0 && info.si_pid == 0) {
+      // Readiness without an exit (the reactor may report one): the sandbox runs on; keep watching.
+      arm_watcher(*it->second.watcher, id);
+      return;
+    }
     rec = std::move(it->second.record);
     children_.erase(it);
     if (auto h = handles_.find(id); h != handles_.end())

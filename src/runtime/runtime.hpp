@@ -93,6 +93,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   void reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd);
   size_t finish_reclaim(const std::string& id);
   void on_child_exit(const std::string& id);
+  void arm_watcher(boost::asio::posix::stream_descriptor& watcher, const std::string& id);
   std::optional<SandboxRecord> load_record(const std::string& id) const;
   std::string state_of(const SandboxRecord& rec) const;
 
