@@ -163,8 +163,11 @@ void write_host_file(const fs::path& p, const std::string& text, fs::perms mode)
   fs::permissions(p, mode);
 }
 
+// (A missing directory counts as empty: the runtime removes its tmpfs state when the last one closes.)
 size_t entries_in(const fs::path& dir) {
-  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  return ec ? 0 : static_cast<size_t>(std::distance(it, fs::directory_iterator()));
 }
 
 // ---- the toy task ---------------------------------------------------------------------------------
