@@ -18,6 +18,7 @@ struct HostContext {
   std::string root;                // runtime root directory
   sys::CgroupSystem cgroups;
   std::unique_ptr<sys::NetnsPool> netns;  // network namespaces made ahead of time
+  std::string init_cache_dir;             // where the init binary may be cached ("" = memfd only)
 };
 
 class Backend {

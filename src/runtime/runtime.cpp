@@ -41,6 +41,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   // Sandboxes' agent sockets live here: only the runtime's user may reach them.
   if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);
   rt->state_ = prepare_state(root);
+  rt->host_.init_cache_dir = rt->state_.tmpfs_base;
   rt->slots_ = std::make_unique<SlotTable>(rt->state_.slots);
   // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
   // customary 1024 soft limit would cap a trainer at a few hundred sandboxes. Like the Go runtime, raise

@@ -47,20 +47,43 @@ std::string hash_hex(const std::string& s) {
   return out;
 }
 
+// Removes empty state of roots that no longer point at it (a runtime that crashed, then its root was
+// deleted). Never touches a directory with a sandbox in it.
+void sweep_orphans(const std::string& base) {
+  const std::string roots = base + "/roots";
+  for (const auto& h : sys::list_dir(roots)) {
+    std::string dir = roots + "/" + h;
+    auto root = sys::read_file_if_exists(dir + "/root", 4096);
+    if (root) {
+      char link[PATH_MAX];
+      ssize_t n = ::readlink((*root + "/sandboxes").c_str(), link, sizeof link - 1);
+      if (n >= 0 && std::string(link, static_cast<size_t>(n)) == dir + "/sandboxes") continue;  // still used
+    }
+    if (::rmdir((dir + "/sandboxes").c_str()) != 0 && errno != ENOENT) continue;  // sandboxes inside
+    ::unlink((dir + "/root").c_str());
+    ::rmdir(dir.c_str());
+  }
+}
+
 }  // namespace
 
 StateLayout prepare_state(const std::string& root) {
   StateLayout layout;
   layout.sandboxes = root + "/sandboxes";
   std::string base = tmpfs_base();
+  layout.tmpfs_base = base;
   layout.slots = base.empty() ? SlotTable::default_dir(root + "/slots") : base + "/slots";
   sys::mkdir_p(layout.slots, 0700);
   if (base.empty()) {
     if (::mkdir(layout.sandboxes.c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + layout.sandboxes);
     return layout;
   }
+  sweep_orphans(base);
   std::string target = base + "/roots/" + hash_hex(root) + "/sandboxes";
   sys::mkdir_p(target, 0700);
+  // Back-reference, so that a later sweep can tell whether this state still belongs to a root.
+  std::string owner = base + "/roots/" + hash_hex(root) + "/root";
+  if (::access(owner.c_str(), F_OK) != 0) sys::write_file_atomic(owner, root);
   struct stat st;
   if (::lstat(layout.sandboxes.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) {
@@ -87,6 +110,7 @@ void release_state_if_empty(const StateLayout& layout) {
   // rmdir refuses non-empty directories: another runtime's sandboxes keep them.
   if (::rmdir(layout.tmpfs_target.c_str()) == 0) {
     std::string parent = layout.tmpfs_target.substr(0, layout.tmpfs_target.rfind('/'));
+    ::unlink((parent + "/root").c_str());
     ::rmdir(parent.c_str());
   }
 }

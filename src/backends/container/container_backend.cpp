@@ -148,7 +148,7 @@ class ContainerBackend final : public Backend {
     sys::UniqueFd setup_host, setup_child;
     sys::socket_pair(setup_host, setup_child);
     sys::InitSpawnParams params;
-    params.exec_fd = embedded_init_fd();
+    params.exec_fd = embedded_init_fd(host_.init_cache_dir);
     params.setup_fd = setup_child.get();
     params.cgroup_fd = cgroup.v2_fd();
     params.die_with_parent = true;
