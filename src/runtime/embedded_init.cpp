@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "sys/fs_util.hpp"
 
 extern "C" const char sandlet_init_blob[];
 extern "C" const char sandlet_init_blob_end[];
@@ -63,6 +64,11 @@ int cached_init_fd(const std::string& dir) {
     ::unlink(tmp.c_str());
     return -1;
   }
+  // Copies of other builds go (a process already running one keeps its open fd; a new one re-creates it).
+  const std::string mine = path.substr(dir.size() + 1);
+  for (const auto& name : sys::list_dir(dir))
+    if (name.rfind("init-", 0) == 0 && name != mine && name.find(".tmp.") == std::string::npos)
+      ::unlink((dir + "/" + name).c_str());
   return open_cached(path);
 }
 
