@@ -149,9 +149,8 @@ std::map<std::string, std::uint64_t> meminfo() {
   return m;
 }
 
-std::vector<std::string> cgroups_matching(const std::set<std::string> &ids) {
+std::vector<std::string> cgroup_dirs_where(const std::function<bool(const std::string &name)> &match) {
   std::vector<std::string> out;
-  if (ids.empty()) return out;
   std::error_code ec;
   fs::recursive_directory_iterator it("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
@@ -160,15 +159,21 @@ std::vector<std::string> cgroups_matching(const std::set<std::string> &ids) {
       continue;
     }
     if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
-    const std::string name = it->path().filename().string();
-    for (const auto &id : ids)
-      if (name.find(id) != std::string::npos) {
-        out.push_back(it->path().string());
-        it.disable_recursion_pending();  // its subdirectories belong to the same sandbox
-        break;
-      }
+    if (match(it->path().filename().string())) {
+      out.push_back(it->path().string());
+      it.disable_recursion_pending();  // what is below belongs to the match
+    }
   }
   return out;
+}
+
+std::vector<std::string> cgroups_matching(const std::set<std::string> &ids) {
+  if (ids.empty()) return {};
+  return cgroup_dirs_where([&ids](const std::string &name) {
+    for (const auto &id : ids)
+      if (name.find(id) != std::string::npos) return true;
+    return false;
+  });
 }
 
 std::set<pid_t> cgroup_pids(const std::vector<std::string> &dirs) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ std::uint64_t proc_pss_kib(pid_t pid);         // Pss from smaps_rollup, 0 if go
 std::map<std::string, std::uint64_t> meminfo();
 
 // Cgroup directories (all hierarchies under /sys/fs/cgroup) whose name contains one of `ids`.
+// Cgroup directories (anywhere under /sys/fs/cgroup) whose name matches; not descending below a match.
+std::vector<std::string> cgroup_dirs_where(const std::function<bool(const std::string &name)> &match);
 std::vector<std::string> cgroups_matching(const std::set<std::string> &ids);
 // Pids listed in cgroup.procs of those directories and their subdirectories.
 std::set<pid_t> cgroup_pids(const std::vector<std::string> &dirs);

@@ -61,19 +61,8 @@ json::object peer_json(const std::string &name, const std::string &command, cons
 }
 
 std::set<std::string> sandlet_cgroups() {
-  std::set<std::string> out;
-  std::error_code ec;
-  fs::recursive_directory_iterator it("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    if (it.depth() > 6) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_directory(ec) && !it->is_symlink(ec) &&
-        it->path().filename().string().find("sandlet") != std::string::npos)
-      out.insert(it->path().string());
-  }
-  return out;
+  auto dirs = cgroup_dirs_where([](const std::string &name) { return name.find("sandlet") != std::string::npos; });
+  return {dirs.begin(), dirs.end()};
 }
 
 json::object leftovers(const fs::path &root, const fs::path &rootfs, const std::set<std::string> &cgroups_before) {

@@ -139,6 +139,7 @@ void Runtime::close() {
   }
   children_.clear();
   release_state_if_empty(state_);
+  if (::geteuid() == 0) host_.cgroups.release();
 }
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
@@ -345,7 +346,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   auto sb = std::make_shared<Sandbox>(shared_from_this(), rec, true);
   {
     std::lock_guard lock(mutex_);
-    handles_[rec.id] = sb;
+    remember_handle(rec.id, sb);
   }
   watch_child(rec, std::move(pidfd));
   return sb;
@@ -397,6 +398,16 @@ void Runtime::on_child_exit(const std::string& id) {
     } catch (...) {
     }
   });
+}
+
+// Caller holds mutex_. Handles closed without destroy leave expired entries: sweep them now and then so
+// that a long-running trainer's map stays the size of its live sandboxes.
+void Runtime::remember_handle(const std::string& id, const std::shared_ptr<Sandbox>& sb) {
+  if (handles_.size() >= 2 * handles_swept_size_ + 64) {
+    std::erase_if(handles_, [](const auto& kv) { return kv.second.expired(); });
+    handles_swept_size_ = handles_.size();
+  }
+  handles_[id] = sb;
 }
 
 void Runtime::forget(const std::string& id) {
@@ -500,7 +511,7 @@ std::shared_ptr<Sandbox> Runtime::attach(const std::string& id) {
   if (state != "running") throw Error(Code::kFailedPrecondition, "sandbox " + id + " is not running (" + state + ")");
   auto sb = std::make_shared<Sandbox>(shared_from_this(), *rec, false);
   std::lock_guard lock(mutex_);
-  handles_[id] = sb;
+  remember_handle(id, sb);
   return sb;
 }
 

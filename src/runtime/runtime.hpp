@@ -2,6 +2,7 @@
 // a small worker pool for blocking create/destroy work, and the registry of sandboxes this process made.
 #pragma once
 #include <boost/asio.hpp>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -71,6 +72,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   void destroy(const SandboxRecord& rec);
   std::string retired_dir(const std::string& id) const { return host_.root + "/sandboxes/.reclaim-" + id; }
   void forget(const std::string& id);
+  void remember_handle(const std::string& id, const std::shared_ptr<Sandbox>& sb);
   template <class F>
   void run_on_workers(F&& f) {
     boost::asio::post(workers_, std::forward<F>(f));
@@ -119,6 +121,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::map<std::string, Child> children_;
   // Live handles by id, so attach in this process shares the creating handle's object.
   std::map<std::string, std::weak_ptr<Sandbox>> handles_;
+  size_t handles_swept_size_ = 0;
   std::set<std::string> reclaiming_;  // ids whose resources a worker is reclaiming
 
   // Warm pool: prepared container sandboxes (see warm_loop); options_.warm_pool of them.
@@ -129,7 +132,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   size_t creates_ = 0;
   bool warm_stop_ = false;
   std::thread warm_thread_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace sandlet

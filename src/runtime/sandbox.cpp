@@ -33,7 +33,7 @@ void append_chunked(std::string& frames, proto::Msg type, std::string_view data)
 }  // namespace
 
 Sandbox::Sandbox(std::shared_ptr<Runtime> runtime, SandboxRecord record, bool created_here)
-    : runtime_(runtime), record_(std::move(record)), created_here_(created_here) {}
+    : runtime_(runtime), record_(std::move(record)), base_env_(base_env(record_.spec)), created_here_(created_here) {}
 
 Sandbox::~Sandbox() {
   // An owned sandbox dies with the last handle of the runtime that created it.
@@ -78,7 +78,7 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
 
   proto::ExecRequest req;
   req.argv = std::move(params.argv);
-  req.env = merge_env(base_env(record_.spec), params.env);
+  req.env = merge_env(base_env_, params.env);
   req.cwd = std::move(params.cwd);
   req.user = std::move(params.user);
   req.timeout_ms = static_cast<uint64_t>(std::ceil(params.timeout_s * 1000));

@@ -88,6 +88,7 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
 
   std::weak_ptr<Runtime> runtime_;
   SandboxRecord record_;
+  std::vector<std::string> base_env_;  // the spec's environment, computed once (every exec starts from it)
   bool created_here_;
   std::atomic<bool> destroyed_{false};
   std::mutex destroy_mutex_;

@@ -93,6 +93,21 @@ void CgroupSystem::prepare() const {
     if (!root.empty()) mkdir_ignore_exists(root + "/" + kParent);
 }
 
+void CgroupSystem::release() const {
+  if (v2_root.empty()) return;
+  for (const std::string& root : {v2_root, memory_v1, pids_v1, cpu_v1})
+    if (!root.empty()) ::rmdir((root + "/" + kParent).c_str());  // EBUSY while sandboxes exist: fine
+}
+
+// mkdir of a sandbox group; re-creates the parent if another runtime released it meanwhile.
+static void mkdir_group(const CgroupSystem& sys, const std::string& path, bool exist_ok = false) {
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(path.c_str(), 0755) == 0 || (exist_ok && errno == EEXIST)) return;
+    if (errno != ENOENT || attempt == 3) throw_errno("mkdir cgroup " + path);
+    sys.prepare();
+  }
+}
+
 std::string CgroupSystem::describe() const {
   return unified ? "cgroup v2 at " + v2_root : "hybrid: cgroup2 at " + v2_root + " + v1 controllers";
 }
@@ -112,7 +127,7 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
   cg.sys_ = &sys;
   cg.id_ = id;
   cg.paths_.v2 = sys.v2_root + "/" + kParent + "/" + id;
-  if (::mkdir(cg.paths_.v2.c_str(), 0755) < 0) throw_errno("mkdir cgroup " + cg.paths_.v2);
+  mkdir_group(sys, cg.paths_.v2);
   try {
     cg.v2_fd_.reset(::open(cg.paths_.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cg.v2_fd_) throw_errno("open cgroup " + cg.paths_.v2);
@@ -124,7 +139,7 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
       for (const std::string& root : {sys.memory_v1, sys.pids_v1}) {
         if (root.empty()) continue;
         std::string p = root + "/" + kParent + "/" + id;
-        if (::mkdir(p.c_str(), 0755) < 0) throw_errno("mkdir cgroup " + p);
+        mkdir_group(sys, p);
         cg.paths_.v1.push_back(p);
       }
     }
@@ -163,7 +178,7 @@ void SandboxCgroup::apply_limits(const Limits& limits, pid_t member) {
   if (limits.cpus > 0) {
     if (sys.cpu_v1.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
     std::string cpu = v1(sys.cpu_v1);
-    if (::mkdir(cpu.c_str(), 0755) < 0 && errno != EEXIST) throw_errno("mkdir cgroup " + cpu);
+    mkdir_group(sys, cpu, /*exist_ok=*/true);
     paths_.v1.push_back(cpu);
     write_existing(cpu + "/cpu.cfs_period_us", "100000");
     write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota));
