@@ -25,6 +25,7 @@ packages=(
   build-essential pkg-config
   libboost1.81-dev libboost-json1.81-dev
   libseccomp-dev liburing-dev libfmt-dev catch2
+  libssl-dev zlib1g-dev libzstd-dev zstd
   busybox-static bubblewrap uidmap erofs-utils
   hyperfine python3
 )

@@ -148,7 +148,12 @@ SANDLET_API sandlet_error_t *sandlet_spec_to_json(const sandlet_spec_t *spec, ch
 SANDLET_API void sandlet_spec_delete(sandlet_spec_t *spec);
 
 SANDLET_API sandlet_error_t *sandlet_spec_set_backend(sandlet_spec_t *spec, const char *backend);
+/* `layer`: an absolute host directory, or a layer of the runtime's store by digest ("sha256:<hex>", hex, or a
+   unique prefix of >= 12 hex digits) or by name. Layers are stacked lowest first. */
 SANDLET_API sandlet_error_t *sandlet_spec_add_layer(sandlet_spec_t *spec, const char *layer);
+/* An environment of the store, "name" (latest version) or "name@N": its layers go below the spec's, its env
+   is the base of the spec's, its workdir/user apply when the spec keeps "/" and root. */
+SANDLET_API sandlet_error_t *sandlet_spec_set_environment(sandlet_spec_t *spec, const char *environment);
 SANDLET_API sandlet_error_t *sandlet_spec_set_env(sandlet_spec_t *spec, const char *key, const char *value);
 SANDLET_API sandlet_error_t *sandlet_spec_set_workdir(sandlet_spec_t *spec, const char *path);
 SANDLET_API sandlet_error_t *sandlet_spec_set_hostname(sandlet_spec_t *spec, const char *hostname);
@@ -296,6 +301,47 @@ SANDLET_API const char *sandlet_sandbox_list_id(const sandlet_sandbox_list_t *l,
 SANDLET_API const char *sandlet_sandbox_list_state(const sandlet_sandbox_list_t *l, size_t i); /* "running", "dead" */
 SANDLET_API const char *sandlet_sandbox_list_json(const sandlet_sandbox_list_t *l, size_t i); /* the full record */
 SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Layer store: content-addressed EROFS layers under <root>/layers, and environments (named, versioned
+ * lists of layers with env/workdir/user defaults). Results are JSON strings owned by the caller (free with
+ * sandlet_free). Layer JSON: {"digest","role","name","source","parent","created","size","stored_bytes",
+ * "inodes","meta_sha256","blobs":[...]}. All calls may be used from any thread; they block (imports take
+ * as long as reading the source), so do not call them from a completion callback.
+ * ------------------------------------------------------------------------------------------------- */
+typedef void (*sandlet_progress_fn)(void *user_data, uint64_t bytes, uint64_t total_bytes, uint64_t files);
+
+#define SANDLET_LAYER_IMPORT_OPTIONS_VERSION 1
+typedef struct sandlet_layer_import_options {
+  uint32_t version;             /* SANDLET_LAYER_IMPORT_OPTIONS_VERSION */
+  const char *role;             /* "base" (default when NULL), "workspace", "toolkit" or "diff" */
+  const char *name;             /* NULL, or names the layer (an OCI image: the environment made of its layers) */
+  const char *parent;           /* NULL, or the layer this one goes on top of (diffs) */
+  int no_dedupe;                /* nonzero: do not reuse chunks of other layers */
+  sandlet_progress_fn progress; /* NULL, or called from the importing thread every few hundred files */
+  void *progress_user_data;
+} sandlet_layer_import_options_t;
+
+/* Imports a directory, a tar / tar.gz / tar.zst, an OCI image layout directory or a `docker save` tarball.
+   Atomic. *result_json: {"layers":[layer...], "existed":[bool...], "environment":"name or empty"}. */
+SANDLET_API sandlet_error_t *sandlet_layer_import(sandlet_runtime_t *rt, const char *path,
+                                                  const sandlet_layer_import_options_t *opts, char **result_json);
+SANDLET_API sandlet_error_t *sandlet_layer_list(sandlet_runtime_t *rt, char **json);              /* [layer...] */
+SANDLET_API sandlet_error_t *sandlet_layer_inspect(sandlet_runtime_t *rt, const char *ref, char **json);
+/* FAILED_PRECONDITION if an environment or a live sandbox uses it. */
+SANDLET_API sandlet_error_t *sandlet_layer_remove(sandlet_runtime_t *rt, const char *ref);
+/* Removes layers that no environment, name, live sandbox or kept layer's parent chain references, then unused
+   data. *report_json (may be NULL): {"removed_layers":[...],"removed_blobs":[...],"bytes_freed":N}. */
+SANDLET_API sandlet_error_t *sandlet_layer_gc(sandlet_runtime_t *rt, char **report_json);
+/* Flattens `n` >= 2 consecutive layers (lowest first) into one layer; *layer_json describes it. */
+SANDLET_API sandlet_error_t *sandlet_layer_merge(sandlet_runtime_t *rt, const char *const *refs, size_t n,
+                                                 const sandlet_layer_import_options_t *opts, char **layer_json);
+/* A new version of environment `name`: `layers` (n refs, lowest first); `defaults_json` NULL or
+   {"env":{"K":"V"},"workdir":"/abs","user":"uid[:gid]"}. *version_json (may be NULL) describes the version. */
+SANDLET_API sandlet_error_t *sandlet_env_create(sandlet_runtime_t *rt, const char *name, const char *const *layers,
+                                                size_t n, const char *defaults_json, char **version_json);
+SANDLET_API sandlet_error_t *sandlet_env_list(sandlet_runtime_t *rt, char **json); /* [{"name","versions":[...]}] */
+SANDLET_API sandlet_error_t *sandlet_env_remove(sandlet_runtime_t *rt, const char *name);
 
 #ifdef __cplusplus
 }

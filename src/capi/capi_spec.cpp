@@ -49,6 +49,7 @@ SANDLET_API void sandlet_spec_delete(sandlet_spec_t* spec) { delete spec; }
 
 SANDLET_STRING_SETTER(set_backend, spec_set_backend)
 SANDLET_STRING_SETTER(add_layer, spec_add_layer)
+SANDLET_STRING_SETTER(set_environment, spec_set_environment)
 SANDLET_KV_SETTER(set_env, spec_set_env)
 SANDLET_STRING_SETTER(set_workdir, spec_set_workdir)
 SANDLET_STRING_SETTER(set_hostname, spec_set_hostname)

@@ -89,6 +89,11 @@ size_t Runtime::gc() {
     }
   }
   slots_->sweep();
+  // Layer mounts no live sandbox uses (their sandboxes crashed or were destroyed by another process).
+  try {
+    layer_mounts_->release_unused(nullptr, [this] { return layers_in_use(); });
+  } catch (const Error&) {
+  }
   return removed;
 }
 

@@ -36,6 +36,10 @@ std::string SandboxRecord::to_json() const {
   o["cgroup_v2"] = cgroups.v2;
   o["cgroup_v1"] = std::move(v1);
   o["agent_socket"] = agent_socket;
+  o["environment"] = environment;
+  json::array used;
+  for (const auto& l : layers) used.push_back(json::object{{"ref", l.ref}, {"digest", l.digest}});
+  o["layers"] = std::move(used);
   return json::serialize(o);
 }
 
@@ -62,6 +66,12 @@ SandboxRecord SandboxRecord::from_json(const std::string& text) {
     r.cgroups.v2 = json::value_to<std::string>(o.at("cgroup_v2"));
     for (const auto& p : o.at("cgroup_v1").as_array()) r.cgroups.v1.push_back(json::value_to<std::string>(p));
     r.agent_socket = json::value_to<std::string>(o.at("agent_socket"));
+    if (const auto* env = o.if_contains("environment")) r.environment = json::value_to<std::string>(*env);
+    if (const auto* used = o.if_contains("layers")) {
+      for (const auto& l : used->as_array()) {
+        r.layers.push_back({json::value_to<std::string>(l.at("ref")), json::value_to<std::string>(l.at("digest"))});
+      }
+    }
     return r;
   } catch (const Error&) {
     throw;

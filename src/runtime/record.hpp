@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "spec/spec.hpp"
 #include "sys/cgroup.hpp"
@@ -13,6 +14,13 @@
 namespace sandlet {
 
 enum class SandboxState { kCreating, kRunning, kPooled };  // kPooled: prepared ahead, no spec yet
+
+// One lower layer of a sandbox as asked for and as used: `ref` is what the spec or environment named
+// (a directory, a name, a digest), `digest` the store layer it resolved to ("" for a host directory).
+struct LayerUse {
+  std::string ref;
+  std::string digest;
+};
 
 struct SandboxRecord {
   std::string id;
@@ -29,6 +37,10 @@ struct SandboxRecord {
   uint64_t owner_start = 0;
   sys::CgroupPaths cgroups;
   std::string agent_socket;   // host path of the agent's listening socket
+  // Reproducibility: the environment version and store layers this sandbox was built from (spec.layers
+  // then holds the resolved directories the backend stacked).
+  std::string environment;    // "name@N" or ""
+  std::vector<LayerUse> layers;
 
   std::string to_json() const;
   static SandboxRecord from_json(const std::string& text);  // throws DATA_LOSS on a damaged record

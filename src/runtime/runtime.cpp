@@ -43,6 +43,8 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   rt->state_ = prepare_state(root);
   rt->host_.init_cache_dir = rt->state_.tmpfs_base;
   rt->slots_ = std::make_unique<SlotTable>(rt->state_.slots);
+  rt->layer_store_ = std::make_unique<image::LayerStore>(root + "/layers");
+  rt->layer_mounts_ = std::make_unique<image::LayerMounts>(*rt->layer_store_, root + "/layers/mounts");
   // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
   // customary 1024 soft limit would cap a trainer at a few hundred sandboxes. Like the Go runtime, raise
   // the soft limit to the hard one.
@@ -138,6 +140,11 @@ void Runtime::close() {
     child.watcher->close(ignored);
   }
   children_.clear();
+  // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
+  try {
+    layer_mounts_->release_unused(nullptr, [this] { return layers_in_use(); });
+  } catch (const Error&) {
+  }
   release_state_if_empty(state_);
   if (::geteuid() == 0) host_.cgroups.release();
 }
@@ -211,7 +218,7 @@ void Runtime::discard(const SandboxRecord& rec) {
   }
 }
 
-std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec) {
+std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec, const std::vector<LayerUse>& layers) {
   if (spec.backend != "container") return std::nullopt;
   std::optional<WarmEntry> hit;
   std::vector<WarmEntry> stale;
@@ -219,6 +226,10 @@ std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec) {
     std::lock_guard lock(warm_mutex_);
     // The pool follows the environment asked for last (RL rollouts create the same one over and over).
     warm_key_ = spec;
+    warm_key_digests_.clear();
+    for (const auto& l : layers) {
+      if (!l.digest.empty()) warm_key_digests_.push_back(l.digest);
+    }
     // A warm pool only for processes that create more than one sandbox.
     if (++creates_ == 2 && !warm_stop_ && options_.warm_pool > 0) warm_thread_ = std::thread([this] { warm_loop(); });
     while (!warm_.empty()) {
@@ -255,9 +266,13 @@ void Runtime::warm_loop() {
     warm_cv_.wait(lock, [this] { return warm_stop_ || warm_.size() < options_.warm_pool; });
     if (warm_stop_) return;
     std::optional<Spec> key = warm_key_;
+    std::vector<std::string> key_digests = warm_key_digests_;
     lock.unlock();
     std::optional<WarmEntry> entry;
     try {
+      // Store layers of the key stay mounted while staging clones them (another process may unmount).
+      std::vector<sys::UniqueFd> holds(key_digests.size());
+      for (size_t i = 0; i < key_digests.size(); ++i) layer_mounts_->acquire(key_digests[i], &holds[i]);
       WarmEntry e;
       e.rec = new_record("container", SandboxState::kPooled);
       try {
@@ -298,8 +313,22 @@ void Runtime::stop_warm_pool() {
   }
 }
 
-std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
+std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& requested) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  SandboxRecord resolution;
+  std::vector<sys::UniqueFd> layer_holds;  // released when this create returns or fails
+  const Spec spec = resolve_layers(requested, resolution, layer_holds);
+  struct ReleaseOnFailure {
+    Runtime* rt;
+    SandboxRecord& resolution;
+    std::vector<sys::UniqueFd>& holds;
+    bool done = false;
+    ~ReleaseOnFailure() {
+      if (done) return;
+      holds.clear();
+      rt->release_layers_of(resolution);  // never throws
+    }
+  } release_on_failure{this, resolution, layer_holds};
   validate_spec(spec);
   auto impl = backend_impls_.find(spec.backend);
   if (impl == backend_impls_.end()) {
@@ -312,7 +341,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   // The spec-independent half from the warm pool, or made now.
   SandboxRecord rec;
   std::unique_ptr<Backend::Prepared> prepared;
-  if (auto warm = take_warm(spec)) {
+  if (auto warm = take_warm(spec, resolution.layers)) {
     rec = std::move(warm->rec);
     prepared = std::move(warm->prepared);
   } else {
@@ -325,6 +354,8 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
     }
   }
   rec.spec = spec;
+  rec.environment = resolution.environment;
+  rec.layers = resolution.layers;
   rec.created_at = sys::now_unix_seconds();
   rec.deadline = rec.created_at + spec.max_lifetime_s;
 
@@ -349,6 +380,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
     remember_handle(rec.id, sb);
   }
   watch_child(rec, std::move(pidfd));
+  release_on_failure.done = true;
   return sb;
 }
 
@@ -451,6 +483,7 @@ void Runtime::reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd) {
     std::lock_guard lock(mutex_);
     reclaiming_.erase(rec.id);
   }
+  release_layers_of(rec);
   if (!cgroups_gone) throw Error(Code::kInternal, "sandbox " + rec.id + ": cgroup still busy after kill");
 }
 

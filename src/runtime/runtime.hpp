@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "image/layer_mounts.hpp"
+#include "image/layer_store.hpp"
 #include "runtime/record.hpp"
 #include "runtime/slots.hpp"
 #include "runtime/state_dir.hpp"
@@ -61,6 +63,12 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::vector<ListedSandbox> list(const std::string& label_filter);
   size_t gc();
 
+  // The layer store of this root and the node-wide layer mounts (src/image).
+  image::LayerStore& layer_store() { return *layer_store_; }
+  image::LayerMounts& layer_mounts() { return *layer_mounts_; }
+  // Store layers used by live sandboxes of this root (any process), for gc and removal decisions.
+  std::set<std::string> layers_in_use();
+
   // Internals used by Sandbox.
   boost::asio::io_context& io() { return io_; }
   bool on_loop_thread() const { return std::this_thread::get_id() == loop_thread_id_; }
@@ -87,7 +95,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
     SandboxRecord rec;
     std::unique_ptr<Backend::Prepared> prepared;
   };
-  std::optional<WarmEntry> take_warm(const Spec& spec);
+  std::optional<WarmEntry> take_warm(const Spec& spec, const std::vector<LayerUse>& layers);
   void warm_loop();
   void stop_warm_pool();
   void watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd);
@@ -97,6 +105,11 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   void on_child_exit(const std::string& id);
   void arm_watcher(boost::asio::posix::stream_descriptor& watcher, const std::string& id);
   std::optional<SandboxRecord> load_record(const std::string& id) const;
+  // Resolves an environment and store references into mounted layer directories (see runtime/layers.cpp).
+  // `holds` keep the layers mounted until the create is done (see LayerMounts::acquire).
+  Spec resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds);
+  // After a sandbox that used store layers is gone: unmounts those no live sandbox still uses.
+  void release_layers_of(const SandboxRecord& rec);
   std::string state_of(const SandboxRecord& rec) const;
 
   HostContext host_;
@@ -105,6 +118,8 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::map<std::string, std::unique_ptr<Backend>> backend_impls_;
   StateLayout state_;
   std::unique_ptr<SlotTable> slots_;
+  std::unique_ptr<image::LayerStore> layer_store_;
+  std::unique_ptr<image::LayerMounts> layer_mounts_;
 
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
@@ -129,6 +144,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::condition_variable warm_cv_;
   std::deque<WarmEntry> warm_;
   std::optional<Spec> warm_key_;  // the environment the pool prepares for (the last one asked for)
+  std::vector<std::string> warm_key_digests_;  // its store layers: kept mounted while this runtime lives
   size_t creates_ = 0;
   bool warm_stop_ = false;
   std::thread warm_thread_;

@@ -5,6 +5,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -115,6 +117,20 @@ void check_text(const std::string& field, std::string_view v, const std::string&
   }
 }
 
+// A layer digest ("sha256:<hex>", hex) or a name of the store: [A-Za-z0-9][A-Za-z0-9._:-]{0,127}.
+void check_store_ref(const std::string& field, std::string_view v) {
+  std::string_view body = v.substr(0, 7) == "sha256:" ? v.substr(7) : v;
+  auto ok = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-' || c == ':';
+  };
+  if (body.empty() || body.size() > 128 || !std::isalnum(static_cast<unsigned char>(body[0])) ||
+      !std::all_of(body.begin(), body.end(), ok)) {
+    throw_invalid(field, "expected an absolute directory path, a layer digest or a layer/environment name "
+                         "([A-Za-z0-9._:-], <= 128), got " + quoted(v));
+  }
+}
+
 void check_absolute_path(const std::string& field, std::string_view v) {
   if (v.empty()) throw_invalid(field, "expected an absolute path, got an empty string");
   check_text(field, v, "path");
@@ -206,8 +222,28 @@ void spec_add_layer(Spec& s, std::string_view v) {
   if (s.layers.size() >= kMaxLayers) {
     throw_invalid("layers", "at most " + std::to_string(kMaxLayers) + " layers are supported");
   }
-  check_absolute_path("layers[" + std::to_string(s.layers.size()) + "]", v);
+  std::string field = "layers[" + std::to_string(s.layers.size()) + "]";
+  if (!v.empty() && v[0] == '/') {
+    check_absolute_path(field, v);
+  } else {
+    check_store_ref(field, v);
+  }
   s.layers.emplace_back(v);
+}
+
+void spec_set_environment(Spec& s, std::string_view v) {
+  if (!v.empty()) {
+    std::string_view name = v.substr(0, v.find('@'));
+    check_store_ref("environment", name);
+    if (name.size() != v.size()) {
+      std::string_view ver = v.substr(name.size() + 1);
+      if (ver.empty() || ver.size() > 9 || ver[0] == '0' ||
+          !std::all_of(ver.begin(), ver.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        throw_invalid("environment", "the version after '@' must be a positive integer: " + quoted(v));
+      }
+    }
+  }
+  s.environment = v;
 }
 
 void spec_set_env(Spec& s, std::string_view key, std::string_view value) {
@@ -391,6 +427,7 @@ void validate_spec(const Spec& spec) {
   Spec check;
   spec_set_backend(check, spec.backend);
   for (const auto& layer : spec.layers) spec_add_layer(check, layer);
+  spec_set_environment(check, spec.environment);
   for (const auto& [key, value] : spec.env) spec_set_env(check, key, value);
   spec_set_workdir(check, spec.workdir);
   spec_set_hostname(check, spec.hostname);
@@ -407,9 +444,12 @@ void validate_spec(const Spec& spec) {
   spec_set_max_lifetime(check, spec.max_lifetime_s);
   spec_set_idle_timeout(check, spec.idle_timeout_s);
 
-  if (spec.layers.empty()) throw_invalid("layers", "at least one layer is required");
+  if (spec.layers.empty() && spec.environment.empty()) {
+    throw_invalid("layers", "at least one layer (or an environment) is required");
+  }
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const std::string& path = spec.layers[i];
+    if (path[0] != '/') continue;  // a store reference: resolved (and reported) by the runtime
     struct stat st;
     int err = 0;
     if (::stat(path.c_str(), &st) != 0) {

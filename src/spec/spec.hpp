@@ -21,7 +21,12 @@ struct Limits {
 
 struct Spec {
   std::string backend = "container";
-  std::vector<std::string> layers;           // lowest first; absolute paths of existing directories (<= 500)
+  // Lowest first (<= 500): absolute paths of host directories, or layers of the runtime's store by digest
+  // ("sha256:<64 hex>", 64 hex, or a unique prefix of >= 12 hex digits) or by layer name.
+  std::vector<std::string> layers;
+  // "" or an environment of the store: "name" (latest version) or "name@N". Its layers go below `layers`;
+  // its env is the base of `env`; its workdir/user apply when the spec leaves workdir "/" and user "".
+  std::string environment;
   std::map<std::string, std::string> env;    // keys: non-empty, no '=' or NUL, <= 4096 bytes; values <= 128 KiB
   std::string workdir = "/";                 // absolute
   std::string hostname = "sandbox";          // RFC 1123 label(s), <= 64 chars
@@ -42,12 +47,14 @@ Spec parse_spec_json(std::string_view json);
 std::string spec_to_json(const Spec& spec);
 
 // Whole-spec checks: every field as its setter checks it (a Spec may have been filled in directly), at least
-// one layer, and each layer exists and is a directory (the Error then carries the errno).
+// one layer or an environment, and each directory layer exists and is a directory (the Error then carries
+// the errno). Store references are checked for syntax only here; the runtime resolves them.
 void validate_spec(const Spec& spec);
 
 // Field setters used by the C ABI's field-by-field builder; each validates like the JSON parser does.
 void spec_set_backend(Spec& s, std::string_view v);
 void spec_add_layer(Spec& s, std::string_view v);
+void spec_set_environment(Spec& s, std::string_view v);
 void spec_set_env(Spec& s, std::string_view key, std::string_view value);
 void spec_set_workdir(Spec& s, std::string_view v);
 void spec_set_hostname(Spec& s, std::string_view v);

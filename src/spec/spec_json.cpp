@@ -119,7 +119,7 @@ std::string key_text(const json::key_value_pair& kv) { return {kv.key().data(), 
 // ---- fields --------------------------------------------------------------------------------------------
 
 void parse_layers(Spec& s, const json::value& v) {
-  if (!v.is_array()) throw_type("layers", "an array of absolute paths", v);
+  if (!v.is_array()) throw_type("layers", "an array of directory paths, layer digests or names", v);
   s.layers.clear();
   const json::array& layers = v.get_array();
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -170,6 +170,7 @@ struct Field {
 const Field kFields[] = {
     {"backend", [](Spec& s, const json::value& v) { spec_set_backend(s, as_string(v, "backend")); }},
     {"layers", parse_layers},
+    {"environment", [](Spec& s, const json::value& v) { spec_set_environment(s, as_string(v, "environment")); }},
     {"env", parse_env},
     {"workdir", [](Spec& s, const json::value& v) { spec_set_workdir(s, as_string(v, "workdir")); }},
     {"hostname", [](Spec& s, const json::value& v) { spec_set_hostname(s, as_string(v, "hostname")); }},
@@ -429,6 +430,7 @@ std::string spec_to_json(const Spec& spec) {
   w.begin_array();
   for (const auto& layer : spec.layers) w.string(layer);
   w.end_array();
+  w.field("environment", spec.environment);
   w.key("env");
   w.begin_object();
   for (const auto& [key, value] : spec.env) w.field(key, value);

@@ -34,7 +34,7 @@ Error expect_error(const std::function<void()>& fn) {
 }
 
 bool same(const Spec& a, const Spec& b) {
-  return a.backend == b.backend && a.layers == b.layers && a.env == b.env && a.workdir == b.workdir &&
+  return a.backend == b.backend && a.layers == b.layers && a.environment == b.environment && a.env == b.env && a.workdir == b.workdir &&
          a.hostname == b.hostname && a.user == b.user && a.limits.cpus == b.limits.cpus &&
          a.limits.memory == b.limits.memory && a.limits.pids == b.limits.pids &&
          a.limits.disk == b.limits.disk && a.network == b.network && a.labels == b.labels &&
@@ -218,7 +218,7 @@ TEST_CASE("invalid fields are rejected with INVALID_ARGUMENT naming the field", 
       {R"({"backend": 1})", "backend"},
       // layers
       {R"({"layers": "/a"})", "layers"},
-      {R"({"layers": ["/a", "/b", "relative"]})", "layers[2]"},
+      {R"({"layers": ["/a", "/b", "../relative"]})", "layers[2]"},
       {R"({"layers": ["/a", ""]})", "layers[1]"},
       {R"({"layers": [1]})", "layers[0]"},
       {R"({"layers": ["/a\u0000b"]})", "layers[0]"},
@@ -529,7 +529,7 @@ TEST_CASE("validate_spec checks layers on the host", "[spec]") {
     s.hostname = "";
     CHECK_THAT(expect_error([&] { validate_spec(s); }).what(), Catch::Contains("'hostname'"));
     s.hostname = "ok";
-    s.layers = {"relative"};
+    s.layers = {"no/such ref"};
     CHECK_THAT(expect_error([&] { validate_spec(s); }).what(), Catch::Contains("'layers[0]'"));
     s.layers = {dir.path};
     s.limits.pids = 0;

@@ -1,0 +1,138 @@
+// The layer store under a runtime root: content-addressed EROFS layers, their data blobs, names and
+// environments. Layout (all under <root>/layers):
+//   meta/<digest>.erofs       metadata image of a layer (inodes, dirs, small files, chunk tables)
+//   manifests/<digest>.json   the layer's manifest; a layer exists exactly when its manifest does
+//   blobs/<sha256>            file data, shared by every layer whose chunks point into it
+//   blobs/<sha256>.chunks     where each chunk of that blob sits (dedupe index for later imports)
+//   names/<name>              a layer name -> digest
+//   envs/<name>.json          an environment: versions of (layers, env, workdir, user)
+//   tmp/<id>/                 imports in progress (each holds an flock on tmp/<id>/lock while alive)
+//   lock                      flock: commits, removals and gc exclude each other
+// A layer's digest names its content (FsTree::content_digest: paths, metadata, chunk digests), so the same
+// tree gives the same digest on every node, however its chunks were deduplicated against other layers.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "image/importers.hpp"
+
+namespace sandlet::image {
+
+struct LayerInfo {
+  std::string digest;  // 64 hex digits (shown as "sha256:<digest>")
+  std::string role;    // base | workspace | toolkit | diff
+  std::string name;    // "" when unnamed
+  std::string source;  // what it was imported from
+  std::string parent;  // digest of the layer below (OCI layers, diffs), or ""
+  double created = 0;  // unix seconds
+  uint64_t size = 0;   // bytes of file content it holds
+  uint64_t stored_bytes = 0;  // bytes this layer added to disk (metadata + new data)
+  uint64_t inodes = 0;
+  std::string meta_sha256;          // of meta/<digest>.erofs, checked before mounting
+  std::vector<std::string> blobs;   // data blobs, in EROFS device order
+  std::string to_json() const;
+};
+
+struct ImportOptions {
+  std::string role = "base";
+  std::string name;       // names the layer (dir/tar) or the environment made of an image's layers (OCI)
+  std::string parent;     // for diffs: the layer this one goes on top of
+  ProgressFn progress;
+  bool dedupe = true;     // reuse chunks of layers already in the store
+};
+
+struct ImportResult {
+  std::vector<LayerInfo> layers;  // lowest first; one for a directory or tar, one per OCI layer
+  std::vector<bool> existed;      // parallel: the layer was already in the store
+  std::string environment;        // set for OCI imports given a name
+};
+
+struct EnvVersion {
+  uint32_t version = 0;
+  std::vector<std::string> layers;  // digests, lowest first
+  std::map<std::string, std::string> env;
+  std::string workdir;  // "" = not set
+  std::string user;     // "" = not set
+  double created = 0;
+};
+
+struct EnvInfo {
+  std::string name;
+  std::vector<EnvVersion> versions;  // oldest first
+  std::string to_json() const;
+};
+
+struct GcReport {
+  std::vector<std::string> removed_layers;
+  std::vector<std::string> removed_blobs;
+  uint64_t bytes_freed = 0;
+  size_t removed_tmp = 0;
+};
+
+class LayerStore final {
+ public:
+  // `dir`: <root>/layers (created if missing). Sweeps imports that crashed (tmp dirs nobody holds).
+  explicit LayerStore(std::string dir);
+
+  const std::string& dir() const { return dir_; }
+
+  // Imports a directory, a tar / tar.gz / tar.zst, an OCI image layout directory, or a `docker save`
+  // tarball (or its extracted directory). Atomic: a crash leaves only a tmp dir the next store open sweeps.
+  ImportResult import(const std::string& path, const ImportOptions& options);
+
+  std::vector<LayerInfo> list() const;
+  // `ref`: a digest (64 hex, optionally "sha256:"), a unique hex prefix of >= 12 digits, or a layer name.
+  // Throws kNotFound naming the ref.
+  LayerInfo inspect(const std::string& ref) const;
+  std::string resolve(const std::string& ref) const { return inspect(ref).digest; }
+  std::optional<LayerInfo> find(const std::string& digest) const;
+
+  // Refuses (kFailedPrecondition) a layer an environment or a name... or `in_use` (live sandboxes) references;
+  // names pointing at it are removed with it.
+  void remove(const std::string& ref, const std::set<std::string>& in_use);
+  // Removes layers nothing references (no environment version, no live sandbox in `in_use`, no other
+  // layer's parent chain), then blobs no layer uses, then abandoned tmp dirs. Named layers are kept.
+  GcReport gc(const std::set<std::string>& in_use);
+
+  // Flattens consecutive layers (lowest first) into one layer with the same view when stacked on what lies
+  // below them: whiteouts that hide lower layers are kept.
+  // `mounted_dir` gives a readable directory of a layer (its node-wide mount).
+  LayerInfo merge(const std::vector<std::string>& refs, const ImportOptions& options,
+                  const std::function<std::string(const std::string& digest)>& mounted_dir);
+
+  // Environments: a new version each time `create` is called with the same name.
+  EnvVersion env_create(const std::string& name, const std::vector<std::string>& layer_refs,
+                        const std::map<std::string, std::string>& env, const std::string& workdir,
+                        const std::string& user);
+  std::vector<EnvInfo> env_list() const;
+  // "name" (latest version) or "name@N". Throws kNotFound.
+  EnvVersion env_resolve(const std::string& name_at_version) const;
+  void env_remove(const std::string& name);
+
+  // Checks the metadata image and every blob of a layer against their digests (kDataLoss if not).
+  void verify(const LayerInfo& layer) const;
+
+  std::string meta_path(const std::string& digest) const { return dir_ + "/meta/" + digest + ".erofs"; }
+  std::string blob_path(const std::string& blob) const { return dir_ + "/blobs/" + blob; }
+
+ private:
+  LayerInfo import_one(const std::string& source_label, const ImportOptions& options, bool* existed,
+                       const std::function<void(FsTree&, BlobBuilder&)>& fill);
+  ChunkMap load_chunk_map() const;
+  void sweep_tmp(GcReport* report);
+
+  std::string dir_;
+};
+
+// Validation shared with the spec and the CLI. Throw kInvalidArgument naming `field`.
+void check_layer_name(const std::string& name, const std::string& field);
+void check_role(const std::string& role, const std::string& field);
+// True when `ref` names a store object (digest or name) rather than a host directory (absolute path).
+inline bool is_store_ref(const std::string& ref) { return !ref.empty() && ref[0] != '/'; }
+
+}  // namespace sandlet::image
