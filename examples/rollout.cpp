@@ -1,9 +1,10 @@
 // sandlet as a miniature agentic RL rollout (C++, sandlet.hpp only).
 //
-//   example-rollout-cpp ROOT LAYER_DIR
+//   example-rollout-cpp ROOT LAYER
 //
-// ROOT is the runtime's state directory (a throw-away one is best); LAYER_DIR is a root filesystem with
-// busybox (the build's test-rootfs). Needs root. The toy task: a repository whose shell function add()
+// ROOT is the runtime's state directory (a throw-away one is best); LAYER is a root filesystem with
+// busybox: a directory (the build's test-rootfs) or the name/digest of an EROFS layer imported into ROOT's
+// layer store (`sandlet layer import DIR --name busybox`, as scripts/demo.sh does). Needs root. The toy task: a repository whose shell function add()
 // subtracts; each episode's scripted "agent" rewrites add() and runs the tests; the reward is the share of
 // tests that pass. Then misbehaving agents, a preempted trainer, and the clean-up.
 // ROOT must hold no sandboxes yet. Exit status: 0 when everything behaved as expected, 1 otherwise, 2 on
@@ -461,12 +462,15 @@ void clean_up(sandlet::Runtime& rt, const std::string& root) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s ROOT LAYER_DIR   (ROOT: runtime state dir; LAYER_DIR: busybox root fs)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ROOT LAYER   (ROOT: runtime state dir; LAYER: busybox root fs directory, or "
+                 "the name of a layer in ROOT's store)\n", argv[0]);
     return 2;
   }
   const std::string root = fs::absolute(argv[1]).lexically_normal().string();
-  const std::string base_layer = fs::absolute(argv[2]).lexically_normal().string();
-  if (!fs::exists(fs::path(base_layer) / "bin/sh")) {
+  // A path (has a '/') is a host directory; anything else names an EROFS layer of the runtime's store.
+  const bool from_store = std::string(argv[2]).find('/') == std::string::npos;
+  const std::string base_layer = from_store ? argv[2] : fs::absolute(argv[2]).lexically_normal().string();
+  if (!from_store && !fs::exists(fs::path(base_layer) / "bin/sh")) {
     std::fprintf(stderr, "rollout: %s has no bin/sh: LAYER_DIR must be a root filesystem (busybox will do)\n",
                  base_layer.c_str());
     return 2;
@@ -492,7 +496,8 @@ int main(int argc, char** argv) {
     const fs::path secret = host.path / "answers.txt";  // "leftover answers" an agent must not see
     write_host_file(secret, "add() { echo $(( $1 + $2 )); }\n", fs::perms(0644));
     const std::vector<std::string> layers = {base_layer, task_layer.string()};
-    say("  base layer  %s (busybox)", base_layer.c_str());
+    say("  base layer  %s (busybox%s)", base_layer.c_str(),
+        from_store ? ": a content-addressed EROFS layer, mounted once and shared by every episode" : "");
     say("  task layer  %s (/work/repo: buggy calc.sh, test.sh)", task_layer.c_str());
     say("  answer key  %s (host only: no agent may see it)", secret.c_str());
     show_backends(rt, layers);
@@ -521,8 +526,8 @@ int main(int argc, char** argv) {
     }
     say("  %d episodes, %d solved, mean reward %.3f, total %.2f s", kEpisodes, solved, sum / kEpisodes,
         ms_since(start) / 1000);
-    say("  not yet available in this build: pause/resume, fork/snapshot (pack_diff), EROFS layers and lazy");
-    say("  loading, and the fncall/microvm/fullvm backends");
+    say("  not yet available in this build: pause/resume, fork/snapshot (pack_diff), lazy loading, and the");
+    say("  fncall/microvm/fullvm backends");
     return 0;
   } catch (const sandlet::Error& e) {
     std::fprintf(stdout, "\nrollout: FAILED [%s] %s\n", e.code_name(), e.what());

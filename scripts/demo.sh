@@ -39,7 +39,9 @@ export SANDLET_ROOT=$root  # the CLI calls below use it too
 
 echo "demo: runtime root $root"
 start_us=${EPOCHREALTIME/./}
-"$rollout" "$root" "$layer"
+# The episodes' base layer: busybox, imported once as a content-addressed EROFS layer.
+"$cli" --root "$root" layer import "$layer" --role base --name busybox >/dev/null
+"$rollout" "$root" busybox
 
 # ---- the same runtime from the shell ------------------------------------------------------------------
 # Prints each command before running it, like a terminal session (the CLI is found on PATH).
@@ -55,6 +57,17 @@ show() {
 
 echo
 echo "== 8. the CLI (same library, same root)"
+echo "  -- layered environments: a cached Debian bookworm minbase with python3 and git as the base layer,"
+echo "     a task repository as the workspace layer, composed by name"
+debian=$("$repo/scripts/debian-base.sh" --print-path)
+ws=$scratch/workspace
+mkdir -p "$ws/work/task" && printf 'def add(a, b):\n    return a + b\n' >"$ws/work/task/calc.py"
+show sandlet layer import "$debian" --role base --name debian-bookworm
+show sandlet layer import "$ws" --role workspace --name task-42
+show sandlet env create swe-task --layer debian-bookworm --layer task-42 --workdir /work/task --env PYTHONDONTWRITEBYTECODE=1
+show sandlet layer ls
+show sandlet run --env swe-task -- sh -c 'python3 -c "import calc; print(\"add(2, 3) =\", calc.add(2, 3))"; git --version'
+
 show sandlet run --layer "$layer" --hostname cli-demo --memory 64M -- sh -c 'echo hello from $(hostname)'
 printf '  $ id=$(sandlet create --layer %s --label task=cli --max-lifetime 60)\n' "$layer"
 id=$(sandlet create --layer "$layer" --label task=cli --max-lifetime 60)

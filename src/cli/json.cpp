@@ -252,7 +252,35 @@ void serialize_to(std::string& out, const Value& v) {
   }
 }
 
+void serialize_pretty_to(std::string& out, const Value& v, int depth) {
+  const std::string pad(static_cast<size_t>(depth + 1) * 2, ' ');
+  const std::string close_pad(static_cast<size_t>(depth) * 2, ' ');
+  if ((v.type == Value::Type::kArray || v.type == Value::Type::kObject) && !v.items.empty()) {
+    const bool obj = v.type == Value::Type::kObject;
+    out += obj ? "{\n" : "[\n";
+    for (size_t i = 0; i < v.items.size(); ++i) {
+      out += pad;
+      if (obj) {
+        out += quote(v.keys[i]);
+        out += ": ";
+      }
+      serialize_pretty_to(out, v.items[i], depth + 1);
+      out += i + 1 < v.items.size() ? ",\n" : "\n";
+    }
+    out += close_pad;
+    out += obj ? '}' : ']';
+    return;
+  }
+  serialize_to(out, v);
+}
+
 }  // namespace
+
+std::string serialize_pretty(const Value& v) {
+  std::string out;
+  serialize_pretty_to(out, v, 0);
+  return out;
+}
 
 Value parse(std::string_view text) { return Parser(text).document(); }
 

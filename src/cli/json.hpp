@@ -41,6 +41,8 @@ struct Value {
 Value parse(std::string_view text);
 // Compact serialisation.
 std::string serialize(const Value& v);
+// Indented (two spaces) serialisation, no trailing newline.
+std::string serialize_pretty(const Value& v);
 // A JSON string literal for `s` (quoted and escaped).
 std::string quote(std::string_view s);
 // True when `s` is exactly a JSON number literal.
