@@ -24,6 +24,8 @@ constexpr std::string_view kUsage =
     "  rm        Destroy sandboxes\n"
     "  gc        Remove what crashed or expired runs left behind\n"
     "  cp        Copy a file into or out of a sandbox\n"
+    "  layer     Manage the layer store (import, ls, inspect, rm, gc, merge)\n"
+    "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"
     "  version   Print the version\n"
     "  help      Show help for a command\n"
     "\n"
@@ -50,7 +52,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
-    {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},
+    {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
+    {"env", cmd_env},
 };
 
 CommandFn find_command(std::string_view name) {

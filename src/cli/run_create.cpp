@@ -1,7 +1,9 @@
 // `sandlet run` and `sandlet create`: build a spec from --spec and flags, create a sandbox.
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli.hpp"
@@ -14,7 +16,11 @@ namespace {
   "Spec options (--spec gives a base JSON spec; flags override it: list flags replace its list,\n"      \
   "map flags set single keys):\n"                                                                      \
   "      --spec FILE        Base spec, JSON (schema: see sandlet.h)\n"                                  \
-  "      --layer DIR        Read-only layer directory, lowest first (repeatable)\n"                     \
+  "      --layer DIR|REF    Read-only layer, lowest first (repeatable): a directory if it starts\n"     \
+  "                         with '/' or '.' (./rootfs is made absolute), else a store layer by\n"      \
+  "                         digest or name (see 'sandlet layer')\n"                                   \
+  "      --environment NAME[@N]  Store environment (see 'sandlet env'): its layers go below the\n"     \
+  "                         --layer ones, its variables/workdir/user are defaults\n"                  \
   "      --backend NAME     container (default), fncall, microvm, fullvm\n"                             \
   "      --cpus N           CPU quota in CPUs (e.g. 0.5)\n"                                             \
   "      --memory SIZE      Memory limit (e.g. 512M, 2G)\n"                                            \
@@ -23,7 +29,9 @@ namespace {
   "      --network MODE     Network mode (none)\n"                                                      \
   "      --label K=V        Label (repeatable)\n"                                                       \
   "      --hostname H       Host name inside the sandbox\n"                                             \
-  "  -e, --env K=V          Environment variable (repeatable; a bare K copies it from here)\n"          \
+  "  -e, --env K=V          Environment variable (repeatable)\n"                                       \
+  "  -e, --env NAME[@N]     Without '=': the same as --environment NAME[@N]. (To copy a variable\n"    \
+  "                         from here, write --env K=\"$K\".)\n"                                      \
   "  -w, --workdir DIR      Working directory inside the sandbox\n"                                     \
   "  -u, --user USER        uid[:gid] or a user name from the sandbox's /etc/passwd\n"                  \
   "      --max-lifetime S   Destroy the sandbox after S seconds whatever happens\n"                     \
@@ -60,6 +68,7 @@ const std::vector<OptionDef> kSpecOptions = {
     {"memory", 0, true},   {"pids", 0, true},         {"disk", 0, true},         {"network", 0, true},
     {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
     {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
+    {"environment", 0, true},
 };
 
 // A number stays a JSON number; anything else goes in as a string so that the library's validation
@@ -72,6 +81,19 @@ std::pair<std::string, std::string> split_label(const std::string& flag) {
   const size_t eq = flag.find('=');
   if (eq == std::string::npos || eq == 0) throw UsageError("invalid --label '" + flag + "': expected KEY=VALUE");
   return {flag.substr(0, eq), flag.substr(eq + 1)};
+}
+
+// A --layer value: starting with '/' or '.', a host directory (made absolute: the library wants absolute
+// paths); anything else, a reference to a layer of the store (digest or name), passed through.
+std::string layer_ref(const std::string& value) {
+  if (value.empty()) throw UsageError("--layer requires a directory or a layer reference");
+  if (value[0] == '/') return value;
+  if (value[0] != '.') return value;
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(value, ec).lexically_normal().string();
+  if (ec) throw UsageError("--layer " + value + ": " + ec.message());
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  return abs;
 }
 
 // Builds the spec JSON (base file, then flags) and lets the library parse and validate it.
@@ -94,14 +116,27 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
 
   if (!a.all("layer").empty()) {
     json::Value layers = json::Value::array();
-    for (const auto& l : a.all("layer")) layers.items.push_back(json::Value::string(l));
+    for (const auto& l : a.all("layer")) layers.items.push_back(json::Value::string(layer_ref(l)));
     spec.set("layers", std::move(layers));
   }
+  // The store environment: --environment, or an --env without '='. One at most.
+  std::string environment;
+  auto set_environment = [&](const std::string& name) {
+    if (name.empty()) throw UsageError("--environment requires a NAME");
+    if (!environment.empty() && environment != name)
+      throw UsageError("more than one environment given ('" + environment + "' and '" + name + "')");
+    environment = name;
+  };
+  for (const auto& e : a.all("environment")) set_environment(e);
+  for (const auto& e : a.all("env"))
+    if (e.find('=') == std::string::npos) set_environment(e);
+  if (!environment.empty()) spec.set("environment", json::Value::string(environment));
   for (const char* field : {"backend", "hostname", "workdir", "user", "network"}) {
     if (const std::string* v = a.last(field)) spec.set(field, json::Value::string(*v));
   }
   for (const auto& e : a.all("env"))
-    if (auto kv = parse_env_flag(e)) spec.object_at("env").set(kv->first, json::Value::string(kv->second));
+    if (e.find('=') != std::string::npos)
+      if (auto kv = parse_env_flag(e)) spec.object_at("env").set(kv->first, json::Value::string(kv->second));
   for (const auto& l : a.all("label")) {
     auto [k, v] = split_label(l);
     spec.object_at("labels").set(k, json::Value::string(v));

@@ -1,0 +1,504 @@
+// `sandlet layer ...` and `sandlet env ...`: the runtime's layer store and its environments. The C++
+// wrapper has no store calls yet, so these go through the C ABI on the runtime's handle.
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+
+namespace sandlet::cli {
+namespace {
+
+constexpr std::string_view kRootHelp =
+    "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
+    "  -h, --help          Print this help\n";
+
+constexpr std::string_view kLayerUsage =
+    "Usage: sandlet layer COMMAND [ARGS...]\n"
+    "\n"
+    "Manage the layer store: content-addressed read-only layers under <root>/layers. A layer is named\n"
+    "by its digest (sha256:<hex>, the hex alone, or a unique prefix of at least 12 hex digits) or by\n"
+    "its name; `run`/`create --layer` and `env create --layer` accept the same references.\n"
+    "\n"
+    "Commands:\n"
+    "  import    Import a directory, tarball, OCI image layout or `docker save` tarball\n"
+    "  ls        List layers\n"
+    "  inspect   Print a layer's record as JSON\n"
+    "  rm        Remove layers\n"
+    "  gc        Remove unreferenced layers and unused data\n"
+    "  merge     Flatten consecutive layers into one\n"
+    "\n"
+    "Run 'sandlet layer COMMAND --help' for more information on a command.\n";
+
+std::string layer_usage(std::string_view synopsis, std::string_view text, std::string_view options = {}) {
+  std::string u = "Usage: sandlet layer ";
+  u += synopsis;
+  u += "\n\n";
+  u += text;
+  u += "\nOptions:\n";
+  u += options;
+  u += kRootHelp;
+  return u;
+}
+
+const std::string kImportUsage = layer_usage(
+    "import [OPTIONS] PATH",
+    "Import PATH (a directory, a .tar / .tar.gz / .tar.zst, an OCI image layout directory or a\n"
+    "`docker save` tarball) into the store. Atomic. Prints each layer's digest (sha256:<hex>), one per\n"
+    "line, lowest first, then `environment NAME` when the import made an environment (OCI images with\n"
+    "--name). A layer that was already stored is noted on stderr. Progress is shown on stderr when it\n"
+    "is a terminal.\n",
+    "      --role ROLE     base (default), workspace, toolkit or diff\n"
+    "      --name NAME     Name the layer (an OCI image: the environment made of its layers)\n"
+    "      --parent REF    The layer this one goes on top of (diffs)\n"
+    "      --no-dedupe     Do not reuse chunks of other layers\n");
+
+const std::string kLsUsage = layer_usage("ls [OPTIONS]", "List the layers of the store.\n",
+                                         "      --json          Print a JSON array of the full records\n");
+
+const std::string kInspectUsage = layer_usage("inspect REF", "Print the record of a layer as JSON.\n");
+
+const std::string kLayerRmUsage = layer_usage(
+    "rm REF [REF...]",
+    "Remove layers. A layer an environment or a live sandbox uses cannot be removed. Prints each\n"
+    "removed reference; a reference that fails is reported and the exit status is 1.\n");
+
+const std::string kLayerGcUsage = layer_usage(
+    "gc",
+    "Remove the layers that no environment, name, live sandbox or kept layer's parent chain refers\n"
+    "to, then data no layer uses. Prints each removed layer and blob, then the bytes freed.\n");
+
+const std::string kMergeUsage = layer_usage(
+    "merge [OPTIONS] REF REF [REF...]",
+    "Flatten two or more consecutive layers (lowest first) into one new layer and print its digest.\n",
+    "      --name NAME     Name the new layer\n"
+    "      --role ROLE     base (default), workspace, toolkit or diff\n");
+
+constexpr std::string_view kEnvUsage =
+    "Usage: sandlet env COMMAND [ARGS...]\n"
+    "\n"
+    "Manage environments: named, versioned lists of store layers with defaults (variables, working\n"
+    "directory, user). `sandlet run --env NAME[@N]` (or --environment) runs in one.\n"
+    "\n"
+    "Commands:\n"
+    "  create    Create an environment, or a new version of it\n"
+    "  ls        List environments\n"
+    "  rm        Remove environments (every version)\n"
+    "\n"
+    "Run 'sandlet env COMMAND --help' for more information on a command.\n";
+
+std::string env_usage(std::string_view synopsis, std::string_view text, std::string_view options = {}) {
+  std::string u = "Usage: sandlet env ";
+  u += synopsis;
+  u += "\n\n";
+  u += text;
+  u += "\nOptions:\n";
+  u += options;
+  u += kRootHelp;
+  return u;
+}
+
+const std::string kEnvCreateUsage = env_usage(
+    "create NAME --layer REF [--layer REF...] [OPTIONS]",
+    "Create environment NAME, or a new version of it, and print NAME@VERSION.\n",
+    "      --layer REF     Store layer by digest or name, lowest first (repeatable; at least one)\n"
+    "  -e, --env K=V       Default environment variable (repeatable; a bare K copies it from here)\n"
+    "  -w, --workdir DIR   Default working directory (absolute)\n"
+    "  -u, --user USER     Default user, uid[:gid]\n");
+
+const std::string kEnvLsUsage = env_usage("ls [OPTIONS]", "List environments (latest version of each).\n",
+                                          "      --json          Print a JSON array of the full records\n");
+
+const std::string kEnvRmUsage = env_usage(
+    "rm NAME [NAME...]",
+    "Remove environments with all their versions (their layers stay until `sandlet layer gc`).\n"
+    "Prints each removed name; a name that fails is reported and the exit status is 1.\n");
+
+// ---- helpers ---------------------------------------------------------------------------------------
+
+struct CFree {
+  void operator()(char* p) const noexcept { sandlet_free(p); }
+};
+
+// Takes a JSON string the library returned (freed here) and parses it.
+json::Value take_json(char* raw) {
+  std::unique_ptr<char, CFree> owned(raw);
+  if (raw == nullptr) return {};
+  return json::parse(raw);
+}
+
+std::string str(const json::Value* v) {
+  if (v == nullptr) return "";
+  if (v->type == json::Value::Type::kString || v->type == json::Value::Type::kNumber) return v->text;
+  return "";
+}
+
+double num(const json::Value* v) {
+  return v != nullptr && v->type == json::Value::Type::kNumber ? std::strtod(v->text.c_str(), nullptr) : 0;
+}
+
+std::string human_size(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f %s", bytes, kUnits[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", bytes, kUnits[u]);
+  return buf;
+}
+
+std::string age(const json::Value* v) {
+  if (v == nullptr || v->type != json::Value::Type::kNumber) return str(v);
+  return format_age(num(v));
+}
+
+// "sha256:0123456789ab" -> "0123456789ab" (the first 12 hex digits).
+std::string short_digest(const std::string& digest) {
+  const size_t colon = digest.find(':');
+  return digest.substr(colon == std::string::npos ? 0 : colon + 1, 12);
+}
+
+std::string full_digest(const std::string& digest) {
+  return digest.find(':') == std::string::npos ? "sha256:" + digest : digest;
+}
+
+void require_no_operands(const ParsedArgs& a) {
+  if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
+}
+
+void validate_role(const std::string* role) {
+  if (role == nullptr) return;
+  for (const char* r : {"base", "workspace", "toolkit", "diff"})
+    if (*role == r) return;
+  throw UsageError("invalid --role '" + *role + "': expected base, workspace, toolkit or diff");
+}
+
+// Import progress on stderr (a terminal only): one line redrawn with \r at most ~10 times a second.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), start_(Clock::now()) {}
+  ~Progress() { finish(); }
+  // Erases the progress line (the terminal is left as it was) and stops drawing.
+  void finish() {
+    if (drawn_) write_all(STDERR_FILENO, "\r\033[K");
+    drawn_ = enabled_ = false;
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  static void callback(void* self, uint64_t bytes, uint64_t total, uint64_t files) {
+    static_cast<Progress*>(self)->update(bytes, total, files);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void update(uint64_t bytes, uint64_t total, uint64_t files) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    drawn_ = true;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0;
+    std::string line = "\rimporting: " + human_size(static_cast<double>(bytes));
+    if (total > 0) {
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
+      line += " of " + human_size(static_cast<double>(total)) + " (" + pct + ")";
+    }
+    char tail[64];
+    std::snprintf(tail, sizeof tail, ", %" PRIu64 " files, %.1f MB/s", files, rate);
+    line += tail;
+    line += "\033[K";
+    write_all(STDERR_FILENO, line);
+  }
+
+  bool enabled_;
+  bool drawn_ = false;
+  Clock::time_point start_, last_;
+};
+
+// ---- layer -----------------------------------------------------------------------------------------
+
+int layer_import(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {
+      {"role", 0, true}, {"name", 0, true}, {"parent", 0, true}, {"no-dedupe", 0, false}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kImportUsage, &a)) return 0;
+  if (a.operands.size() != 1)
+    throw UsageError(a.operands.empty() ? "import: requires a PATH" : "import: unexpected argument '" + a.operands[1] + "'");
+  validate_role(a.last("role"));
+
+  Progress progress(::isatty(STDERR_FILENO) == 1);
+  sandlet_layer_import_options_t opts{};
+  opts.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+  opts.role = a.last("role") ? a.last("role")->c_str() : nullptr;
+  opts.name = a.last("name") ? a.last("name")->c_str() : nullptr;
+  opts.parent = a.last("parent") ? a.last("parent")->c_str() : nullptr;
+  opts.no_dedupe = a.has("no-dedupe") ? 1 : 0;
+  opts.progress = &Progress::callback;
+  opts.progress_user_data = &progress;
+
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_layer_import(rt.get(), a.operands[0].c_str(), &opts, &raw));
+  const json::Value result = take_json(raw);
+  progress.finish();
+
+  std::string out, notes;
+  const json::Value* layers = result.find("layers");
+  const json::Value* existed = result.find("existed");
+  for (size_t i = 0; layers != nullptr && i < layers->items.size(); ++i) {
+    const std::string digest = full_digest(str(layers->items[i].find("digest")));
+    out += digest + "\n";
+    if (existed != nullptr && i < existed->items.size() && existed->items[i].boolean)
+      notes += digest + " (already present)\n";
+  }
+  const std::string env = str(result.find("environment"));
+  if (!env.empty()) out += "environment " + env + "\n";
+  write_all(STDERR_FILENO, notes);
+  write_all(STDOUT_FILENO, out);
+  return 0;
+}
+
+int layer_ls(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {{"json", 0, false}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kLsUsage, &a)) return 0;
+  require_no_operands(a);
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_layer_list(rt.get(), &raw));
+  const json::Value list = take_json(raw);
+  if (a.has("json")) {
+    write_all(STDOUT_FILENO, json::serialize_pretty(list.type == json::Value::Type::kNull ? json::Value::array() : list) + "\n");
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"DIGEST", "ROLE", "NAME", "SIZE", "STORED", "CREATED"}};
+  for (const auto& l : list.items) {
+    rows.push_back({short_digest(str(l.find("digest"))), str(l.find("role")), str(l.find("name")),
+                    human_size(num(l.find("size"))), human_size(num(l.find("stored_bytes"))), age(l.find("created"))});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int layer_inspect(CommandContext& ctx, const std::vector<std::string>& args) {
+  ParsedArgs a;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kInspectUsage, &a)) return 0;
+  if (a.operands.size() != 1)
+    throw UsageError(a.operands.empty() ? "inspect: requires a layer REF" : "inspect: unexpected argument '" + a.operands[1] + "'");
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_layer_inspect(rt.get(), a.operands[0].c_str(), &raw));
+  write_all(STDOUT_FILENO, json::serialize_pretty(take_json(raw)) + "\n");
+  return 0;
+}
+
+int layer_rm(CommandContext& ctx, const std::vector<std::string>& args) {
+  ParsedArgs a;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kLayerRmUsage, &a)) return 0;
+  if (a.operands.empty()) throw UsageError("rm: requires at least one layer REF");
+  // Sweep at open: a dead sandbox should not keep its layers pinned.
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
+  int status = 0;
+  for (const auto& ref : a.operands) {
+    try {
+      detail::check(sandlet_layer_remove(rt.get(), ref.c_str()));
+      write_all(STDOUT_FILENO, ref + "\n");
+    } catch (const Error& e) {
+      print_error("layer rm " + ref + ": " + e.what());
+      status = kExitRuntimeError;
+    }
+  }
+  return status;
+}
+
+int layer_gc(CommandContext& ctx, const std::vector<std::string>& args) {
+  ParsedArgs a;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kLayerGcUsage, &a)) return 0;
+  require_no_operands(a);
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
+  char* raw = nullptr;
+  detail::check(sandlet_layer_gc(rt.get(), &raw));
+  const json::Value report = take_json(raw);
+  std::string out;
+  auto list = [&](std::string_view key, std::string_view what) {
+    const json::Value* v = report.find(key);
+    for (size_t i = 0; v != nullptr && i < v->items.size(); ++i) {
+      const json::Value& item = v->items[i];
+      std::string id = item.is_object() ? str(item.find("digest")) : str(&item);
+      if (what == "layer") id = full_digest(id);
+      out += "removed ";
+      out += what;
+      out += " " + id + "\n";
+    }
+  };
+  list("removed_layers", "layer");
+  list("removed_blobs", "blob");
+  const double freed = num(report.find("bytes_freed"));
+  char bytes[32];
+  std::snprintf(bytes, sizeof bytes, "%.0f", freed);
+  out += "freed " + human_size(freed) + " (" + bytes + " bytes)\n";
+  write_all(STDOUT_FILENO, out);
+  return 0;
+}
+
+int layer_merge(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {{"name", 0, true}, {"role", 0, true}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kMergeUsage, &a)) return 0;
+  if (a.operands.size() < 2) throw UsageError("merge: requires at least two layer REFs");
+  validate_role(a.last("role"));
+  sandlet_layer_import_options_t opts{};
+  opts.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+  opts.role = a.last("role") ? a.last("role")->c_str() : nullptr;
+  opts.name = a.last("name") ? a.last("name")->c_str() : nullptr;
+  std::vector<const char*> refs;
+  for (const auto& r : a.operands) refs.push_back(r.c_str());
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_layer_merge(rt.get(), refs.data(), refs.size(), &opts, &raw));
+  write_all(STDOUT_FILENO, full_digest(str(take_json(raw).find("digest"))) + "\n");
+  return 0;
+}
+
+// ---- env -------------------------------------------------------------------------------------------
+
+int env_create(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {
+      {"layer", 0, true}, {"env", 'e', true}, {"workdir", 'w', true}, {"user", 'u', true}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kEnvCreateUsage, &a)) return 0;
+  if (a.operands.size() != 1)
+    throw UsageError(a.operands.empty() ? "create: requires a NAME" : "create: unexpected argument '" + a.operands[1] + "'");
+  if (a.all("layer").empty()) throw UsageError("create: requires at least one --layer");
+
+  json::Value defaults = json::Value::object();
+  for (const auto& e : a.all("env"))
+    if (auto kv = parse_env_flag(e)) defaults.object_at("env").set(kv->first, json::Value::string(kv->second));
+  if (const std::string* w = a.last("workdir")) defaults.set("workdir", json::Value::string(*w));
+  if (const std::string* u = a.last("user")) defaults.set("user", json::Value::string(*u));
+  const std::string defaults_json = json::serialize(defaults);
+
+  std::vector<const char*> layers;
+  for (const auto& l : a.all("layer")) layers.push_back(l.c_str());
+  const std::string& name = a.operands[0];
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_env_create(rt.get(), name.c_str(), layers.data(), layers.size(),
+                                   defaults.items.empty() ? nullptr : defaults_json.c_str(), &raw));
+  const std::string version = str(take_json(raw).find("version"));
+  write_all(STDOUT_FILENO, name + (version.empty() ? "" : "@" + version) + "\n");
+  return 0;
+}
+
+int env_ls(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {{"json", 0, false}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kEnvLsUsage, &a)) return 0;
+  require_no_operands(a);
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_env_list(rt.get(), &raw));
+  const json::Value list = take_json(raw);
+  if (a.has("json")) {
+    write_all(STDOUT_FILENO, json::serialize_pretty(list.type == json::Value::Type::kNull ? json::Value::array() : list) + "\n");
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows = {{"NAME", "VERSION", "LAYERS", "CREATED"}};
+  for (const auto& e : list.items) {
+    const json::Value* versions = e.find("versions");
+    const json::Value* latest = nullptr;
+    for (size_t i = 0; versions != nullptr && i < versions->items.size(); ++i)
+      if (latest == nullptr || num(versions->items[i].find("version")) > num(latest->find("version")))
+        latest = &versions->items[i];
+    const json::Value* layers = latest != nullptr ? latest->find("layers") : nullptr;
+    rows.push_back({str(e.find("name")), latest != nullptr ? str(latest->find("version")) : "",
+                    std::to_string(layers != nullptr ? layers->items.size() : 0),
+                    latest != nullptr ? age(latest->find("created")) : ""});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int env_rm(CommandContext& ctx, const std::vector<std::string>& args) {
+  ParsedArgs a;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kEnvRmUsage, &a)) return 0;
+  if (a.operands.empty()) throw UsageError("rm: requires at least one environment NAME");
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  int status = 0;
+  for (const auto& name : a.operands) {
+    try {
+      detail::check(sandlet_env_remove(rt.get(), name.c_str()));
+      write_all(STDOUT_FILENO, name + "\n");
+    } catch (const Error& e) {
+      print_error("env rm " + name + ": " + e.what());
+      status = kExitRuntimeError;
+    }
+  }
+  return status;
+}
+
+using SubFn = int (*)(CommandContext&, const std::vector<std::string>&);
+struct Sub {
+  std::string_view name;
+  SubFn fn;
+};
+
+int dispatch_sub(CommandContext& ctx, const std::vector<std::string>& args, std::string_view usage,
+                 std::initializer_list<Sub> subs) {
+  if (args.empty()) {
+    write_all(STDERR_FILENO, usage);
+    return kExitUsage;
+  }
+  // Options before the subcommand: only --help and --root.
+  size_t i = 0;
+  for (; i < args.size() && !args[i].empty() && args[i][0] == '-'; ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      write_all(STDOUT_FILENO, usage);
+      return 0;
+    }
+    if (args[i] == "--root" && i + 1 < args.size()) {
+      ctx.global.root = args[++i];
+    } else if (args[i].rfind("--root=", 0) == 0) {
+      ctx.global.root = args[i].substr(7);
+    } else {
+      throw UsageError("unknown option '" + args[i] + "'");
+    }
+  }
+  if (i >= args.size()) {
+    write_all(STDERR_FILENO, usage);
+    return kExitUsage;
+  }
+  for (const auto& s : subs)
+    if (s.name == args[i]) return s.fn(ctx, std::vector<std::string>(args.begin() + static_cast<long>(i) + 1, args.end()));
+  throw UsageError("unknown command '" + args[i] + "'");
+}
+
+}  // namespace
+
+int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args) {
+  return dispatch_sub(ctx, args, kLayerUsage,
+                      {{"import", layer_import}, {"ls", layer_ls}, {"list", layer_ls}, {"inspect", layer_inspect},
+                       {"rm", layer_rm}, {"gc", layer_gc}, {"merge", layer_merge}});
+}
+
+int cmd_env(CommandContext& ctx, const std::vector<std::string>& args) {
+  return dispatch_sub(ctx, args, kEnvUsage, {{"create", env_create}, {"ls", env_ls}, {"list", env_ls}, {"rm", env_rm}});
+}
+
+}  // namespace sandlet::cli
