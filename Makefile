@@ -41,7 +41,9 @@ BENCH_RUNS = \
   "lifecycle --iterations 200 --concurrency 2" \
   "lifecycle-cli --iterations 100 --concurrency 1" \
   "exec --iterations 1000 --concurrency 1" \
-  "idle-density --iterations 200"
+  "idle-density --iterations 200" \
+  "workspace-provision --sandboxes 16 --workspace-mb 100" \
+  "import --workspace-mb 100 --iterations 3"
 
 bench: build
 	@failed=0; \

@@ -22,6 +22,8 @@ struct Options {
   bool peer = true;             // --no-peer skips the comparison
   bool warm_pool = true;        // --no-warm-pool: every create starts cold
   unsigned host_rss_gib = 0;    // --host-rss-gib: make this process resident in N GiB first (a trainer's size)
+  std::size_t sandboxes = 0;    // --sandboxes: workspace-provision (0 = its default, 64)
+  unsigned workspace_mb = 0;    // --workspace-mb: workspace-provision and import (0 = default, 500)
   bool one_line = false;        // --json: one line instead of pretty-printed
 };
 

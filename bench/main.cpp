@@ -44,6 +44,9 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"lifecycle-cli", scenario_lifecycle_cli, 100, "`sandlet run ... -- /bin/true` as a process; peer: bwrap /bin/true"},
       {"exec", scenario_exec, 1000, "N execs of /bin/true in one sandbox; peer: host fork+exec /bin/true"},
       {"idle-density", scenario_idle_density, 200, "N idle sandboxes: memory per sandbox; peer: N idle bwrap sleeps"},
+      {"workspace-provision", scenario_workspace_provision, 64,
+       "N sandboxes on [rootfs, M MB workspace]: one layer import; peer: tar -xzf per sandbox"},
+      {"import", scenario_import, 3, "MB/s of importing the M MB workspace into a fresh store; peer: mkfs.erofs"},
   };
   return list;
 }
@@ -75,6 +78,9 @@ void usage(std::FILE *out) {
                "  --cli PATH       the sandlet CLI for lifecycle-cli (default: next to this program)\n"
                "  --settle S       idle-density: seconds to wait before reading memory (default 2)\n"
                "  --no-peer        skip the peer comparison\n"
+               "  --sandboxes N    workspace-provision: number of sandboxes (default 64)\n"
+               "  --workspace-mb M workspace-provision, import: workspace size in MiB (default 500; generated\n"
+               "                   once, cached under /var/cache/sandlet/bench-workspace-<M>mb/)\n"
                "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
                "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"
                "                   large host process (a trainer) shows up in lifecycle and exec\n"
@@ -138,6 +144,10 @@ Options parse_args(int argc, char **argv) {
         std::exit(2);
       }
       o.host_rss_gib = static_cast<unsigned>(n);
+    } else if (a == "--sandboxes") {
+      o.sandboxes = parse_number("--sandboxes", value(), 1);
+    } else if (a == "--workspace-mb") {
+      o.workspace_mb = static_cast<unsigned>(parse_number("--workspace-mb", value(), 1));
     } else if (a == "--no-warm-pool") {
       o.warm_pool = false;
     } else if (a == "--no-peer") {

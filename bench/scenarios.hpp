@@ -13,6 +13,8 @@ boost::json::object scenario_lifecycle(const Context &ctx);
 boost::json::object scenario_lifecycle_cli(const Context &ctx);
 boost::json::object scenario_exec(const Context &ctx);
 boost::json::object scenario_idle_density(const Context &ctx);
+boost::json::object scenario_workspace_provision(const Context &ctx);
+boost::json::object scenario_import(const Context &ctx);
 
 struct ScenarioInfo {
   const char *name;
