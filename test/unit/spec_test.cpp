@@ -371,7 +371,8 @@ TEST_CASE("setters validate like the parser, with the same messages", "[spec]") 
   };
   const std::vector<Case> cases = {
       {R"({"backend": "docker"})", [](Spec& s) { spec_set_backend(s, "docker"); }},
-      {R"({"layers": ["rel"]})", [](Spec& s) { spec_add_layer(s, "rel"); }},
+      {R"({"layers": ["rel/dir"]})", [](Spec& s) { spec_add_layer(s, "rel/dir"); }},
+      {R"({"environment": "env@0"})", [](Spec& s) { spec_set_environment(s, "env@0"); }},
       {R"({"env": {"A=B": "v"}})", [](Spec& s) { spec_set_env(s, "A=B", "v"); }},
       {R"({"env": {"": "v"}})", [](Spec& s) { spec_set_env(s, "", "v"); }},
       {R"({"workdir": "x"})", [](Spec& s) { spec_set_workdir(s, "x"); }},
@@ -498,7 +499,7 @@ TEST_CASE("validate_spec checks layers on the host", "[spec]") {
   SECTION("no layers") {
     const Error e = expect_error([&] { validate_spec(s); });
     CHECK(e.code() == Code::kInvalidArgument);
-    CHECK(std::string(e.what()) == "invalid spec field 'layers': at least one layer is required");
+    CHECK(std::string(e.what()) == "invalid spec field 'layers': at least one layer (or an environment) is required");
   }
   SECTION("a directory is fine") {
     s.layers = {dir.path};
