@@ -1,7 +1,8 @@
 # Thin front end over scripts/setup.sh, CMake and CTest. Everything real lives in CMakeLists.txt.
 #   make build | test | demo | bench | install | clean
 # Variables: BUILD_DIR (build), BUILD_TYPE (RelWithDebInfo), PREFIX (/usr/local), JOBS (nproc),
-#            BENCH_ARGS (extra flags for every bench scenario), SANDLET_ROOT (runtime root for the demo).
+#            BENCH_ARGS (extra flags for every bench scenario), SANDLET_ROOT (runtime root for the demo),
+#            VENV (.venv: the Python environment setup.sh makes for the binding, its tests and examples).
 
 BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -10,8 +11,11 @@ JOBS       ?= $(shell nproc)
 CMAKE      ?= cmake
 CTEST      ?= ctest
 BENCH_ARGS ?=
+VENV       ?= $(CURDIR)/.venv
+PYTHON     := $(abspath $(VENV))/bin/python
+export SANDLET_VENV := $(abspath $(VENV))
 
-.PHONY: all setup configure build test demo bench install clean
+.PHONY: all setup configure build test demo bench bench-python plots wheel install clean
 .DELETE_ON_ERROR:
 
 all: build
@@ -20,7 +24,8 @@ setup:
 	./scripts/setup.sh
 
 configure: setup
-	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DPython_EXECUTABLE=$(PYTHON)
 
 build: configure
 	$(CMAKE) --build $(BUILD_DIR) -j$(JOBS)
@@ -52,6 +57,22 @@ bench: build
 	    || { echo "bench: '$$run' failed (exit $$?)" >&2; failed=1; }; \
 	done; \
 	exit $$failed
+
+# The Python binding's overhead per exec vs the C API, and asyncio throughput (bench/python).
+bench-python: build
+	PYTHONPATH=$(abspath $(BUILD_DIR))/python $(PYTHON) bench/python/bench_python.py \
+	  --rootfs "$(CURDIR)/$(BUILD_DIR)/test-rootfs" $(BENCH_ARGS)
+
+# Latency CDFs and summary.png (bench/plots) from recorded results (JSON Lines from `make bench`).
+PLOT_RESULTS ?= bench/results/2026-11-29-cdf/*.json bench/results/2026-11-29/import.json \
+                bench/results/2026-11-29/workspace-provision.json
+PLOTS_DIR    ?= bench/plots
+plots: setup
+	$(PYTHON) bench/plot.py --out $(PLOTS_DIR) $(PLOT_RESULTS)
+
+# A wheel of the Python binding (scikit-build-core; libsandlet.so.1 inside) into $(BUILD_DIR)/wheel.
+wheel: setup
+	$(PYTHON) -m pip wheel --no-deps -w $(BUILD_DIR)/wheel .
 
 install: build
 	$(CMAKE) --install $(BUILD_DIR) --prefix $(PREFIX)

@@ -27,11 +27,15 @@ packages=(
   libseccomp-dev liburing-dev libfmt-dev catch2
   libssl-dev zlib1g-dev libzstd-dev zstd
   busybox-static bubblewrap uidmap erofs-utils
-  hyperfine python3
+  hyperfine python3 python3-dev python3-venv
 )
-# Any cmake on PATH will do (a newer one from pip, for instance); install Debian's only if none exists.
+# Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
+# if none exists. cargo builds the Rust example over the C ABI (examples/rust).
 if ! command -v cmake >/dev/null 2>&1; then
   packages+=(cmake)
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  packages+=(cargo)
 fi
 
 missing=()
@@ -42,11 +46,28 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup.sh: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup.sh: installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup.sh: installing: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Python: a virtual environment for the binding's build, tests, examples and plots (PEP 668 forbids pip
+# into Debian's own python3). --system-site-packages lets it reuse what the interpreter already has.
+here=$(cd "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${SANDLET_VENV:-$here/.venv}
+requirements=$here/bindings/python/requirements-dev.txt
+python=${SANDLET_PYTHON:-python3}
+if [[ ! -x $venv/bin/python ]]; then
+  echo "setup.sh: creating the Python environment $venv"
+  "$python" -m venv --system-site-packages "$venv" || die "cannot create a venv with $python (install python3-venv)"
+fi
+stamp=$venv/.sandlet-requirements
+if [[ ! -f $stamp ]] || ! cmp -s "$stamp" "$requirements"; then
+  echo "setup.sh: installing Python packages into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" \
+    || die "pip install -r $requirements failed"
+  cp "$requirements" "$stamp"
+fi
 echo "setup.sh: done"

@@ -237,7 +237,10 @@ class Spec {
   Spec& name params& { return set(call); }                                \
   Spec&& name params&& { return std::move(set(call)); }
   SANDLET_SPEC_SETTER_(backend, (const std::string& name), sandlet_spec_set_backend(spec_, name.c_str()))
-  SANDLET_SPEC_SETTER_(layer, (const std::string& dir), sandlet_spec_add_layer(spec_, dir.c_str()))
+  // A host directory or a store layer (digest, unique hex prefix, name); stacked lowest first.
+  SANDLET_SPEC_SETTER_(layer, (const std::string& layer), sandlet_spec_add_layer(spec_, layer.c_str()))
+  // A store environment, "name" or "name@N".
+  SANDLET_SPEC_SETTER_(environment, (const std::string& env), sandlet_spec_set_environment(spec_, env.c_str()))
   SANDLET_SPEC_SETTER_(env, (const std::string& key, const std::string& value),
                        sandlet_spec_set_env(spec_, key.c_str(), value.c_str()))
   SANDLET_SPEC_SETTER_(workdir, (const std::string& path), sandlet_spec_set_workdir(spec_, path.c_str()))
@@ -372,6 +375,22 @@ class Sandbox {
     return data != nullptr ? std::string(static_cast<const char*>(data), len) : std::string();
   }
 
+  // Asynchronous file calls. `cb` gets the error (NULL on success, valid only during the call) and, for
+  // reads, the file's bytes and mode. `data` is copied before write_file_async returns. If the request
+  // cannot be queued this throws and `cb` is never called.
+  using FileCallback = std::function<void(const Error* err, std::string data, uint32_t mode)>;
+  void write_file_async(const std::string& path, std::string_view data, uint32_t mode, FileCallback cb) {
+    auto ctx = std::make_unique<FileCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_write_file_async(sb_, path.c_str(), data.data(), data.size(), mode,
+                                                   &file_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
+  void read_file_async(const std::string& path, uint64_t max_bytes, FileCallback cb) {
+    auto ctx = std::make_unique<FileCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_read_file_async(sb_, path.c_str(), max_bytes, &file_trampoline, ctx.get()));
+    ctx.release();
+  }
+
   // The sandbox's record (id, state, backend, labels, spec, created_at, ...) as a JSON object.
   std::string info_json() {
     char* out = nullptr;
@@ -412,6 +431,21 @@ class Sandbox {
     }
   }
 
+  static void file_trampoline(void* user_data, sandlet_error_t* err, const void* data, size_t len,
+                              uint32_t mode) noexcept {
+    std::unique_ptr<FileCallback> cb(static_cast<FileCallback*>(user_data));
+    try {
+      if (err != nullptr) {
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e, std::string(), 0);
+      } else if (*cb) {
+        (*cb)(nullptr, data != nullptr ? std::string(static_cast<const char*>(data), len) : std::string(), mode);
+      }
+    } catch (...) {
+      sandlet_error_delete(err);
+    }
+  }
+
   static void done_trampoline(void* user_data, sandlet_error_t* err) noexcept {
     std::unique_ptr<DoneCallback> cb(static_cast<DoneCallback*>(user_data));
     try {
@@ -436,6 +470,47 @@ struct RuntimeOptions {
   bool skip_gc_on_open = false;  // true: do not sweep leftovers at open (faster open)
   bool disable_warm_pool = false;  // true: no sandboxes prepared ahead (see sandlet.h)
 };
+
+struct LayerImportOptions {
+  std::string role;    // empty = "base"; "workspace", "toolkit" or "diff"
+  std::string name;    // empty, or names the layer (an OCI image: the environment of its layers)
+  std::string parent;  // empty, or the layer this one goes on top of
+  bool no_dedupe = false;
+  // Optional; called from the importing thread every few hundred files. Must not throw.
+  std::function<void(uint64_t bytes, uint64_t total_bytes, uint64_t files)> progress;
+};
+
+namespace detail {
+
+inline void progress_trampoline(void* user_data, uint64_t bytes, uint64_t total, uint64_t files) noexcept {
+  try {
+    const auto* fn = static_cast<const decltype(LayerImportOptions::progress)*>(user_data);
+    if (fn != nullptr && *fn) (*fn)(bytes, total, files);
+  } catch (...) {
+  }
+}
+
+// The C view of LayerImportOptions; valid while `o` is alive.
+class CLayerOptions {
+ public:
+  explicit CLayerOptions(const LayerImportOptions& o) {
+    c_.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+    c_.role = o.role.empty() ? nullptr : o.role.c_str();
+    c_.name = o.name.empty() ? nullptr : o.name.c_str();
+    c_.parent = o.parent.empty() ? nullptr : o.parent.c_str();
+    c_.no_dedupe = o.no_dedupe ? 1 : 0;
+    if (o.progress) {
+      c_.progress = &progress_trampoline;
+      c_.progress_user_data = const_cast<void*>(static_cast<const void*>(&o.progress));
+    }
+  }
+  const sandlet_layer_import_options_t* get() const noexcept { return &c_; }
+
+ private:
+  sandlet_layer_import_options_t c_{};
+};
+
+}  // namespace detail
 
 class Runtime {
  public:
@@ -542,6 +617,46 @@ class Runtime {
     ctx.release();  // owned by the trampoline from here on
   }
 
+  // ---- layer store and environments (blocking; results are the C ABI's JSON documents) ----
+
+  // Imports a directory, tar / tar.gz / tar.zst, OCI layout or `docker save` tarball.
+  // Returns {"layers":[...],"existed":[...],"environment":"..."}.
+  std::string layer_import(const std::string& path, const LayerImportOptions& options = LayerImportOptions()) {
+    detail::CLayerOptions c(options);
+    char* out = nullptr;
+    detail::check(sandlet_layer_import(rt_, path.c_str(), c.get(), &out));
+    return detail::take_string(out);
+  }
+  std::string layer_list() { return json_call(&sandlet_layer_list); }
+  std::string layer_inspect(const std::string& ref) {
+    char* out = nullptr;
+    detail::check(sandlet_layer_inspect(rt_, ref.c_str(), &out));
+    return detail::take_string(out);
+  }
+  void layer_remove(const std::string& ref) { detail::check(sandlet_layer_remove(rt_, ref.c_str())); }
+  std::string layer_gc() { return json_call(&sandlet_layer_gc); }
+  std::string layer_merge(const std::vector<std::string>& refs,
+                          const LayerImportOptions& options = LayerImportOptions()) {
+    std::vector<const char*> c_refs;
+    for (const auto& r : refs) c_refs.push_back(r.c_str());
+    detail::CLayerOptions c(options);
+    char* out = nullptr;
+    detail::check(sandlet_layer_merge(rt_, c_refs.data(), c_refs.size(), c.get(), &out));
+    return detail::take_string(out);
+  }
+  // `defaults_json` empty or {"env":{...},"workdir":"/abs","user":"uid[:gid]"}; returns the version's JSON.
+  std::string env_create(const std::string& name, const std::vector<std::string>& layers,
+                         const std::string& defaults_json = std::string()) {
+    std::vector<const char*> c_layers;
+    for (const auto& l : layers) c_layers.push_back(l.c_str());
+    char* out = nullptr;
+    detail::check(sandlet_env_create(rt_, name.c_str(), c_layers.data(), c_layers.size(),
+                                     defaults_json.empty() ? nullptr : defaults_json.c_str(), &out));
+    return detail::take_string(out);
+  }
+  std::string env_list() { return json_call(&sandlet_env_list); }
+  void env_remove(const std::string& name) { detail::check(sandlet_env_remove(rt_, name.c_str())); }
+
   // Opens a handle on an existing sandbox by id (also one created by another process).
   Sandbox attach(const std::string& id) {
     sandlet_sandbox_t* sb = nullptr;
@@ -550,6 +665,12 @@ class Runtime {
   }
 
  private:
+  std::string json_call(sandlet_error_t* (*fn)(sandlet_runtime_t*, char**)) {
+    char* out = nullptr;
+    detail::check(fn(rt_, &out));
+    return detail::take_string(out);
+  }
+
   static void create_trampoline(void* user_data, sandlet_error_t* err, sandlet_sandbox_t* sb) noexcept {
     std::unique_ptr<CreateCallback> cb(static_cast<CreateCallback*>(user_data));
     Sandbox owned(sb);  // closed on every path unless the callback moves it out

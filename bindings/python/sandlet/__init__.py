@@ -1,0 +1,48 @@
+"""sandlet: isolated, stateful sandboxes for agentic training and evaluation, in-process.
+
+    import sandlet
+    with sandlet.Runtime("/var/lib/sandlet") as rt:
+        with rt.create(layers=["/srv/rootfs"]) as sb:
+            print(sb.exec("echo hello").stdout)
+
+    async with sandlet.AsyncRuntime() as rt:          # asyncio: the library's event loop does the work
+        sb = await rt.create(environment="swe-task")
+        r = await sb.exec(["python3", "-m", "pytest"], timeout=60)
+
+Errors are sandlet.Error subclasses named after the C ABI's status codes (NotFound, InvalidArgument, ...).
+"""
+from . import _sandlet
+from ._aio import AsyncExecStream, AsyncRuntime, AsyncSandbox
+from ._errors import (
+    Aborted,
+    AlreadyExists,
+    Cancelled,
+    CommandFailed,
+    DataLoss,
+    DeadlineExceeded,
+    Error,
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    PermissionDenied,
+    ResourceExhausted,
+    Unavailable,
+    Unimplemented,
+    Unknown,
+)
+from ._sandlet import ExecResult, Spec
+from ._sync import ExecStream, Runtime, Sandbox
+
+STDOUT: int = _sandlet.STDOUT
+STDERR: int = _sandlet.STDERR
+__version__: str = _sandlet.version()
+ABI_VERSION: int = _sandlet.abi_version()
+
+__all__ = [
+    "Runtime", "Sandbox", "ExecStream", "AsyncRuntime", "AsyncSandbox", "AsyncExecStream", "ExecResult", "Spec",
+    "STDOUT", "STDERR", "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
+    "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
+    "Unimplemented", "Internal", "Unavailable", "DataLoss", "CommandFailed",
+]

@@ -1,0 +1,357 @@
+"""The asyncio API, driven by the library's own event loop.
+
+Each asyncio loop gets one bridge: a CompletionQueue whose eventfd the loop watches (``add_reader``). An
+operation is started with a token; the library's event-loop thread queues its completion (never touching
+the GIL), and the bridge resolves the matching future on the asyncio thread. One Python thread can thus
+keep thousands of commands in flight.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import weakref
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _sandlet
+from ._common import Command, SpecLike, build_spec, exec_args
+from ._sync import PathLike, ProgressFn, Runtime, Sandbox
+
+_Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
+
+
+class _Bridge:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.queue = _sandlet.CompletionQueue()
+        self._handlers: Dict[int, _Handler] = {}
+        self._tokens = itertools.count(1)
+        loop.add_reader(self.queue.fd(), self._drain)
+
+    def register(self, handler: _Handler) -> int:
+        token = next(self._tokens)
+        self._handlers[token] = handler
+        return token
+
+    def forget(self, token: int) -> None:
+        self._handlers.pop(token, None)
+
+    def future(self, loop: asyncio.AbstractEventLoop,
+               on_orphan: Optional[Callable[[Any], None]] = None) -> Tuple[int, "asyncio.Future[Any]"]:
+        """A token whose final completion resolves the returned future. ``on_orphan(payload)`` disposes of
+        a value that arrives after the awaiting task was cancelled (e.g. a sandbox nobody will close)."""
+        fut: asyncio.Future[Any] = loop.create_future()
+
+        def handle(kind: int, payload: Any) -> bool:
+            if fut.done():
+                if on_orphan is not None and kind != _sandlet.COMPLETION_ERROR:
+                    on_orphan(payload)
+            elif kind == _sandlet.COMPLETION_ERROR:
+                fut.set_exception(payload)
+            else:
+                fut.set_result(payload)
+            return True
+
+        return self.register(handle), fut
+
+    def _drain(self) -> None:
+        for token, kind, payload in self.queue.drain():
+            handler = self._handlers.get(token)
+            if handler is not None and handler(kind, payload):
+                del self._handlers[token]
+
+
+_bridges: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge]" = weakref.WeakKeyDictionary()
+
+
+def _bridge() -> Tuple[asyncio.AbstractEventLoop, _Bridge]:
+    loop = asyncio.get_running_loop()
+    b = _bridges.get(loop)
+    if b is None:
+        b = _bridges[loop] = _Bridge(loop)
+    return loop, b
+
+
+class AsyncSandbox:
+    """The asyncio face of a sandbox (see Sandbox for the semantics). ``async with`` closes the handle."""
+
+    def __init__(self, handle: _sandlet.Sandbox) -> None:
+        self._h = handle
+
+    @property
+    def id(self) -> str:
+        return self._h.id
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    @property
+    def sync(self) -> Sandbox:
+        """The same sandbox with the synchronous API (shares the handle)."""
+        return Sandbox(self._h)
+
+    async def exec(
+        self,
+        cmd: Command,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        stdin: Union[bytes, str, None] = None,
+        timeout: Optional[float] = None,
+        output_limit: Optional[int] = None,
+        kill_on_output_limit: bool = False,
+        keep_background: bool = False,
+        check: bool = False,
+    ) -> _sandlet.ExecResult:
+        """Runs a command (see Sandbox.exec). Cancelling the awaiting task kills every process of it."""
+        args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
+                             keep_background)
+        loop, bridge = _bridge()
+        token, fut = bridge.future(loop)
+        try:
+            control = self._h.exec_start(bridge.queue, token, False, *args)
+        except BaseException:
+            bridge.forget(token)
+            raise
+        try:
+            result = await fut
+        except asyncio.CancelledError:
+            control.cancel()  # the late CANCELLED completion is dropped by the bridge
+            raise
+        return result.check() if check else result
+
+    def exec_stream(
+        self,
+        cmd: Command,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        stdin: Union[bytes, str, None] = None,
+        timeout: Optional[float] = None,
+        output_limit: Optional[int] = None,
+        kill_on_output_limit: bool = False,
+        keep_background: bool = False,
+    ) -> "AsyncExecStream":
+        """Starts a command; ``async for stream, data in ...`` yields its output as it arrives, then
+        ``await stream.wait()`` (or ``.result``) gives the exit status. Must be called with a running loop."""
+        args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
+                             keep_background)
+        return AsyncExecStream(self._h, args)
+
+    async def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
+        loop, bridge = _bridge()
+        token, fut = bridge.future(loop)
+        try:
+            self._h.write_file_async(bridge.queue, token, path,
+                                     data.encode() if isinstance(data, str) else bytes(data), mode)
+        except BaseException:
+            bridge.forget(token)
+            raise
+        await fut
+
+    async def read_file(self, path: str, max_bytes: int = 0) -> bytes:
+        loop, bridge = _bridge()
+        token, fut = bridge.future(loop)
+        try:
+            self._h.read_file_async(bridge.queue, token, path, max_bytes)
+        except BaseException:
+            bridge.forget(token)
+            raise
+        data, _mode = await fut
+        return data
+
+    async def info(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.info)
+
+    async def destroy(self) -> None:
+        loop, bridge = _bridge()
+        token, fut = bridge.future(loop)
+        try:
+            self._h.destroy_async(bridge.queue, token)
+        except BaseException:
+            bridge.forget(token)
+            raise
+        await fut
+
+    def close(self) -> None:
+        """Releases the handle (idempotent; never blocks). The last handle of an owned sandbox destroys it."""
+        self._h.close()
+
+    async def __aenter__(self) -> "AsyncSandbox":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<sandlet.AsyncSandbox {self.id}{' closed' if self.closed else ''}>"
+
+
+class AsyncExecStream:
+    """Output of a running command as an async iterator of (stream, bytes)."""
+
+    def __init__(self, handle: _sandlet.Sandbox, args: Tuple[Any, ...]) -> None:
+        loop, bridge = _bridge()
+        self._chunks: asyncio.Queue[Any] = asyncio.Queue()
+        self._done: asyncio.Future[Any] = loop.create_future()
+        self.result: Optional[_sandlet.ExecResult] = None
+        self._bridge = bridge
+        self._token = bridge.register(self._on_completion)
+        try:
+            self._control = handle.exec_start(bridge.queue, self._token, True, *args)
+        except BaseException:
+            bridge.forget(self._token)
+            raise
+
+    def _on_completion(self, kind: int, payload: Any) -> bool:
+        if kind == _sandlet.COMPLETION_OUTPUT:
+            self._chunks.put_nowait(payload)
+            return False
+        if not self._done.done():
+            if kind == _sandlet.COMPLETION_ERROR:
+                self._done.set_exception(payload)
+            else:
+                self.result = payload
+                self._done.set_result(payload)
+        self._chunks.put_nowait(None)  # end of output
+        return True
+
+    def __aiter__(self) -> "AsyncExecStream":
+        return self
+
+    async def __anext__(self) -> Tuple[int, bytes]:
+        try:
+            chunk = await self._chunks.get()
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+        if chunk is None:
+            self._chunks.put_nowait(None)  # stay exhausted
+            if self._done.done() and self._done.exception() is not None:
+                raise self._done.exception()  # type: ignore[misc]
+            raise StopAsyncIteration
+        return chunk
+
+    async def wait(self) -> _sandlet.ExecResult:
+        """Waits for the exit (output not consumed yet is kept for iteration) and returns the result."""
+        try:
+            return await asyncio.shield(self._done)
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+
+    def signal(self, signo: int) -> None:
+        self._control.signal(signo)
+
+    def cancel(self) -> None:
+        """Kills every process of the command."""
+        self._control.cancel()
+
+    async def __aenter__(self) -> "AsyncExecStream":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if not self._done.done():
+            self.cancel()
+            try:
+                await asyncio.shield(self._done)
+            except Exception:
+                pass
+
+
+def _close_orphan(handle: Any) -> None:
+    handle.close()
+
+
+class AsyncRuntime:
+    """The asyncio face of a Runtime (same arguments). ``async with`` closes it.
+
+    ``create``, ``exec``, file calls and ``destroy`` run on the library's event loop; calls that are
+    blocking in the C ABI (attach, list, gc, the layer store) run in a worker thread."""
+
+    def __init__(self, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
+                 warm_pool: bool = True) -> None:
+        self.sync = Runtime(root, worker_threads=worker_threads, gc_on_open=gc_on_open, warm_pool=warm_pool)
+
+    @property
+    def root(self) -> str:
+        return self.sync.root
+
+    @property
+    def closed(self) -> bool:
+        return self.sync.closed
+
+    async def create(self, spec: SpecLike = None, **fields: Any) -> AsyncSandbox:
+        """Creates a sandbox (see Runtime.create). If the awaiting task is cancelled, the sandbox that
+        still arrives is closed (an owned one is destroyed)."""
+        s = build_spec(spec, fields)
+        loop, bridge = _bridge()
+        token, fut = bridge.future(loop, on_orphan=_close_orphan)
+        try:
+            self.sync._h.create_async(bridge.queue, token, s)
+        except BaseException:
+            bridge.forget(token)
+            raise
+        return AsyncSandbox(await fut)
+
+    async def attach(self, sandbox_id: str) -> AsyncSandbox:
+        h = await asyncio.to_thread(self.sync._h.attach, sandbox_id)
+        return AsyncSandbox(h)
+
+    async def list(self, label: Optional[str] = None) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.list, label)
+
+    async def gc(self) -> int:
+        return await asyncio.to_thread(self.sync.gc)
+
+    def backends(self) -> List[Dict[str, Any]]:
+        return self.sync.backends()
+
+    async def layer_import(self, path: PathLike, *, role: Optional[str] = None, name: Optional[str] = None,
+                           parent: Optional[str] = None, dedupe: bool = True,
+                           progress: Optional[ProgressFn] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_import, path, role=role, name=name, parent=parent,
+                                       dedupe=dedupe, progress=progress)
+
+    async def layer_list(self) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.layer_list)
+
+    async def layer_inspect(self, ref: str) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_inspect, ref)
+
+    async def layer_remove(self, ref: str) -> None:
+        await asyncio.to_thread(self.sync.layer_remove, ref)
+
+    async def layer_gc(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_gc)
+
+    async def layer_merge(self, refs: Sequence[str], *, role: Optional[str] = None, name: Optional[str] = None,
+                          dedupe: bool = True) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_merge, refs, role=role, name=name, dedupe=dedupe)
+
+    async def env_create(self, name: str, layers: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
+                         workdir: Optional[str] = None, user: Optional[str] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.env_create, name, layers, env=env, workdir=workdir, user=user)
+
+    async def env_list(self) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.env_list)
+
+    async def env_remove(self, name: str) -> None:
+        await asyncio.to_thread(self.sync.env_remove, name)
+
+    async def aclose(self) -> None:
+        """Closes the runtime in a worker thread (destroying owned sandboxes takes a moment)."""
+        await asyncio.to_thread(self.sync.close)
+
+    def close(self) -> None:
+        self.sync.close()
+
+    async def __aenter__(self) -> "AsyncRuntime":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<sandlet.AsyncRuntime {self.root}{' closed' if self.closed else ''}>"

@@ -1,0 +1,117 @@
+"""Argument handling shared by the synchronous and the asyncio API."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _sandlet
+from ._errors import InvalidArgument
+
+Command = Union[str, Sequence[Union[str, "os.PathLike[str]"]]]
+SpecLike = Union[_sandlet.Spec, Mapping[str, Any], str, None]
+
+# The spec's JSON fields (sandlet.h); keyword arguments of create() use the same names.
+SPEC_FIELDS = frozenset({
+    "backend", "layers", "environment", "env", "workdir", "hostname", "user", "limits", "network", "labels",
+    "lifetime", "max_lifetime_s", "idle_timeout_s",
+})
+
+
+def argv_of(cmd: Command) -> List[str]:
+    """A string runs through ``/bin/sh -c`` (as agents write commands); a sequence is an argv."""
+    if isinstance(cmd, str):
+        return ["/bin/sh", "-c", cmd]
+    if isinstance(cmd, (bytes, bytearray)):
+        raise InvalidArgument("argv: pass str or a sequence of str, not bytes", 3)
+    argv = [os.fspath(a) for a in cmd]
+    if not argv:
+        raise InvalidArgument("argv: empty command", 3)
+    for a in argv:
+        if not isinstance(a, str):
+            raise InvalidArgument(f"argv: {a!r} is not a str", 3)
+    return argv
+
+
+def exec_args(
+    cmd: Command,
+    env: Optional[Mapping[str, str]],
+    cwd: Optional[str],
+    user: Optional[str],
+    stdin: Union[bytes, str, None],
+    timeout: Optional[float],
+    output_limit: Optional[int],
+    kill_on_output_limit: bool,
+    keep_background: bool,
+) -> Tuple[Any, ...]:
+    """The extension's exec arguments, validated, positionally (keyword matching costs microseconds per
+    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background."""
+    if timeout is not None and timeout < 0:
+        raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)
+    if output_limit is not None and output_limit < 0:
+        raise InvalidArgument(f"output_limit: must be >= 0 bytes, got {output_limit}", 3)
+    if isinstance(stdin, str):
+        stdin = stdin.encode()
+    return (
+        argv_of(cmd),
+        [f"{k}={v}" for k, v in env.items()] if env else [],
+        os.fspath(cwd) if cwd else "",
+        str(user) if user is not None else "",
+        bytes(stdin) if stdin else b"",
+        float(timeout or 0.0),
+        int(output_limit or 0),
+        bool(kill_on_output_limit),
+        bool(keep_background),
+    )
+
+
+def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> _sandlet.Spec:
+    """A validated Spec from a Spec, a dict, a JSON string and/or keyword fields (fields win).
+
+    Keyword names are the JSON schema's (sandlet.h); an unknown one raises InvalidArgument naming it.
+    """
+    if isinstance(spec, _sandlet.Spec) and not fields:
+        return spec
+    doc: Dict[str, Any] = {}
+    if isinstance(spec, _sandlet.Spec):
+        doc = json.loads(spec.to_json())
+    elif isinstance(spec, str):
+        doc = json.loads(spec)
+    elif spec is not None:
+        doc = dict(spec)
+    for key, value in fields.items():
+        if key not in SPEC_FIELDS:
+            raise InvalidArgument(f"{key}: unknown spec field (known: {', '.join(sorted(SPEC_FIELDS))})", 3)
+        doc[key] = value
+    if "layers" in doc and doc["layers"] is not None:
+        if isinstance(doc["layers"], (str, os.PathLike)):
+            doc["layers"] = [doc["layers"]]
+        doc["layers"] = [os.fspath(layer) for layer in doc["layers"]]
+    doc = {k: v for k, v in doc.items() if v is not None}
+    return _sandlet.Spec.from_json(json.dumps(doc))
+
+
+def import_kwargs(role: Optional[str], name: Optional[str], parent: Optional[str], dedupe: bool) -> Dict[str, Any]:
+    return {"role": role or "", "name": name or "", "parent": parent or "", "no_dedupe": not dedupe}
+
+
+def env_defaults_json(env: Optional[Mapping[str, str]], workdir: Optional[str], user: Optional[str]) -> str:
+    d: Dict[str, Any] = {}
+    if env:
+        d["env"] = dict(env)
+    if workdir:
+        d["workdir"] = workdir
+    if user:
+        d["user"] = user
+    return json.dumps(d) if d else ""
+
+
+def listed(items: Sequence[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
+    """Runtime.list() rows as the records they are (dicts), id and state included."""
+    out = []
+    for sid, state, record in items:
+        d = json.loads(record) if record else {}
+        d.setdefault("id", sid)
+        d["state"] = state
+        out.append(d)
+    return out

@@ -1,0 +1,274 @@
+"""The synchronous API: Runtime and Sandbox. Every blocking call releases the GIL."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _sandlet
+from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed
+
+PathLike = Union[str, "os.PathLike[str]"]
+ProgressFn = Callable[[int, int, int], None]
+
+
+def _plain_argv(argv: List[Any]) -> bool:
+    return bool(argv) and all(type(a) is str for a in argv)
+
+
+class Sandbox:
+    """One sandbox. Use it as a context manager: leaving the block closes the handle, which destroys an
+    ``owned`` sandbox (a ``detached`` one lives on; ``destroy()`` removes it for good).
+
+    Thread-safe: several threads may exec in one sandbox at once.
+    """
+
+    def __init__(self, handle: _sandlet.Sandbox) -> None:
+        self._h = handle
+
+    @property
+    def id(self) -> str:
+        """The sandbox id (attach to it from another process with ``Runtime.attach``)."""
+        return self._h.id
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    def exec(
+        self,
+        cmd: Command,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        stdin: Union[bytes, str, None] = None,
+        timeout: Optional[float] = None,
+        output_limit: Optional[int] = None,
+        kill_on_output_limit: bool = False,
+        keep_background: bool = False,
+        check: bool = False,
+    ) -> _sandlet.ExecResult:
+        """Runs a command and waits for it and everything it started.
+
+        ``cmd``: a string (run by ``/bin/sh -c``) or an argv sequence. A timeout kills every process of the
+        command and sets ``timed_out``; Ctrl-C (KeyboardInterrupt) kills them too. A command that cannot be
+        started raises NotFound/PermissionDenied; one that ran and failed is a result with ``exit_code != 0``
+        (``check=True`` raises CommandFailed instead).
+        """
+        if type(cmd) is list and not (env or cwd or user or stdin or timeout or output_limit
+                                      or kill_on_output_limit or keep_background) and _plain_argv(cmd):
+            r = self._h.exec(cmd)  # the common case, without the argument plumbing
+        else:
+            r = self._h.exec(*exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
+                                        kill_on_output_limit, keep_background))
+        return r.check() if check else r
+
+    def exec_stream(
+        self,
+        cmd: Command,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        stdin: Union[bytes, str, None] = None,
+        timeout: Optional[float] = None,
+        output_limit: Optional[int] = None,
+        kill_on_output_limit: bool = False,
+        keep_background: bool = False,
+    ) -> "ExecStream":
+        """Starts a command and yields its output as it arrives: ``for stream, data in sb.exec_stream(...)``
+        (stream is sandlet.STDOUT or sandlet.STDERR); ``.result`` then holds the exit status. Leaving the
+        loop early (or closing the stream) kills the command."""
+        return ExecStream(self._h, exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
+                                             kill_on_output_limit, keep_background))
+
+    def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
+        """Creates or replaces ``path`` inside the sandbox (parents created; symlinks cannot escape)."""
+        self._h.write_file(path, data.encode() if isinstance(data, str) else bytes(data), mode)
+
+    def read_file(self, path: str, max_bytes: int = 0) -> bytes:
+        """Reads a whole file (0 = up to 64 MiB; a larger file raises OutOfRange)."""
+        return self._h.read_file(path, max_bytes)
+
+    def info(self) -> Dict[str, Any]:
+        """The sandbox's record: id, state, backend, labels, spec, environment, layers, created_at, ..."""
+        return json.loads(self._h.info_json())
+
+    def destroy(self) -> None:
+        """Kills every process and removes the sandbox (also a detached one). The handle stays usable for
+        close() only."""
+        self._h.destroy()
+
+    def close(self) -> None:
+        """Releases the handle (idempotent). Closing the last handle of an ``owned`` sandbox destroys it."""
+        self._h.close()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<sandlet.Sandbox {self.id}{' closed' if self.closed else ''}>"
+
+
+class ExecStream:
+    """Output of a running command, chunk by chunk (see Sandbox.exec_stream)."""
+
+    def __init__(self, handle: _sandlet.Sandbox, args: Tuple[Any, ...]) -> None:
+        self._queue = _sandlet.CompletionQueue()
+        self._control = handle.exec_start(self._queue, 1, True, *args)
+        self._pending: List[Tuple[int, int, Any]] = []
+        self.result: Optional[_sandlet.ExecResult] = None
+
+    def __iter__(self) -> Iterator[Tuple[int, bytes]]:
+        try:
+            while True:
+                while not self._pending:
+                    self._queue.wait(0.2)  # returns on a signal too, so Ctrl-C is handled here
+                    self._pending.extend(self._queue.drain())
+                _, kind, payload = self._pending.pop(0)
+                if kind == _sandlet.COMPLETION_OUTPUT:
+                    yield payload
+                elif kind == _sandlet.COMPLETION_RESULT:
+                    self.result = payload
+                    return
+                else:
+                    raise payload
+        finally:
+            if self.result is None:
+                self.cancel()
+
+    def wait(self) -> _sandlet.ExecResult:
+        """Discards the remaining output and returns the result."""
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def signal(self, signo: int) -> None:
+        self._control.signal(signo)
+
+    def cancel(self) -> None:
+        """Kills every process of the command."""
+        self._control.cancel()
+
+    def __enter__(self) -> "ExecStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.result is None:
+            self.cancel()
+
+
+class Runtime:
+    """A sandlet runtime rooted at a state directory (default $SANDLET_ROOT, else /var/lib/sandlet).
+
+    Opening sweeps what crashed runs left behind. Closing (or leaving the ``with`` block) destroys every
+    ``owned`` sandbox this runtime created. One per process is typical; it is thread-safe.
+    """
+
+    def __init__(
+        self,
+        root: Optional[PathLike] = None,
+        *,
+        worker_threads: int = 0,
+        gc_on_open: bool = True,
+        warm_pool: bool = True,
+    ) -> None:
+        self._h = _sandlet.Runtime(os.fspath(root) if root is not None else None, worker_threads,
+                                   not gc_on_open, not warm_pool)
+
+    @property
+    def root(self) -> str:
+        return self._h.root
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    def create(self, spec: SpecLike = None, **fields: Any) -> Sandbox:
+        """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
+        the same names (``layers=[...]``, ``environment="swe@2"``, ``env={...}``, ``limits={...}``,
+        ``labels={...}``, ``lifetime="detached"``, ...). On failure nothing is left behind."""
+        return Sandbox(self._h.create(build_spec(spec, fields)))
+
+    def attach(self, sandbox_id: str) -> Sandbox:
+        """A handle on an existing sandbox, also one created by another (maybe dead) process."""
+        return Sandbox(self._h.attach(sandbox_id))
+
+    def list(self, label: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every sandbox under this root, from every process; ``label="key=value"`` filters."""
+        return listed(self._h.list(label or ""))
+
+    def gc(self) -> int:
+        """Removes what crashed or expired runs left behind; returns how many sandboxes went."""
+        return self._h.gc()
+
+    def backends(self) -> List[Dict[str, Any]]:
+        """Backends of this build and whether this host can run each (and if not, why)."""
+        return [{"name": n, "available": a, "reason": r} for n, a, r in self._h.backends()]
+
+    # ---- layer store and environments (blocking) ----
+
+    def layer_import(
+        self,
+        path: PathLike,
+        *,
+        role: Optional[str] = None,
+        name: Optional[str] = None,
+        parent: Optional[str] = None,
+        dedupe: bool = True,
+        progress: Optional[ProgressFn] = None,
+    ) -> Dict[str, Any]:
+        """Imports a directory, tar / tar.gz / tar.zst, OCI layout or ``docker save`` tarball as
+        content-addressed EROFS layer(s). Returns {"layers": [...], "existed": [...], "environment": ...}.
+        ``progress(bytes, total_bytes, files)`` is called every few hundred files."""
+        return json.loads(self._h.layer_import(os.fspath(path), progress=progress,
+                                               **import_kwargs(role, name, parent, dedupe)))
+
+    def layer_list(self) -> List[Dict[str, Any]]:
+        return json.loads(self._h.layer_list())
+
+    def layer_inspect(self, ref: str) -> Dict[str, Any]:
+        """A layer by digest, unique hex prefix (>= 12) or name."""
+        return json.loads(self._h.layer_inspect(ref))
+
+    def layer_remove(self, ref: str) -> None:
+        """Refused (FailedPrecondition) while an environment or a live sandbox uses it."""
+        self._h.layer_remove(ref)
+
+    def layer_gc(self) -> Dict[str, Any]:
+        """Removes unreferenced layers, then unused data: {"removed_layers","removed_blobs","bytes_freed"}."""
+        return json.loads(self._h.layer_gc())
+
+    def layer_merge(self, refs: Sequence[str], *, role: Optional[str] = None, name: Optional[str] = None,
+                    dedupe: bool = True) -> Dict[str, Any]:
+        """Flattens >= 2 consecutive layers (lowest first) into one."""
+        return json.loads(self._h.layer_merge(list(refs), **import_kwargs(role, name, None, dedupe)))
+
+    def env_create(self, name: str, layers: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
+                   workdir: Optional[str] = None, user: Optional[str] = None) -> Dict[str, Any]:
+        """A new version of environment ``name`` (layers lowest first, plus env/workdir/user defaults)."""
+        return json.loads(self._h.env_create(name, list(layers), env_defaults_json(env, workdir, user)))
+
+    def env_list(self) -> List[Dict[str, Any]]:
+        return json.loads(self._h.env_list())
+
+    def env_remove(self, name: str) -> None:
+        self._h.env_remove(name)
+
+    def close(self) -> None:
+        """Destroys the owned sandboxes and frees the runtime (idempotent)."""
+        self._h.close()
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<sandlet.Runtime {self.root}{' closed' if self.closed else ''}>"

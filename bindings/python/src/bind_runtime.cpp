@@ -1,0 +1,190 @@
+// sandlet._sandlet.Runtime: open/close, create (sync and queued), attach, list, gc, the layer store and
+// environments. Every blocking call releases the GIL.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "errors.hpp"
+#include "handles.hpp"
+
+namespace py = pybind11;
+
+namespace sandlet_py {
+
+namespace {
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+}  // namespace
+
+RuntimeHandle::~RuntimeHandle() {
+  // Closing waits for the library's callbacks; none of ours needs the GIL, so let other threads run.
+  if (rt_ && PyGILState_Check() && !interpreter_finalizing()) {
+    py::gil_scoped_release release;
+    rt_.reset();
+  }
+}
+
+std::shared_ptr<sandlet::Runtime> RuntimeHandle::get() const {
+  if (!rt_) throw sandlet::Error(SANDLET_FAILED_PRECONDITION, "runtime " + root_ + " is closed");
+  return rt_;
+}
+
+void RuntimeHandle::close() {
+  std::shared_ptr<sandlet::Runtime> last = std::move(rt_);
+  py::gil_scoped_release release;
+  last.reset();
+}
+
+namespace {
+
+// Runs a blocking runtime call with the GIL released.
+template <typename Fn>
+auto blocking(const RuntimeHandle& h, Fn&& fn) {
+  auto rt = h.get();
+  py::gil_scoped_release release;
+  return fn(*rt);
+}
+
+// Layer-import options; a Python progress callable is called with the GIL re-acquired (imports run on the
+// calling thread). Its first exception is kept and raised once the import returns.
+struct ImportOptions {
+  sandlet::LayerImportOptions options;
+  std::shared_ptr<py::object> progress_error = std::make_shared<py::object>();
+};
+
+ImportOptions import_options(const std::string& role, const std::string& name, const std::string& parent,
+                             bool no_dedupe, py::object progress) {
+  ImportOptions o;
+  o.options.role = role;
+  o.options.name = name;
+  o.options.parent = parent;
+  o.options.no_dedupe = no_dedupe;
+  if (!progress.is_none()) {
+    auto fn = std::make_shared<py::object>(std::move(progress));
+    auto err = o.progress_error;
+    o.options.progress = [fn, err](uint64_t bytes, uint64_t total, uint64_t files) {
+      py::gil_scoped_acquire acquire;
+      if (*err) return;
+      try {
+        (*fn)(bytes, total, files);
+      } catch (py::error_already_set& e) {
+        *err = e.value();
+      }
+    };
+  }
+  return o;
+}
+
+void raise_progress_error(const ImportOptions& o) {
+  if (*o.progress_error) {
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(o.progress_error->ptr())), o.progress_error->ptr());
+    throw py::error_already_set();
+  }
+}
+
+}  // namespace
+
+void bind_runtime(py::module_& m) {
+  py::class_<RuntimeHandle>(m, "Runtime", "A runtime handle (low level; use sandlet.Runtime).")
+      .def(py::init([](std::optional<std::string> root, uint32_t worker_threads, bool skip_gc_on_open,
+                       bool disable_warm_pool) {
+             sandlet::RuntimeOptions o;
+             o.worker_threads = worker_threads;
+             o.skip_gc_on_open = skip_gc_on_open;
+             o.disable_warm_pool = disable_warm_pool;
+             std::shared_ptr<sandlet::Runtime> rt;
+             {
+               py::gil_scoped_release release;
+               rt = std::make_shared<sandlet::Runtime>(
+                   sandlet::Runtime::open(root ? root->c_str() : nullptr, o));
+             }
+             return RuntimeHandle(std::move(rt));
+           }),
+           py::arg("root") = py::none(), py::arg("worker_threads") = 0, py::arg("skip_gc_on_open") = false,
+           py::arg("disable_warm_pool") = false)
+      .def_property_readonly("root", &RuntimeHandle::root)
+      .def_property_readonly("closed", &RuntimeHandle::closed)
+      .def("close", &RuntimeHandle::close)
+      .def("backends",
+           [](RuntimeHandle& h) {
+             std::vector<std::tuple<std::string, bool, std::string>> out;
+             for (auto& b : h.get()->backends()) out.emplace_back(b.name, b.available, b.reason);
+             return out;
+           })
+      .def("gc", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.gc(); }); })
+      .def("list",
+           [](RuntimeHandle& h, const std::string& label_filter) {
+             auto items = blocking(h, [&](sandlet::Runtime& rt) { return rt.list(label_filter); });
+             std::vector<std::tuple<std::string, std::string, std::string>> out;
+             for (auto& s : items) out.emplace_back(std::move(s.id), std::move(s.state), std::move(s.json));
+             return out;
+           },
+           py::arg("label_filter") = "")
+      .def("create",
+           [](RuntimeHandle& h, const sandlet::Spec& spec) {
+             auto sb = blocking(h, [&](sandlet::Runtime& rt) { return rt.create(spec); });
+             return SandboxHandle(std::make_shared<sandlet::Sandbox>(std::move(sb)));
+           },
+           py::arg("spec"))
+      .def("create_async",
+           [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const sandlet::Spec& spec) {
+             h.get()->create_async(spec, [q, token](const sandlet::Error* e, sandlet::Sandbox sb) {
+               if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
+               else q->push({token, CompletionKind::kSandbox, std::make_shared<sandlet::Sandbox>(std::move(sb))});
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("spec"))
+      .def("attach",
+           [](RuntimeHandle& h, const std::string& id) {
+             auto sb = blocking(h, [&](sandlet::Runtime& rt) { return rt.attach(id); });
+             return SandboxHandle(std::make_shared<sandlet::Sandbox>(std::move(sb)));
+           },
+           py::arg("id"))
+      .def("layer_import",
+           [](RuntimeHandle& h, const std::string& path, const std::string& role, const std::string& name,
+              const std::string& parent, bool no_dedupe, py::object progress) {
+             ImportOptions o = import_options(role, name, parent, no_dedupe, std::move(progress));
+             std::string out = blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_import(path, o.options); });
+             raise_progress_error(o);
+             return out;
+           },
+           py::arg("path"), py::arg("role") = "", py::arg("name") = "", py::arg("parent") = "",
+           py::arg("no_dedupe") = false, py::arg("progress") = py::none())
+      .def("layer_list", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.layer_list(); }); })
+      .def("layer_inspect",
+           [](RuntimeHandle& h, const std::string& ref) {
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_inspect(ref); });
+           },
+           py::arg("ref"))
+      .def("layer_remove",
+           [](RuntimeHandle& h, const std::string& ref) {
+             blocking(h, [&](sandlet::Runtime& rt) { rt.layer_remove(ref); return 0; });
+           },
+           py::arg("ref"))
+      .def("layer_gc", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.layer_gc(); }); })
+      .def("layer_merge",
+           [](RuntimeHandle& h, const std::vector<std::string>& refs, const std::string& role, const std::string& name,
+              bool no_dedupe) {
+             ImportOptions o = import_options(role, name, "", no_dedupe, py::none());
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_merge(refs, o.options); });
+           },
+           py::arg("refs"), py::arg("role") = "", py::arg("name") = "", py::arg("no_dedupe") = false)
+      .def("env_create",
+           [](RuntimeHandle& h, const std::string& name, const std::vector<std::string>& layers,
+              const std::string& defaults_json) {
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.env_create(name, layers, defaults_json); });
+           },
+           py::arg("name"), py::arg("layers"), py::arg("defaults_json") = "")
+      .def("env_list", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.env_list(); }); })
+      .def("env_remove",
+           [](RuntimeHandle& h, const std::string& name) {
+             blocking(h, [&](sandlet::Runtime& rt) { rt.env_remove(name); return 0; });
+           },
+           py::arg("name"));
+}
+
+}  // namespace sandlet_py

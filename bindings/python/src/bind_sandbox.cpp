@@ -1,0 +1,200 @@
+// sandlet._sandlet.Sandbox: synchronous calls release the GIL; *_async calls queue their completion on a
+// CompletionQueue under a caller-chosen token and return at once.
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "errors.hpp"
+#include "handles.hpp"
+
+namespace py = pybind11;
+
+namespace sandlet_py {
+
+std::shared_ptr<sandlet::Sandbox> SandboxHandle::get() const {
+  if (!sb_) throw sandlet::Error(SANDLET_FAILED_PRECONDITION, "sandbox " + id_ + ": this handle is closed");
+  return sb_;
+}
+
+namespace {
+
+// Exec arguments as the Python layer normalised them (sandlet/_common.py).
+sandlet::ExecOptions exec_options(std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
+                                  std::string user, std::string stdin_data, double timeout_s,
+                                  uint64_t output_limit, bool kill_on_output_limit, bool keep_background) {
+  sandlet::ExecOptions o(std::move(argv));
+  o.env = std::move(env);
+  o.cwd = std::move(cwd);
+  o.user = std::move(user);
+  o.stdin_data = std::move(stdin_data);
+  o.timeout_s = timeout_s;
+  o.output_limit = output_limit;
+  o.kill_on_output_limit = kill_on_output_limit;
+  o.keep_background = keep_background;
+  return o;
+}
+
+// A synchronous exec that still answers Ctrl-C: wait in slices with the GIL released and run Python's
+// signal handlers in between; if one raises, the command is cancelled (all its processes killed) first.
+struct ExecWaiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<ErrorInfo> error;
+  sandlet::ExecResult result;
+};
+
+PyExecResult exec_sync(SandboxHandle& h, const sandlet::ExecOptions& opts) {
+  auto sb = h.get();
+  auto w = std::make_shared<ExecWaiter>();
+  std::optional<sandlet::ExecControl> control;
+  // Waits up to `slice` for the completion; the GIL is released meanwhile.
+  auto wait_slice = [&](std::chrono::milliseconds slice) {
+    std::unique_lock<std::mutex> lock(w->mu);
+    return w->cv.wait_for(lock, slice, [&] { return w->done; });
+  };
+  bool done;
+  {
+    // Start and the first wait share one GIL release: an exec is a few hundred microseconds.
+    py::gil_scoped_release release;
+    control.emplace(sb->exec_start(opts, [w](const sandlet::Error* e, sandlet::ExecResult r) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (e != nullptr) w->error = ErrorInfo::from(*e);
+      else w->result = std::move(r);
+      w->done = true;
+      w->cv.notify_one();
+    }));
+    done = wait_slice(std::chrono::milliseconds(100));
+  }
+  while (!done) {
+    if (PyErr_CheckSignals() != 0) {
+      py::error_already_set pending;  // e.g. KeyboardInterrupt: kill the command, then let it propagate
+      control->cancel();
+      {
+        py::gil_scoped_release release;
+        while (!wait_slice(std::chrono::milliseconds(1000))) {
+        }
+      }
+      throw pending;
+    }
+    py::gil_scoped_release release;
+    done = wait_slice(std::chrono::milliseconds(100));
+  }
+  if (w->error) throw sandlet::Error(static_cast<sandlet_code_t>(w->error->code), w->error->message, w->error->err_no);
+  return PyExecResult::from(w->result);
+}
+
+ExecControlHandle exec_start(SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token,
+                             sandlet::ExecOptions opts, bool stream) {
+  auto sb = h.get();
+  if (stream)
+    opts.on_output = [q, token](int s, std::string_view data) {
+      q->push({token, CompletionKind::kOutput, OutputChunk{s, std::string(data)}});
+    };
+  return ExecControlHandle(sb->exec_start(opts, [q, token](const sandlet::Error* e, sandlet::ExecResult r) {
+    if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
+    else q->push({token, CompletionKind::kResult, std::move(r)});
+  }));
+}
+
+void push_file(const std::shared_ptr<CompletionQueue>& q, uint64_t token, const sandlet::Error* e, std::string data,
+               uint32_t mode) {
+  if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
+  else q->push({token, CompletionKind::kFile, FileData{std::move(data), mode}});
+}
+
+#define SANDLET_PY_EXEC_ARGS                                                                             \
+  py::arg("argv"), py::arg("env") = std::vector<std::string>(), py::arg("cwd") = "", py::arg("user") = "", \
+      py::arg("stdin") = py::bytes(), py::arg("timeout_s") = 0.0, py::arg("output_limit") = 0,             \
+      py::arg("kill_on_output_limit") = false, py::arg("keep_background") = false
+
+}  // namespace
+
+void bind_sandbox(py::module_& m) {
+  py::class_<ExecControlHandle>(m, "ExecControl", "Signals or cancels a running command.")
+      .def("signal", &ExecControlHandle::signal, py::arg("signo"), "Delivers a signal to every process of it.")
+      .def("cancel", &ExecControlHandle::cancel, "Kills every process of it; its completion becomes Cancelled.");
+
+  py::class_<SandboxHandle>(m, "Sandbox", "A handle on one sandbox (low level; use sandlet.Sandbox).")
+      .def_property_readonly("id", &SandboxHandle::id)
+      .def_property_readonly("closed", &SandboxHandle::closed)
+      .def("close", &SandboxHandle::close)
+      .def("info_json", [](SandboxHandle& h) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        return sb->info_json();
+      })
+      .def("destroy", [](SandboxHandle& h) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        sb->destroy();
+      })
+      .def("destroy_async",
+           [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token) {
+             h.get()->destroy_async([q, token](const sandlet::Error* e) {
+               if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
+               else q->push({token, CompletionKind::kDone, std::monostate{}});
+             });
+           },
+           py::arg("queue"), py::arg("token"))
+      .def("exec",
+           [](SandboxHandle& h, std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
+              std::string user, std::string stdin_data, double timeout_s, uint64_t output_limit,
+              bool kill_on_output_limit, bool keep_background) {
+             return exec_sync(h, exec_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
+                                              std::move(stdin_data), timeout_s, output_limit, kill_on_output_limit,
+                                              keep_background));
+           },
+           SANDLET_PY_EXEC_ARGS)
+      .def("exec_start",
+           [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, bool stream,
+              std::vector<std::string> argv, std::vector<std::string> env, std::string cwd, std::string user,
+              std::string stdin_data, double timeout_s, uint64_t output_limit, bool kill_on_output_limit,
+              bool keep_background) {
+             return exec_start(h, std::move(q), token,
+                               exec_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
+                                            std::move(stdin_data), timeout_s, output_limit, kill_on_output_limit,
+                                            keep_background),
+                               stream);
+           },
+           py::arg("queue"), py::arg("token"), py::arg("stream"), SANDLET_PY_EXEC_ARGS)
+      .def("write_file",
+           [](SandboxHandle& h, const std::string& path, const std::string& data, uint32_t mode) {
+             auto sb = h.get();
+             py::gil_scoped_release release;
+             sb->write_file(path, data, mode);
+           },
+           py::arg("path"), py::arg("data"), py::arg("mode") = 0644)
+      .def("read_file",
+           [](SandboxHandle& h, const std::string& path, uint64_t max_bytes) {
+             auto sb = h.get();
+             std::string data;
+             {
+               py::gil_scoped_release release;
+               data = sb->read_file(path, max_bytes);
+             }
+             return py::bytes(data);
+           },
+           py::arg("path"), py::arg("max_bytes") = 0)
+      .def("write_file_async",
+           [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const std::string& path,
+              const std::string& data, uint32_t mode) {
+             h.get()->write_file_async(path, data, mode, [q, token](const sandlet::Error* e, std::string d, uint32_t md) {
+               push_file(q, token, e, std::move(d), md);
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("path"), py::arg("data"), py::arg("mode") = 0644)
+      .def("read_file_async",
+           [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const std::string& path,
+              uint64_t max_bytes) {
+             h.get()->read_file_async(path, max_bytes, [q, token](const sandlet::Error* e, std::string d, uint32_t md) {
+               push_file(q, token, e, std::move(d), md);
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("path"), py::arg("max_bytes") = 0);
+}
+
+}  // namespace sandlet_py

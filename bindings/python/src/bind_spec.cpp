@@ -1,0 +1,42 @@
+// sandlet.Spec: the C ABI's spec builder, setter for setter (each validates and names the field).
+#include <pybind11/stl.h>
+
+#include "handles.hpp"
+
+namespace py = pybind11;
+
+namespace sandlet_py {
+
+void bind_spec(py::module_& m) {
+  using sandlet::Spec;
+  py::class_<Spec>(m, "Spec",
+                   "What a sandbox looks like. Build it from JSON (Spec.from_json) or setter by setter; every\n"
+                   "setter validates its value and raises InvalidArgument naming the field.")
+      .def(py::init<>())
+      .def_static("from_json", &Spec::from_json, py::arg("json"), "Parses and validates a JSON spec.")
+      .def("to_json", &Spec::to_json, "The spec as JSON (what from_json accepts).")
+      .def("set_backend", [](Spec& s, const std::string& v) { s.backend(v); }, py::arg("backend"))
+      .def("add_layer", [](Spec& s, const std::string& v) { s.layer(v); }, py::arg("layer"),
+           "A host directory or a store layer (digest, unique hex prefix of >= 12, or name); lowest first.")
+      .def("set_environment", [](Spec& s, const std::string& v) { s.environment(v); }, py::arg("environment"),
+           "A store environment: \"name\" (latest version) or \"name@N\".")
+      .def("set_env", [](Spec& s, const std::string& k, const std::string& v) { s.env(k, v); }, py::arg("key"),
+           py::arg("value"))
+      .def("set_workdir", [](Spec& s, const std::string& v) { s.workdir(v); }, py::arg("path"))
+      .def("set_hostname", [](Spec& s, const std::string& v) { s.hostname(v); }, py::arg("hostname"))
+      .def("set_user", [](Spec& s, const std::string& v) { s.user(v); }, py::arg("user"))
+      .def("set_cpus", [](Spec& s, double v) { s.cpus(v); }, py::arg("cpus"))
+      .def("set_memory", [](Spec& s, uint64_t v) { s.memory(v); }, py::arg("bytes"))
+      .def("set_pids", [](Spec& s, uint64_t v) { s.pids(v); }, py::arg("pids"))
+      .def("set_disk", [](Spec& s, uint64_t v) { s.disk(v); }, py::arg("bytes"))
+      .def("set_network", [](Spec& s, const std::string& v) { s.network(v); }, py::arg("mode"))
+      .def("set_label", [](Spec& s, const std::string& k, const std::string& v) { s.label(k, v); }, py::arg("key"),
+           py::arg("value"))
+      .def("set_lifetime", [](Spec& s, const std::string& v) { s.lifetime(v); }, py::arg("policy"),
+           "\"owned\" (dies with its runtime/process) or \"detached\" (reattachable by id).")
+      .def("set_max_lifetime", [](Spec& s, double v) { s.max_lifetime(v); }, py::arg("seconds"))
+      .def("set_idle_timeout", [](Spec& s, double v) { s.idle_timeout(v); }, py::arg("seconds"))
+      .def("__repr__", [](const Spec& s) { return "Spec(" + s.to_json() + ")"; });
+}
+
+}  // namespace sandlet_py

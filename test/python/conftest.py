@@ -1,0 +1,68 @@
+"""Shared fixtures of the Python binding's tests.
+
+The tests use the package assembled in the build tree (PYTHONPATH, set by CTest) and the busybox root
+filesystem the build makes ($SANDLET_TEST_ROOTFS). Every runtime gets its own throw-away root directory,
+which is checked for leftover mounts and removed afterwards.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Iterator, List
+
+import pytest
+
+import sandlet
+
+REPO = os.environ.get("SANDLET_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "wheel: builds and installs the wheel (slow; run by the python-wheel test)")
+
+
+@pytest.fixture(scope="session")
+def rootfs() -> str:
+    path = os.environ.get("SANDLET_TEST_ROOTFS", "")
+    if not path or not os.path.isfile(os.path.join(path, "bin", "busybox")):
+        pytest.fail(f"SANDLET_TEST_ROOTFS={path!r} is not a busybox root filesystem (run the tests through ctest)")
+    return path
+
+
+def mounts_under(path: str) -> List[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if line.split()[4].startswith(path.rstrip("/") + "/")]
+
+
+@pytest.fixture
+def root_dir() -> Iterator[str]:
+    """A fresh runtime root; afterwards nothing may stay mounted under it."""
+    path = tempfile.mkdtemp(prefix="sandlet-pytest.")
+    yield path
+    left = mounts_under(path)
+    # Runtimes of the test are closed by now; a gc from a fresh one sweeps what a killed helper left.
+    if os.path.isdir(path):
+        with sandlet.Runtime(path) as rt:
+            rt.gc()
+    shutil.rmtree(path, ignore_errors=True)
+    assert not left, f"mounts left under {path}: {left}"
+
+
+@pytest.fixture
+def rt(root_dir: str) -> Iterator[sandlet.Runtime]:
+    with sandlet.Runtime(root_dir) as runtime:
+        yield runtime
+
+
+@pytest.fixture
+def sb(rt: sandlet.Runtime, rootfs: str) -> Iterator[sandlet.Sandbox]:
+    with rt.create(layers=[rootfs]) as sandbox:
+        yield sandbox
+
+
+def python_env() -> dict:
+    """The environment for a child Python process that must import the same sandlet."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(sandlet.__file__)))
+    return env

@@ -1,0 +1,60 @@
+"""`pip wheel .` builds a self-contained wheel that installs into a fresh virtual environment and works."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import zipfile
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.wheel
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    path = tempfile.mkdtemp(prefix="sandlet-wheel.")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert out.returncode == 0, f"{cmd} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str) -> None:
+    # Without build isolation the build uses this environment's scikit-build-core and pybind11 (no network).
+    # The checkout is copied first so that nothing of the build lands in the source tree.
+    src = os.path.join(workdir, "src")
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "build-*", "target",
+                                                             "__pycache__", "results", "plots"))
+    wheels = os.path.join(workdir, "wheels")
+    env = dict(os.environ, SKBUILD_BUILD_DIR=os.path.join(workdir, "skbuild"))
+    env.pop("PYTHONPATH", None)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", wheels, src],
+        env=env, timeout=1500)
+    (wheel,) = [os.path.join(wheels, w) for w in os.listdir(wheels) if w.endswith(".whl")]
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "sandlet/__init__.py" in names and "sandlet/libsandlet.so.1" in names and "sandlet/py.typed" in names
+    assert any(n.startswith("sandlet/_sandlet.") and n.endswith(".so") for n in names)
+    assert "sandlet/_sandlet.pyi" in names
+
+    venv = os.path.join(workdir, "venv")
+    run([sys.executable, "-m", "venv", venv], timeout=300)
+    py = os.path.join(venv, "bin", "python")
+    run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], timeout=300)
+    script = textwrap.dedent(f"""
+        import sandlet, os
+        assert os.path.dirname(sandlet.__file__).startswith({venv!r}), sandlet.__file__
+        with sandlet.Runtime({root_dir!r}) as rt, rt.create(layers=[{rootfs!r}]) as sb:
+            print(sb.exec("echo from-wheel").stdout_text.strip(), sandlet.__version__)
+    """)
+    out = run([py, "-c", script], env={"PATH": os.environ["PATH"]}, timeout=120, cwd=workdir)
+    assert out.stdout.startswith("from-wheel 0.")
