@@ -96,6 +96,12 @@ void put_double(std::string &os, double d) {
   os.append(buf, res.ptr);
 }
 
+bool all_numbers(const json::array &arr) {
+  for (const auto &x : arr)
+    if (!x.is_number()) return false;
+  return true;
+}
+
 void write(std::string &os, const json::value &v, bool pretty, std::string &indent) {
   const char *nl = pretty ? "\n" : "";
   switch (v.kind()) {
@@ -121,6 +127,16 @@ void write(std::string &os, const json::value &v, bool pretty, std::string &inde
     case json::kind::array: {
       const auto &arr = v.get_array();
       if (arr.empty()) { os += "[]"; break; }
+      // Number arrays (cdf_ms: 101 values) stay on one line, or they would swamp the pretty output.
+      if (pretty && all_numbers(arr)) {
+        os += '[';
+        for (auto it = arr.begin(); it != arr.end(); ++it) {
+          if (it != arr.begin()) os += ", ";
+          write(os, *it, false, indent);
+        }
+        os += ']';
+        break;
+      }
       os += '[';
       os += nl;
       indent.append(pretty ? 2 : 0, ' ');

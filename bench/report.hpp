@@ -28,7 +28,8 @@ std::set<std::string> sandlet_cgroups();
 boost::json::object leftovers(const std::filesystem::path &root, const std::filesystem::path &rootfs,
                               const std::set<std::string> &cgroups_before);
 
-// Pretty-printed (2-space indent) or on one line; doubles in their shortest form.
+// Pretty-printed (2-space indent; arrays of numbers on one line) or on one line; doubles in their shortest
+// form.
 std::string to_text(const boost::json::value &v, bool pretty);
 
 }  // namespace bench

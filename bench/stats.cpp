@@ -37,6 +37,8 @@ Summary summarize(const std::vector<std::uint64_t> &durations_ns) {
   s.mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
   s.min_ms = ms.front();
   s.max_ms = ms.back();
+  s.cdf_ms.reserve(kCdfPoints);
+  for (std::size_t q = 0; q < kCdfPoints; ++q) s.cdf_ms.push_back(percentile(ms, static_cast<double>(q)));
   return s;
 }
 
@@ -56,6 +58,12 @@ void put_summary(boost::json::object &out, const Summary &s) {
   out["mean_ms"] = round3(s.mean_ms);
   out["min_ms"] = round3(s.min_ms);
   out["max_ms"] = round3(s.max_ms);
+  if (!s.cdf_ms.empty()) {
+    boost::json::array cdf;
+    cdf.reserve(s.cdf_ms.size());
+    for (double v : s.cdf_ms) cdf.push_back(round3(v));
+    out["cdf_ms"] = std::move(cdf);
+  }
 }
 
 }  // namespace bench
