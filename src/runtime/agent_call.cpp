@@ -54,6 +54,23 @@ void AgentCall::abort() {
   });
 }
 
+void AgentCall::cancel(std::string kill_frame, std::chrono::milliseconds grace) {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self, kill_frame = std::move(kill_frame), grace]() mutable {
+    if (self->finished_ || self->cancelled_) return;
+    self->cancelled_ = true;
+    self->outgoing_.push_back(std::move(kill_frame));
+    self->write_next();
+    self->cancel_timer_ = std::make_unique<asio::steady_timer>(self->socket_.get_executor(), grace);
+    self->cancel_timer_->async_wait([self](boost::system::error_code ec) {
+      if (ec || self->finished_) return;
+      boost::system::error_code ignored;
+      self->socket_.close(ignored);  // the agent kills what the call started when the connection drops
+      self->finish(nullptr);
+    });
+  });
+}
+
 void AgentCall::read_header() {
   auto self = shared_from_this();
   asio::async_read(socket_, asio::buffer(header_, sizeof header_), [self](boost::system::error_code ec, size_t) {
@@ -97,6 +114,8 @@ void AgentCall::read_payload() {
 void AgentCall::finish(std::exception_ptr error) {
   if (finished_) return;
   finished_ = true;
+  if (cancel_timer_) cancel_timer_->cancel();
+  if (cancelled_) error = std::make_exception_ptr(Error(Code::kCancelled, "cancelled by the caller"));
   boost::system::error_code ignored;
   socket_.close(ignored);
   auto done = std::move(done_);

@@ -2,6 +2,7 @@
 // sends the request frames, then hands each reply frame to a handler until it reports the final one.
 #pragma once
 #include <boost/asio.hpp>
+#include <chrono>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -26,6 +27,10 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   // Closes the connection; the agent then kills whatever the call started. The call completes with
   // CANCELLED (unless it already completed). Thread-safe.
   void abort();
+  // Cancels an exec deterministically: sends `kill_frame` (SIGKILL to every process of the exec) and
+  // completes with CANCELLED once the agent reports the exit — so when the caller hears CANCELLED nothing
+  // of the command runs any more. If no exit comes within `grace`, falls back to abort(). Thread-safe.
+  void cancel(std::string kill_frame, std::chrono::milliseconds grace);
   // Queues one more frame to the agent (e.g. a signal for a running exec). Thread-safe.
   void send(std::string frame);
 
@@ -46,6 +51,8 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   FrameHandler on_frame_;
   Done done_;
   bool finished_ = false;
+  bool cancelled_ = false;
+  std::unique_ptr<boost::asio::steady_timer> cancel_timer_;
 };
 
 }  // namespace sandlet

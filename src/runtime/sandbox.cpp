@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <cmath>
+#include <csignal>
 #include <future>
 
 #include "common/error.hpp"
@@ -56,17 +57,20 @@ std::shared_ptr<Runtime> Sandbox::runtime_checked() const {
   return rt;
 }
 
+static std::string signal_frame(int signo) {
+  wire::Writer w;
+  w.u32(static_cast<uint32_t>(signo));
+  return proto::frame(proto::Msg::kSignal, w.data());
+}
+
 void ExecControl::signal(int signo) {
   if (signo <= 0 || signo >= 65) throw Error(Code::kInvalidArgument, "invalid signal number " + std::to_string(signo));
-  if (auto call = call_.lock()) {
-    wire::Writer w;
-    w.u32(static_cast<uint32_t>(signo));
-    call->send(proto::frame(proto::Msg::kSignal, w.data()));
-  }
+  if (auto call = call_.lock()) call->send(signal_frame(signo));
 }
 
 void ExecControl::cancel() {
-  if (auto call = call_.lock()) call->abort();
+  // Kill and wait for the agent's exit report, so that CANCELLED means "nothing of it runs any more".
+  if (auto call = call_.lock()) call->cancel(signal_frame(SIGKILL), std::chrono::seconds(2));
 }
 
 ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {

@@ -52,3 +52,24 @@ def test_owned_sandboxes_of_a_killed_process_are_swept(root_dir: str, rootfs: st
         rt.gc()
         with pytest.raises(sandlet.NotFound):
             rt.attach(sid)
+
+
+def test_an_exec_dies_with_the_process_that_started_it(root_dir: str, rootfs: str) -> None:
+    with sandlet.Runtime(root_dir) as rt:
+        sb = rt.create(layers=[rootfs], lifetime="detached", max_lifetime_s=600)
+        sid = sb.id
+        sb.close()
+    out = child(f"""
+        import os, signal, threading, sandlet
+        rt = sandlet.Runtime({root_dir!r})
+        sb = rt.attach({sid!r})
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        sb.exec("sleep 1; touch /late")
+    """)
+    assert out.returncode == -9
+    with sandlet.Runtime(root_dir) as rt, rt.attach(sid) as sb:
+        import time
+        time.sleep(1.5)
+        assert not sb.exec("test -e /late").ok  # the command was killed with its client
+        assert "sleep" not in sb.exec("ps -o comm").stdout_text
+        sb.destroy()

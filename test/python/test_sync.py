@@ -121,6 +121,11 @@ def test_info_and_list_by_label(rt: sandlet.Runtime, rootfs: str) -> None:
         assert info["id"] == a.id and info["state"] == "running" and info["spec"]["labels"] == {"task": "t1"}
         assert a.exec("echo $A").stdout == b"1\n"
         assert [s["id"] for s in rt.list(label="task=t2")] == [b.id]
+        with rt.create(layers=[rootfs], labels={"task": "t2", "iteration": "3"}) as c:
+            assert [s["id"] for s in rt.list(labels={"task": "t2", "iteration": "3"})] == [c.id]
+            assert [s["id"] for s in rt.list(label="iteration=3", labels={"task": "t1"})] == []
+        with pytest.raises(sandlet.InvalidArgument, match="key=value"):
+            rt.list(label="no-equals-sign")
         assert {s["id"] for s in rt.list()} == {a.id, b.id}
 
 

@@ -13,7 +13,8 @@ import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, exec_args
+from ._common import Command, SpecLike, build_spec, exec_args, is_owned
+from ._errors import FailedPrecondition
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
 _Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
@@ -71,10 +72,12 @@ def _bridge() -> Tuple[asyncio.AbstractEventLoop, _Bridge]:
 
 
 class AsyncSandbox:
-    """The asyncio face of a sandbox (see Sandbox for the semantics). ``async with`` closes the handle."""
+    """The asyncio face of a sandbox (see Sandbox for the semantics). Leaving ``async with`` destroys a
+    sandbox that ``create`` made with the default ``owned`` lifetime and closes the handle."""
 
-    def __init__(self, handle: _sandlet.Sandbox) -> None:
+    def __init__(self, handle: _sandlet.Sandbox, owned: bool = False) -> None:
         self._h = handle
+        self._owned = owned
 
     @property
     def id(self) -> str:
@@ -87,7 +90,7 @@ class AsyncSandbox:
     @property
     def sync(self) -> Sandbox:
         """The same sandbox with the synchronous API (shares the handle)."""
-        return Sandbox(self._h)
+        return Sandbox(self._h, owned=self._owned)
 
     async def exec(
         self,
@@ -182,6 +185,11 @@ class AsyncSandbox:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self._owned and not self._h.closed:
+            try:
+                await self.destroy()
+            except FailedPrecondition:
+                pass  # destroyed already, or its runtime is closed (which destroyed it)
         self.close()
 
     def __repr__(self) -> str:
@@ -293,14 +301,15 @@ class AsyncRuntime:
         except BaseException:
             bridge.forget(token)
             raise
-        return AsyncSandbox(await fut)
+        return AsyncSandbox(await fut, owned=is_owned(s))
 
     async def attach(self, sandbox_id: str) -> AsyncSandbox:
         h = await asyncio.to_thread(self.sync._h.attach, sandbox_id)
         return AsyncSandbox(h)
 
-    async def list(self, label: Optional[str] = None) -> List[Dict[str, Any]]:
-        return await asyncio.to_thread(self.sync.list, label)
+    async def list(self, label: Optional[str] = None, *,
+                   labels: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.list, label, labels=labels)
 
     async def gc(self) -> int:
         return await asyncio.to_thread(self.sync.gc)

@@ -91,6 +91,11 @@ def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> _sandlet.Spec:
     return _sandlet.Spec.from_json(json.dumps(doc))
 
 
+def is_owned(spec: _sandlet.Spec) -> bool:
+    """Whether a sandbox of this spec dies with its runtime (the default) rather than being detached."""
+    return json.loads(spec.to_json()).get("lifetime", "owned") == "owned"
+
+
 def import_kwargs(role: Optional[str], name: Optional[str], parent: Optional[str], dedupe: bool) -> Dict[str, Any]:
     return {"role": role or "", "name": name or "", "parent": parent or "", "no_dedupe": not dedupe}
 

@@ -6,7 +6,8 @@ import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed
+from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, is_owned, listed
+from ._errors import FailedPrecondition, InvalidArgument
 
 PathLike = Union[str, "os.PathLike[str]"]
 ProgressFn = Callable[[int, int, int], None]
@@ -17,14 +18,16 @@ def _plain_argv(argv: List[Any]) -> bool:
 
 
 class Sandbox:
-    """One sandbox. Use it as a context manager: leaving the block closes the handle, which destroys an
-    ``owned`` sandbox (a ``detached`` one lives on; ``destroy()`` removes it for good).
+    """One sandbox. Use it as a context manager: leaving the block of a sandbox made by ``create`` with the
+    default ``owned`` lifetime destroys it before going on; a ``detached`` or attached one is only closed
+    (it lives on; ``destroy()`` removes it for good).
 
     Thread-safe: several threads may exec in one sandbox at once.
     """
 
-    def __init__(self, handle: _sandlet.Sandbox) -> None:
+    def __init__(self, handle: _sandlet.Sandbox, owned: bool = False) -> None:
         self._h = handle
+        self._owned = owned  # created here with lifetime "owned": the with-block ends its life
 
     @property
     def id(self) -> str:
@@ -92,7 +95,8 @@ class Sandbox:
         return self._h.read_file(path, max_bytes)
 
     def info(self) -> Dict[str, Any]:
-        """The sandbox's record: id, state, backend, labels, spec, environment, layers, created_at, ..."""
+        """The sandbox's record: id, state, backend, spec (its labels, env, limits, ...), environment,
+        layers, created_at, deadline, ..."""
         return json.loads(self._h.info_json())
 
     def destroy(self) -> None:
@@ -101,13 +105,19 @@ class Sandbox:
         self._h.destroy()
 
     def close(self) -> None:
-        """Releases the handle (idempotent). Closing the last handle of an ``owned`` sandbox destroys it."""
+        """Releases the handle (idempotent). Closing the last handle of an ``owned`` sandbox destroys it in
+        the background (leaving a ``with`` block destroys it before returning)."""
         self._h.close()
 
     def __enter__(self) -> "Sandbox":
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._owned and not self._h.closed:
+            try:
+                self._h.destroy()
+            except FailedPrecondition:
+                pass  # destroyed already, or its runtime is closed (which destroyed it)
         self.close()
 
     def __repr__(self) -> str:
@@ -193,15 +203,25 @@ class Runtime:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
         the same names (``layers=[...]``, ``environment="swe@2"``, ``env={...}``, ``limits={...}``,
         ``labels={...}``, ``lifetime="detached"``, ...). On failure nothing is left behind."""
-        return Sandbox(self._h.create(build_spec(spec, fields)))
+        s = build_spec(spec, fields)
+        return Sandbox(self._h.create(s), owned=is_owned(s))
 
     def attach(self, sandbox_id: str) -> Sandbox:
         """A handle on an existing sandbox, also one created by another (maybe dead) process."""
         return Sandbox(self._h.attach(sandbox_id))
 
-    def list(self, label: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Every sandbox under this root, from every process; ``label="key=value"`` filters."""
-        return listed(self._h.list(label or ""))
+    def list(self, label: Optional[str] = None, *, labels: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
+        """Every sandbox under this root, from every process (records as in ``Sandbox.info``).
+        ``label="key=value"`` keeps those carrying that label; ``labels={...}`` those carrying all of them."""
+        wanted = dict(labels or {})
+        if label:
+            key, sep, value = label.partition("=")
+            if not sep or not key:
+                raise InvalidArgument(f"label: {label!r} is not key=value", 3)
+            wanted[key] = value
+        first = next(iter(wanted.items()), None)
+        rows = listed(self._h.list(f"{first[0]}={first[1]}" if first else ""))
+        return [r for r in rows if all(r.get("spec", {}).get("labels", {}).get(k) == v for k, v in wanted.items())]
 
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind; returns how many sandboxes went."""

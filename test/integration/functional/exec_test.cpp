@@ -178,6 +178,6 @@ TEST_CASE("a running exec can be signalled and cancelled; cancel kills its whole
   ctl2.cancel();
   REQUIRE(wait_until([&] { return code.load() != -1; }, 10));
   CHECK(code == SANDLET_CANCELLED);
-  CHECK(wait_until([&] { return count_procs(sb, "sleep") == 0; }, 5));
+  CHECK(count_procs(sb, "sleep") == 0);  // CANCELLED is reported once they are dead, not before
   h.check_no_leaks();
 }
