@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The sandlet demo: a miniature agentic rollout through the C++ API (examples/rollout.cpp), then the same
-# runtime from the shell with the `sandlet` CLI. Expects a finished build (`make demo` builds first).
+# runtime from the shell with the `sandlet` CLI, then from Python: a PyTorch REINFORCE trainer whose episodes
+# run in layered-environment sandboxes, killed mid-rollout and resumed (examples/python/reinforce_trainer.py).
+# Expects a finished build (`make demo` builds first).
 #
 # Environment: BUILD_DIR    the CMake build directory (default: <repo>/build)
+#              PYTHON       the interpreter with torch (default: <repo>/.venv/bin/python, made by setup.sh)
 #              SANDLET_ROOT runtime root to use and keep; it must hold no sandboxes yet (default: a
 #                           throw-away one, removed on exit)
 set -euo pipefail
@@ -75,6 +78,30 @@ show sandlet exec --timeout 5 "$id" -- ps
 show sandlet ps --label task=cli
 show sandlet rm "$id"
 ! sandlet ps -q | grep -qx "$id" || die "sandbox $id is still listed after rm"
+
+# ---- the same runtime from Python: a trainer that survives preemption ---------------------------------
+python=${PYTHON:-$repo/.venv/bin/python}
+if [[ -x $python && -d $build/python/sandlet ]]; then
+  echo
+  echo "== 9. Python: REINFORCE with torch; every episode is a sandbox of a layered environment (Debian base +"
+  echo "      task workspace + agent toolkit); the trainer is SIGKILLed mid-rollout, restarted, and reattaches"
+  trainer=("$python" "$repo/examples/python/reinforce_trainer.py" --root "$root" --job-dir "$scratch/job"
+           --base "$debian" --iterations 20 --batch 12 --seed 1)
+  echo "  \$ python3 examples/python/reinforce_trainer.py --iterations 20 --preempt-at 4 ...   # killed"
+  # In a subshell whose stderr is discarded: bash's own "Killed" notice is not part of the demo.
+  set +e
+  (PYTHONPATH=$build/python "${trainer[@]}" --preempt-at 4 >"$scratch/preempted.log" 2>&1; exit $?) 2>/dev/null
+  status=$?
+  set -e
+  sed 's/^/    /' "$scratch/preempted.log"
+  [[ $status -eq 137 ]] || die "the trainer was to be killed by SIGKILL (exit 137), it exited with $status"
+  echo "  \$ python3 examples/python/reinforce_trainer.py --iterations 20 ...   # the same command again: resumes"
+  PYTHONPATH=$build/python "${trainer[@]}" 2>&1 | sed 's/^/    /'
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || die "the resumed trainer failed"
+else
+  echo
+  echo "== 9. Python part skipped: no $python or no Python module in $build/python (run scripts/setup.sh)"
+fi
 
 elapsed_ms=$(( (${EPOCHREALTIME/./} - start_us) / 1000 ))
 kept=" (kept)"; [[ $root == "$scratch/root" ]] && kept=" (throw-away: removed now)"
