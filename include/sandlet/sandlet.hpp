@@ -37,6 +37,10 @@
 #include "sandlet/sandlet.h"
 
 namespace sandlet {
+// The wrapper's classes live in an inline namespace: users write sandlet::Runtime, but the mangled names
+// (sandlet::cxx::Runtime) never collide with the library's own internal classes of the same names, so a
+// program may link the library's objects statically (the CLI does) without breaking the one-definition rule.
+inline namespace cxx {
 
 // ---- errors -------------------------------------------------------------------------------------------
 
@@ -689,6 +693,7 @@ class Runtime {
   sandlet_runtime_t* rt_ = nullptr;
 };
 
+}  // inline namespace cxx
 }  // namespace sandlet
 
 #endif  // SANDLET_SANDLET_HPP
