@@ -73,3 +73,30 @@ def test_an_exec_dies_with_the_process_that_started_it(root_dir: str, rootfs: st
         assert not sb.exec("test -e /late").ok  # the command was killed with its client
         assert "sleep" not in sb.exec("ps -o comm").stdout_text
         sb.destroy()
+
+
+def test_handles_do_not_survive_fork(rt: sandlet.Runtime, rootfs: str) -> None:
+    """A forked child (e.g. a PyTorch DataLoader worker) gets a clear error, and releasing the inherited
+    handles there neither destroys the parent's sandbox nor hangs."""
+    import os
+    sb = rt.create(layers=[rootfs])
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit status
+        code = 0
+        try:
+            sb.exec("true")
+            code = 10
+        except sandlet.FailedPrecondition as e:
+            code = 0 if "fork" in str(e) else 11
+        except BaseException:
+            code = 12
+        try:
+            sb.close()   # must not destroy the parent's sandbox
+            rt.close()   # must not wait for threads that only exist in the parent
+        except BaseException:
+            code = 13
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert sb.exec("echo alive").stdout == b"alive\n"
+    sb.close()
