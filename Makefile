@@ -34,10 +34,11 @@ build: configure
 test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 
-# A miniature agentic rollout (examples/rollout.cpp), then the CLI; see scripts/demo.sh. It uses a
+# A miniature agentic rollout (examples/rollout.cpp), then the CLI, then the Python trainer that survives
+# being killed (examples/python/reinforce_trainer.py); see scripts/demo.sh. It uses a
 # throw-away runtime root, unless SANDLET_ROOT is set (then that one is used and kept).
 demo: build
-	@BUILD_DIR="$(abspath $(BUILD_DIR))" bash ./scripts/demo.sh
+	@BUILD_DIR="$(abspath $(BUILD_DIR))" PYTHON="$(PYTHON)" bash ./scripts/demo.sh
 
 # Each scenario prints one JSON object on one line (JSON Lines); the bench makes its own temp runtime
 # root and removes it. A failing scenario does not stop the others, but fails the target.
