@@ -178,3 +178,19 @@ def test_layers_from_asyncio(root_dir: str, rootfs: str, tmp_path) -> None:
             async with await rt.create(environment="e") as sb:
                 assert (await sb.exec("cat /hello")).stdout == b"layer file\n"
     run(main())
+
+
+def test_burst_of_creates_from_one_asyncio_thread(root_dir: str, rootfs: str) -> None:
+    """200 sandboxes asked for at once from one coroutine batch: all arrive, all work, none is left."""
+    async def main() -> None:
+        async with sandlet.AsyncRuntime(root_dir) as rt:
+            boxes = await asyncio.gather(*[rt.create(layers=[rootfs], labels={"burst": "1"}) for _ in range(200)])
+            assert len({b.id for b in boxes}) == 200
+            results = await asyncio.gather(*[b.exec("cat /proc/self/status | grep -c Pid") for b in boxes])
+            assert all(r.ok for r in results)
+            assert len(await rt.list(label="burst=1")) == 200
+            await asyncio.gather(*[b.destroy() for b in boxes])
+            for b in boxes:
+                b.close()
+            assert await rt.list() == []
+    run(main())
