@@ -39,7 +39,7 @@ def test_create_exec_files_destroy(root_dir: str, rootfs: str) -> None:
 
 def test_create_errors_are_raised(root_dir: str) -> None:
     async def main() -> None:
-        async with sandlet.AsyncRuntime(root_dir) as rt:
+        async with await sandlet.AsyncRuntime.open(root_dir) as rt:
             with pytest.raises(sandlet.InvalidArgument, match="layers"):
                 await rt.create(layers=["/no/such/dir"])
             with pytest.raises(sandlet.NotFound):

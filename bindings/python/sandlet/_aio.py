@@ -280,7 +280,15 @@ class AsyncRuntime:
 
     def __init__(self, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
                  warm_pool: bool = True) -> None:
+        # Opening is quick, but its sweep of a crashed run's leftovers may take longer: see open().
         self.sync = Runtime(root, worker_threads=worker_threads, gc_on_open=gc_on_open, warm_pool=warm_pool)
+
+    @classmethod
+    async def open(cls, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
+                   warm_pool: bool = True) -> "AsyncRuntime":
+        """Opens the runtime in a worker thread, so that the event loop never waits on the sweep at open."""
+        return await asyncio.to_thread(cls, root, worker_threads=worker_threads, gc_on_open=gc_on_open,
+                                       warm_pool=warm_pool)
 
     @property
     def root(self) -> str:
