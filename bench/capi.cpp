@@ -31,6 +31,10 @@ Spec::Spec(const std::filesystem::path &rootfs) {
   }
 }
 
+void Spec::add_layer(const std::filesystem::path &dir) {
+  check(sandlet_spec_add_layer(spec_, dir.c_str()), "sandlet_spec_add_layer(" + dir.string() + ")");
+}
+
 void Sandbox::destroy() {
   check(sandlet_sandbox_destroy(sb_), std::string("sandlet_sandbox_destroy(") + sandlet_sandbox_id(sb_) + ")");
 }

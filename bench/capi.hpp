@@ -29,6 +29,7 @@ class Runtime final {
 class Spec final {
  public:
   explicit Spec(const std::filesystem::path &rootfs);  // one read-only layer, defaults otherwise
+  void add_layer(const std::filesystem::path &dir);   // one more, on top
   ~Spec() { sandlet_spec_delete(spec_); }
   Spec(const Spec &) = delete;
   Spec &operator=(const Spec &) = delete;

@@ -82,6 +82,8 @@ void usage(std::FILE *out) {
                "  --workspace-mb M workspace-provision, import: workspace size in MiB (default 500; generated\n"
                "                   once, cached under /var/cache/sandlet/bench-workspace-<M>mb/)\n"
                "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
+               "  --environments N lifecycle: cycle through N environments (the rootfs plus one small layer\n"
+               "                   each), as a trainer interleaving N tasks does (default 1)\n"
                "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"
                "                   large host process (a trainer) shows up in lifecycle and exec\n"
                "  --json           one-line JSON\n"
@@ -148,6 +150,8 @@ Options parse_args(int argc, char **argv) {
       o.sandboxes = parse_number("--sandboxes", value(), 1);
     } else if (a == "--workspace-mb") {
       o.workspace_mb = static_cast<unsigned>(parse_number("--workspace-mb", value(), 1));
+    } else if (a == "--environments") {
+      o.environments = static_cast<unsigned>(parse_number("--environments", value(), 1));
     } else if (a == "--no-warm-pool") {
       o.warm_pool = false;
     } else if (a == "--no-peer") {
@@ -206,6 +210,7 @@ int run(int argc, char **argv) {
   out["date"] = iso_date_utc();
   out["host"] = host_info();
   out["warm_pool"] = ctx.opt.warm_pool;
+  if (ctx.opt.environments > 1) out["environments"] = ctx.opt.environments;
   // A large resident host process, as a PyTorch trainer is: page tables a fork would have to copy.
   std::vector<char> ballast;
   if (ctx.opt.host_rss_gib) {

@@ -8,6 +8,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,16 +40,29 @@ json::object scenario_lifecycle(const Context &ctx) {
   const std::size_t n = iterations_of(ctx);
   const unsigned c = ctx.opt.concurrency;
   Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
+  // One spec per environment: the rootfs plus a small layer of its own (a task's workspace), so that
+  // consecutive creates of an interleaving trainer ask for different root filesystems.
+  const unsigned envs = std::max(1u, ctx.opt.environments);
   std::vector<std::unique_ptr<Spec>> specs;
-  for (unsigned t = 0; t < c; ++t) specs.push_back(std::make_unique<Spec>(ctx.rootfs));
+  for (unsigned e = 0; e < envs; ++e) {
+    specs.push_back(std::make_unique<Spec>(ctx.rootfs));
+    if (envs > 1) {
+      const std::filesystem::path dir = ctx.root / ("bench-env-" + std::to_string(e));
+      std::filesystem::create_directories(dir / "task");
+      std::ofstream(dir / "task" / "id") << e << "\n";
+      specs.back()->add_layer(dir);
+    }
+  }
+  std::atomic<std::size_t> next_env{0};
 
   // Per-phase times, kept only for the paired (reported) iterations.
   std::mutex mu;
   std::vector<std::uint64_t> create_ns, exec_ns, destroy_ns, in_sandbox_ns;
 
-  const auto lifecycle_once = [&](unsigned t, bool record) {
+  const auto lifecycle_once = [&](unsigned, bool record) {
+    const Spec &spec = *specs[next_env.fetch_add(1) % specs.size()];
     const auto t0 = now_ns();
-    Sandbox sb = create_sandbox(rt.get(), *specs[t]);
+    Sandbox sb = create_sandbox(rt.get(), spec);
     const auto t1 = now_ns();
     std::uint64_t run_ns = 0;
     exec_ok(sb, {"/bin/true"}, &run_ns);

@@ -98,8 +98,10 @@ typedef struct sandlet_runtime_options {
   uint32_t worker_threads;  /* threads for create/destroy work; 0 = default (2) */
   int skip_gc_on_open;      /* non-zero: do not sweep leftovers at open */
   int disable_warm_pool;    /* non-zero: no warm pool. By default, from its second create on, a runtime keeps
-                               2 container sandboxes prepared (namespaces, cgroup, uid range, root filesystem
-                               of the environment asked for last) so that a create only configures one */
+                               2 container sandboxes prepared (namespaces, cgroup, uid range, and — while
+                               consecutive creates ask for the same environment — its root filesystem; when
+                               they alternate between environments, without it) so that a create only
+                               configures one */
 } sandlet_runtime_options_t;
 #define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0}
 

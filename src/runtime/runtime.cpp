@@ -224,7 +224,11 @@ std::optional<Runtime::WarmEntry> Runtime::take_warm(const Spec& spec, const std
   std::vector<WarmEntry> stale;
   {
     std::lock_guard lock(warm_mutex_);
-    // The pool follows the environment asked for last (RL rollouts create the same one over and over).
+    // The pool follows the environment asked for last: a rollout that creates the same one over and over
+    // gets sandboxes staged with its root filesystem. When consecutive creates ask for different ones (many
+    // tasks interleaved), staged sandboxes would be thrown away unused, so the pool prepares generic ones
+    // (everything but the root filesystem), which fit any environment.
+    warm_staged_ = warm_key_ && warm_key_->layers == spec.layers && warm_key_->limits.disk == spec.limits.disk;
     warm_key_ = spec;
     warm_key_digests_.clear();
     for (const auto& l : layers) {
@@ -265,8 +269,8 @@ void Runtime::warm_loop() {
   for (;;) {
     warm_cv_.wait(lock, [this] { return warm_stop_ || warm_.size() < options_.warm_pool; });
     if (warm_stop_) return;
-    std::optional<Spec> key = warm_key_;
-    std::vector<std::string> key_digests = warm_key_digests_;
+    std::optional<Spec> key = warm_staged_ ? warm_key_ : std::nullopt;
+    std::vector<std::string> key_digests = warm_staged_ ? warm_key_digests_ : std::vector<std::string>();
     lock.unlock();
     std::optional<WarmEntry> entry;
     try {
@@ -276,7 +280,7 @@ void Runtime::warm_loop() {
       WarmEntry e;
       e.rec = new_record("container", SandboxState::kPooled);
       try {
-        // Staged for the environment asked for last: its root filesystem is ready too.
+        // Staged for the environment asked for last (its root filesystem ready too), or generic.
         e.prepared = impl->second->prepare(e.rec, sandbox_dir(e.rec.id), key ? &*key : nullptr);
       } catch (...) {
         discard(e.rec);

@@ -144,6 +144,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::condition_variable warm_cv_;
   std::deque<WarmEntry> warm_;
   std::optional<Spec> warm_key_;  // the environment the pool prepares for (the last one asked for)
+  bool warm_staged_ = false;      // stage for warm_key_ (the last two creates asked for it) or prepare generic
   std::vector<std::string> warm_key_digests_;  // its store layers: kept mounted while this runtime lives
   size_t creates_ = 0;
   bool warm_stop_ = false;

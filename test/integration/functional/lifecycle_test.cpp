@@ -187,6 +187,14 @@ TEST_CASE("warm pool: sandboxes prepared ahead get the environment asked for", "
       CHECK(run_out(sb, "hostname") == "h" + std::to_string(i) + "\n");
     }
   }
+  // Interleaved environments (A, B, A, B, ...): the pool switches to generic sandboxes, each staged with
+  // the root filesystem asked for at create.
+  for (int i = 0; i < 8; ++i) {
+    const bool use_a = i % 2 == 0;
+    auto sb = h.rt().create(Harness::spec().layer((use_a ? a : b).string()));
+    CHECK(sb.read_file("/marker") == (use_a ? "A" : "B"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the pool refill between creates
+  }
   h.check_no_leaks();
 }
 
