@@ -43,7 +43,7 @@ class InvalidArgument(Error, ValueError):
     """Bad input; the message names the field. Do not retry unchanged."""
 
 
-class DeadlineExceeded(Error, TimeoutError):
+class DeadlineExceeded(Error, TimeoutError):  # type: ignore[misc]  # (errno: int, never None)
     """A timeout expired."""
 
 
