@@ -14,6 +14,11 @@
  * Thread-safety: a runtime, and the sandboxes opened from it, may be used from any thread concurrently.
  * Specs and results are plain values: use one from one thread at a time.
  *
+ * fork(): runtime and sandbox handles belong to the process that opened them (the runtime's threads exist
+ * only there). In a fork()ed child every call on an inherited handle fails with FAILED_PRECONDITION, and
+ * closing it there releases nothing (it never destroys the parent's sandboxes nor waits on its threads):
+ * open a new runtime in the child, and attach to sandboxes by id.
+ *
  * Asynchronous calls take a completion callback. Callbacks run on the runtime's event-loop thread; they
  * must not block, and must not call the blocking (synchronous) functions of this header — doing so returns
  * FAILED_PRECONDITION instead of deadlocking. They may call other *_async functions.

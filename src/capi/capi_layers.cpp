@@ -49,7 +49,7 @@ extern "C" {
 
 SANDLET_API sandlet_error_t* sandlet_layer_import(sandlet_runtime_t* rt, const char* path,
                                                   const sandlet_layer_import_options_t* opts, char** result_json) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(path);
   return guard([&] {
     auto r = rt->rt->layer_store().import(path, import_options(opts));
@@ -63,20 +63,20 @@ SANDLET_API sandlet_error_t* sandlet_layer_import(sandlet_runtime_t* rt, const c
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_list(sandlet_runtime_t* rt, char** out) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
   return guard([&] { *out = sandlet::capi::dup_string(layers_json(rt->rt->layer_store().list())); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_inspect(sandlet_runtime_t* rt, const char* ref, char** out) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(ref);
   SANDLET_REQUIRE(out);
   return guard([&] { *out = sandlet::capi::dup_string(rt->rt->layer_store().inspect(ref).to_json()); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_remove(sandlet_runtime_t* rt, const char* ref) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(ref);
   return guard([&] {
     auto& store = rt->rt->layer_store();
@@ -87,7 +87,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_remove(sandlet_runtime_t* rt, const c
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_gc(sandlet_runtime_t* rt, char** report_json) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   return guard([&] {
     rt->rt->gc();  // dead sandboxes first: their layers are then no longer in use
     auto report = rt->rt->layer_store().gc(rt->rt->layers_in_use());
@@ -101,7 +101,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_gc(sandlet_runtime_t* rt, char** repo
 
 SANDLET_API sandlet_error_t* sandlet_layer_merge(sandlet_runtime_t* rt, const char* const* refs, size_t n,
                                                  const sandlet_layer_import_options_t* opts, char** layer_json) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   return guard([&] {
     auto& runtime = *rt->rt;
     std::vector<sandlet::sys::UniqueFd> holds;
@@ -117,7 +117,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_merge(sandlet_runtime_t* rt, const ch
 
 SANDLET_API sandlet_error_t* sandlet_env_create(sandlet_runtime_t* rt, const char* name, const char* const* layers,
                                                 size_t n, const char* defaults_json, char** version_json) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(name);
   return guard([&] {
     std::map<std::string, std::string> env;
@@ -154,7 +154,7 @@ SANDLET_API sandlet_error_t* sandlet_env_create(sandlet_runtime_t* rt, const cha
 }
 
 SANDLET_API sandlet_error_t* sandlet_env_list(sandlet_runtime_t* rt, char** out) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
   return guard([&] {
     std::string s = "[";
@@ -165,7 +165,7 @@ SANDLET_API sandlet_error_t* sandlet_env_list(sandlet_runtime_t* rt, char** out)
 }
 
 SANDLET_API sandlet_error_t* sandlet_env_remove(sandlet_runtime_t* rt, const char* name) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(name);
   return guard([&] { rt->rt->layer_store().env_remove(name); });
 }

@@ -61,6 +61,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
 
 SANDLET_API void sandlet_runtime_close(sandlet_runtime_t* rt) {
   if (!rt) return;
+  if (sandlet::capi::forked(rt->pid)) return;  // a fork()ed child leaks it (see handles.hpp)
   try {
     rt->rt->close();
   } catch (...) {
@@ -72,7 +73,7 @@ SANDLET_API const char* sandlet_runtime_root(const sandlet_runtime_t* rt) { retu
 
 SANDLET_API sandlet_error_t* sandlet_runtime_backends(sandlet_runtime_t* rt, const sandlet_backend_info_t** out,
                                                       size_t* count) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
   SANDLET_REQUIRE(count);
   *out = rt->backend_infos.data();
@@ -81,7 +82,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_backends(sandlet_runtime_t* rt, con
 }
 
 SANDLET_API sandlet_error_t* sandlet_runtime_gc(sandlet_runtime_t* rt, size_t* removed) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   return guard([&] {
     size_t n = rt->rt->gc();
     if (removed) *removed = n;
@@ -90,7 +91,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_gc(sandlet_runtime_t* rt, size_t* r
 
 SANDLET_API sandlet_error_t* sandlet_runtime_list(sandlet_runtime_t* rt, const char* label_filter,
                                                   sandlet_sandbox_list_t** out) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
   return guard([&] {
     auto list = std::make_unique<sandlet_sandbox_list>();

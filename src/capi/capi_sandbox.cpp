@@ -46,7 +46,7 @@ extern "C" {
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_create(sandlet_runtime_t* rt, const sandlet_spec_t* spec,
                                                     sandlet_sandbox_t** out) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(spec);
   SANDLET_REQUIRE(out);
   return guard([&] {
@@ -57,7 +57,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_create(sandlet_runtime_t* rt, const
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_create_async(sandlet_runtime_t* rt, const sandlet_spec_t* spec,
                                                           sandlet_create_cb cb, void* user_data) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(spec);
   SANDLET_REQUIRE(cb);
   return guard([&] {
@@ -79,7 +79,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_create_async(sandlet_runtime_t* rt,
 }
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_attach(sandlet_runtime_t* rt, const char* id, sandlet_sandbox_t** out) {
-  SANDLET_REQUIRE(rt);
+  SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(id);
   SANDLET_REQUIRE(out);
   return guard([&] { *out = wrap(rt->rt->attach(id)); });
@@ -88,14 +88,14 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_attach(sandlet_runtime_t* rt, const
 SANDLET_API const char* sandlet_sandbox_id(const sandlet_sandbox_t* sb) { return sb ? sb->sb->id().c_str() : ""; }
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_destroy(sandlet_sandbox_t* sb) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   return guard([&] { sb->sb->destroy(); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_destroy_async(sandlet_sandbox_t* sb,
                                                            void (*cb)(void* user_data, sandlet_error_t* err),
                                                            void* user_data) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   return guard([&] {
     auto target = sb->sb;
     auto rt = target->runtime();
@@ -111,17 +111,20 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_destroy_async(sandlet_sandbox_t* sb
   });
 }
 
-SANDLET_API void sandlet_sandbox_close(sandlet_sandbox_t* sb) { delete sb; }
+SANDLET_API void sandlet_sandbox_close(sandlet_sandbox_t* sb) {
+  if (sb && sandlet::capi::forked(sb->pid)) return;  // a fork()ed child leaks it (see handles.hpp)
+  delete sb;
+}
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_info_json(sandlet_sandbox_t* sb, char** out) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(out);
   return guard([&] { *out = sandlet::capi::dup_string(sb->sb->info_json()); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_exec(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
                                                   sandlet_exec_result_t** out) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(opts);
   SANDLET_REQUIRE(out);
   return guard([&] {
@@ -134,7 +137,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec(sandlet_sandbox_t* sb, const s
 SANDLET_API sandlet_error_t* sandlet_sandbox_exec_start(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
                                                         sandlet_exec_cb cb, void* user_data,
                                                         sandlet_exec_control_t** control) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(opts);
   SANDLET_REQUIRE(cb);
   return guard([&] {
@@ -205,7 +208,7 @@ SANDLET_API void sandlet_exec_result_delete(sandlet_exec_result_t* r) { delete r
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_write_file(sandlet_sandbox_t* sb, const char* path, const void* data,
                                                         size_t len, uint32_t mode) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(path);
   if (len && !data) return sandlet::capi::null_arg("data");
   return guard([&] { sb->sb->write_file(path, std::string(static_cast<const char*>(data), len), mode); });
@@ -213,7 +216,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_write_file(sandlet_sandbox_t* sb, c
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_read_file(sandlet_sandbox_t* sb, const char* path, uint64_t max_bytes,
                                                        void** data, size_t* len) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(path);
   SANDLET_REQUIRE(data);
   SANDLET_REQUIRE(len);
@@ -227,7 +230,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_read_file(sandlet_sandbox_t* sb, co
 SANDLET_API sandlet_error_t* sandlet_sandbox_write_file_async(sandlet_sandbox_t* sb, const char* path,
                                                               const void* data, size_t len, uint32_t mode,
                                                               sandlet_file_cb cb, void* user_data) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(path);
   SANDLET_REQUIRE(cb);
   if (len && !data) return sandlet::capi::null_arg("data");
@@ -241,7 +244,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_write_file_async(sandlet_sandbox_t*
 
 SANDLET_API sandlet_error_t* sandlet_sandbox_read_file_async(sandlet_sandbox_t* sb, const char* path,
                                                              uint64_t max_bytes, sandlet_file_cb cb, void* user_data) {
-  SANDLET_REQUIRE(sb);
+  SANDLET_REQUIRE_HANDLE(sb);
   SANDLET_REQUIRE(path);
   SANDLET_REQUIRE(cb);
   return guard([&] {

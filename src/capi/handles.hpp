@@ -1,5 +1,7 @@
 // The C handles and the one place C++ errors become sandlet_error_t. No exception crosses the ABI.
 #pragma once
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -19,9 +21,13 @@ struct sandlet_error {
   std::string message;
 };
 
+// Runtime and sandbox handles remember the process that opened them: the runtime's threads exist only there.
+// In a fork()ed child every call on them fails with FAILED_PRECONDITION and closing them leaks them on
+// purpose — a child must neither destroy its parent's sandboxes nor wait on threads it does not have.
 struct sandlet_runtime {
   std::shared_ptr<sandlet::Runtime> rt;
   std::vector<sandlet_backend_info_t> backend_infos;
+  pid_t pid = ::getpid();
 };
 
 struct sandlet_spec {
@@ -30,6 +36,7 @@ struct sandlet_spec {
 
 struct sandlet_sandbox {
   std::shared_ptr<sandlet::Sandbox> sb;
+  pid_t pid = ::getpid();
 };
 
 struct sandlet_exec_control {
@@ -105,4 +112,32 @@ inline char* dup_string(const std::string& s) {
 #define SANDLET_REQUIRE(arg) \
   do {                        \
     if (!(arg)) return sandlet::capi::null_arg(#arg); \
+  } while (0)
+
+namespace sandlet::capi {
+
+inline bool forked(pid_t opener) { return ::getpid() != opener; }
+
+inline sandlet_error_t* forked_error(const char* what, pid_t opener) {
+  return make_error(SANDLET_FAILED_PRECONDITION,
+                    std::string(what) + " handle was opened by process " + std::to_string(opener) +
+                        "; handles do not survive fork(): open a new runtime in this process");
+}
+
+inline sandlet_error_t* check_handle(const sandlet_runtime* rt, const char* name) {
+  if (!rt) return null_arg(name);
+  return forked(rt->pid) ? forked_error("runtime", rt->pid) : nullptr;
+}
+
+inline sandlet_error_t* check_handle(const sandlet_sandbox* sb, const char* name) {
+  if (!sb) return null_arg(name);
+  return forked(sb->pid) ? forked_error("sandbox", sb->pid) : nullptr;
+}
+
+}  // namespace sandlet::capi
+
+// A runtime or sandbox argument: not NULL, and used in the process that opened it.
+#define SANDLET_REQUIRE_HANDLE(arg)                                                     \
+  do {                                                                                  \
+    if (sandlet_error_t* handle_error_ = sandlet::capi::check_handle(arg, #arg)) return handle_error_; \
   } while (0)

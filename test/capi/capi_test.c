@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandlet/sandlet.h"
@@ -149,11 +150,56 @@ static void test_sandbox_roundtrip(const char *root) {
   sandlet_runtime_close(rt);
 }
 
+/* A fork()ed child (a worker process of the host program) cannot use, nor tear down, its parent's handles. */
+static void test_fork_child(const char *root) {
+  sandlet_runtime_t *rt = NULL;
+  OK(sandlet_runtime_open(root, NULL, &rt));
+  if (!rt) return;
+  sandlet_spec_t *spec = NULL;
+  OK(sandlet_spec_new(&spec));
+  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  sandlet_sandbox_t *sb = NULL;
+  OK(sandlet_sandbox_create(rt, spec, &sb));
+  sandlet_spec_delete(spec);
+  if (!sb) {
+    sandlet_runtime_close(rt);
+    return;
+  }
+  const char *argv[] = {"true", NULL};
+  sandlet_exec_options_t o = SANDLET_EXEC_OPTIONS_INIT;
+  o.argv = argv;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int status = 0;
+    sandlet_exec_result_t *res = NULL;
+    sandlet_error_t *e = sandlet_sandbox_exec(sb, &o, &res);
+    if (sandlet_error_code(e) != SANDLET_FAILED_PRECONDITION || !strstr(sandlet_error_message(e), "fork")) status = 1;
+    sandlet_error_delete(e);
+    size_t removed = 0;
+    e = sandlet_runtime_gc(rt, &removed);
+    if (sandlet_error_code(e) != SANDLET_FAILED_PRECONDITION) status = 2;
+    sandlet_error_delete(e);
+    sandlet_sandbox_close(sb);   /* must not destroy the parent's owned sandbox */
+    sandlet_runtime_close(rt);   /* must return at once: the runtime's threads are not in this process */
+    _exit(status);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  sandlet_exec_result_t *res = NULL;
+  OK(sandlet_sandbox_exec(sb, &o, &res));  /* the parent's sandbox is intact */
+  CHECK(res && sandlet_exec_result_exit_code(res) == 0);
+  sandlet_exec_result_delete(res);
+  sandlet_sandbox_close(sb);
+  sandlet_runtime_close(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/sandlet-capi-XXXXXX";
   if (!mkdtemp(root)) return 1;
   test_errors_and_versions();
   test_sandbox_roundtrip(root);
+  test_fork_child(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd) != 0) ++failed;

@@ -21,10 +21,6 @@ bool interpreter_finalizing() {
 }  // namespace
 
 RuntimeHandle::~RuntimeHandle() {
-  if (rt_ && fork_.forked()) {
-    new std::shared_ptr<sandlet::Runtime>(std::move(rt_));  // leak: see ForkGuard
-    return;
-  }
   // Closing waits for the library's callbacks; none of ours needs the GIL, so let other threads run.
   if (rt_ && PyGILState_Check() && !interpreter_finalizing()) {
     py::gil_scoped_release release;
@@ -33,17 +29,12 @@ RuntimeHandle::~RuntimeHandle() {
 }
 
 std::shared_ptr<sandlet::Runtime> RuntimeHandle::get() const {
-  fork_.check("runtime " + root_);
   if (!rt_) throw sandlet::Error(SANDLET_FAILED_PRECONDITION, "runtime " + root_ + " is closed");
   return rt_;
 }
 
 void RuntimeHandle::close() {
   std::shared_ptr<sandlet::Runtime> last = std::move(rt_);
-  if (last && fork_.forked()) {
-    new std::shared_ptr<sandlet::Runtime>(std::move(last));  // leak: see ForkGuard
-    return;
-  }
   py::gil_scoped_release release;
   last.reset();
 }

@@ -14,22 +14,9 @@ namespace py = pybind11;
 
 namespace sandlet_py {
 
-void ForkGuard::check(const std::string& what) const {
-  if (forked())
-    throw sandlet::Error(SANDLET_FAILED_PRECONDITION,
-                         what + " was opened by process " + std::to_string(pid_) +
-                             "; handles do not survive fork(): open a new sandlet.Runtime in this process");
-}
-
 std::shared_ptr<sandlet::Sandbox> SandboxHandle::get() const {
-  fork_.check("sandbox " + id_);
   if (!sb_) throw sandlet::Error(SANDLET_FAILED_PRECONDITION, "sandbox " + id_ + ": this handle is closed");
   return sb_;
-}
-
-void SandboxHandle::close() noexcept {
-  if (sb_ && fork_.forked()) new std::shared_ptr<sandlet::Sandbox>(std::move(sb_));  // leak: see ForkGuard
-  sb_.reset();
 }
 
 namespace {

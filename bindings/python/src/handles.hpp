@@ -4,8 +4,6 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
-#include <unistd.h>
-
 #include <memory>
 #include <string>
 
@@ -28,36 +26,20 @@ struct PyExecResult {
   static PyExecResult from(const sandlet::ExecResult& r);  // needs the GIL
 };
 
-// Handles do not survive fork(): the library's threads exist only in the process that opened them (a
-// PyTorch DataLoader worker is such a child). In a child, calls raise FAILED_PRECONDITION and releasing a
-// handle leaks it on purpose — closing it there could destroy the parent's sandboxes or wait on threads
-// that do not exist.
-class ForkGuard {
- public:
-  bool forked() const noexcept { return ::getpid() != pid_; }
-  void check(const std::string& what) const;  // throws FAILED_PRECONDITION in a forked child
-
- private:
-  pid_t pid_ = ::getpid();
-};
-
 class SandboxHandle final {
  public:
   explicit SandboxHandle(std::shared_ptr<sandlet::Sandbox> sb) : sb_(std::move(sb)), id_(sb_->id()) {}
-  ~SandboxHandle() { close(); }
-  SandboxHandle(SandboxHandle&&) noexcept = default;
-  SandboxHandle& operator=(SandboxHandle&&) noexcept = default;
   const std::string& id() const noexcept { return id_; }
   bool closed() const noexcept { return sb_ == nullptr; }
-  // Throws FAILED_PRECONDITION once closed, and in a forked child.
+  // Throws FAILED_PRECONDITION once closed. (In a fork()ed child the library itself refuses every call and
+  // makes closing a no-op: see sandlet.h.)
   std::shared_ptr<sandlet::Sandbox> get() const;
   // Idempotent. Closing the last handle of an `owned` sandbox destroys it (in the background).
-  void close() noexcept;
+  void close() noexcept { sb_.reset(); }
 
  private:
   std::shared_ptr<sandlet::Sandbox> sb_;
   std::string id_;
-  ForkGuard fork_;
 };
 
 class RuntimeHandle final {
@@ -75,7 +57,6 @@ class RuntimeHandle final {
  private:
   std::shared_ptr<sandlet::Runtime> rt_;
   std::string root_;
-  ForkGuard fork_;
 };
 
 class ExecControlHandle final {
