@@ -326,9 +326,9 @@ std::vector<double> run_turn(std::vector<sandlet::Sandbox>& episodes) {
 
 // Misbehaving agents, one per episode sandbox (4..7); every probe must be contained.
 void show_safety(std::vector<sandlet::Sandbox>& episodes, const fs::path& host_secret) {
-  // `exec sleep`: a plain `sleep` needs a fork, which the exhausted pid limit refuses; the shell would then
-  // exit early instead of being stopped by the timeout.
-  sandlet::ExecOptions bomb = shell("bomb() { bomb | bomb & }; bomb; exec sleep 600", 2);
+  // The command's own shell forks once, then becomes `sleep` (exec, no fork): a shell that forked again
+  // after the bomb exhausted the pid limit would fail ("can't fork"), exit early and dodge the timeout.
+  sandlet::ExecOptions bomb = shell("bomb() { bomb | bomb & }; (bomb) & exec sleep 600", 2);
   bomb.output_limit = 64 << 10;
   sandlet::ExecOptions flood({"yes", "reward=1.0"});
   flood.output_limit = 1 << 20;

@@ -197,10 +197,10 @@ async def show_safety(episodes: List[sandlet.AsyncSandbox], host_secret: Path) -
     )
     flood_limit = 1 << 20
     t0 = time.perf_counter()
-    # The bomb's own shell ends in `exec sleep`: a plain `sleep` would need a fork, which the exhausted pid
-    # limit refuses, so the shell would exit early instead of being stopped by the timeout.
+    # The command's own shell forks once, then becomes `sleep` (exec, no fork): a shell that forked again
+    # after the bomb exhausted the pid limit would fail ("can't fork"), exit early and dodge the timeout.
     bomb, flood, hang, esc = await asyncio.gather(
-        episodes[4].exec("bomb() { bomb | bomb & }; bomb; exec sleep 600", timeout=2, output_limit=64 << 10),
+        episodes[4].exec("bomb() { bomb | bomb & }; (bomb) & exec sleep 600", timeout=2, output_limit=64 << 10),
         episodes[5].exec(["yes", "reward=1.0"], timeout=10, output_limit=flood_limit, kill_on_output_limit=True),
         episodes[6].exec("sleep 600 & sleep 600 & sleep 600", timeout=1),
         episodes[7].exec(escape, timeout=10),
