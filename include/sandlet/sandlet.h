@@ -243,7 +243,8 @@ typedef struct sandlet_exec_result sandlet_exec_result_t;
 /* Runs a command and waits for it to exit and for its output to end. Processes it leaves running are
    killed when it exits, unless keep_background is set; a timeout kills all of them. An exec belongs to the
    process that started it: if that process dies before the command ends, the command and everything it
-   started are killed (the sandbox itself stays, e.g. a detached one for a restarted trainer to reattach). A command that
+   started are killed (the sandbox itself stays, e.g. a detached one for a restarted trainer to reattach).
+   A command that
    cannot be started (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED), not a result;
    so is a missing cwd or user (NOT_FOUND). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_exec(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
@@ -263,8 +264,9 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_exec_start(sandlet_sandbox_t *sb, c
                                                         sandlet_exec_control_t **control);
 /* Delivers signal `signo` to every process of the exec. */
 SANDLET_API sandlet_error_t *sandlet_exec_control_signal(sandlet_exec_control_t *control, int signo);
-/* Kills every process of the exec; its callback then gets CANCELLED (if it had not completed yet), once the
-   sandbox reported them dead. */
+/* Kills every process of the exec (SIGKILL); its callback then gets CANCELLED (if it had not completed yet)
+   once the sandbox has reported the command's exit — or after 2 s without that report, when the library
+   drops the exec's connection (which makes the sandbox kill whatever is left). */
 SANDLET_API void sandlet_exec_control_cancel(sandlet_exec_control_t *control);
 SANDLET_API void sandlet_exec_control_delete(sandlet_exec_control_t *control); /* NULL is fine */
 
