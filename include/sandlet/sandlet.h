@@ -244,9 +244,8 @@ typedef struct sandlet_exec_result sandlet_exec_result_t;
    killed when it exits, unless keep_background is set; a timeout kills all of them. An exec belongs to the
    process that started it: if that process dies before the command ends, the command and everything it
    started are killed (the sandbox itself stays, e.g. a detached one for a restarted trainer to reattach).
-   A command that
-   cannot be started (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED), not a result;
-   so is a missing cwd or user (NOT_FOUND). */
+   A command that cannot be started (not found, not executable) is an error (NOT_FOUND / PERMISSION_DENIED),
+   not a result; so is a missing cwd or user (NOT_FOUND). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_exec(sandlet_sandbox_t *sb, const sandlet_exec_options_t *opts,
                                                   sandlet_exec_result_t **out);
 typedef void (*sandlet_exec_cb)(void *user_data, sandlet_error_t *err, sandlet_exec_result_t *result);
