@@ -33,27 +33,21 @@
 #include "runtime/sandbox.hpp"
 #include "sys/fd.hpp"
 #include "sys/fs_util.hpp"
+#include "unit_helpers.hpp"
 
 using namespace sandlet;
 using namespace sandlet::image;
 namespace json = boost::json;
 
+using unit::expect_error;
+using unit::run;
+using unit::sh;
+using unit::write_file;
+
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sandlet-erofs-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    try {
-      sys::remove_tree(path);
-    } catch (...) {
-    }
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct TempDir : unit::TempDir {
+  TempDir() : unit::TempDir("erofs") {}
 };
 
 std::string slurp_file(const std::string& path) {
@@ -85,44 +79,11 @@ size_t mounts_under(const std::string& dir) {
   return count;
 }
 
-int run(const std::string& cmd) {
-  int st = std::system(cmd.c_str());
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-void sh(const std::string& cmd) {
-  INFO(cmd);
-  REQUIRE(run(cmd) == 0);
-}
-
-void write_file(const std::string& path, const std::string& data, mode_t mode = 0644) {
-  sys::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
-  REQUIRE(fd);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::write(fd.get(), data.data() + done, data.size() - done);
-    REQUIRE(w > 0);
-    done += static_cast<size_t>(w);
-  }
-}
-
 std::string random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng());
   return s;
-}
-
-Error expect_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL("threw a non-sandlet exception: " << e.what());
-  }
-  FAIL("did not throw");
-  return Error(Code::kOk, "");  // not reached
 }
 
 std::string file_hex(const std::string& path) {

@@ -16,47 +16,22 @@
 #include "image/sha256.hpp"
 #include "image/tar_extract.hpp"
 #include "sys/fs_util.hpp"
+#include "unit_helpers.hpp"
 
 using namespace sandlet;
 using namespace sandlet::image;
 namespace json = boost::json;
 
+using unit::expect_error;
+using unit::sh;
+using unit::write_file;
+
 namespace {
 
-Error expect_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL("threw a non-sandlet exception: " << e.what());
-  }
-  FAIL("did not throw");
-  return Error(Code::kOk, "");  // not reached
-}
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sandlet-oci-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { sys::remove_tree(path); }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+// A temp dir named after these tests.
+struct TempDir : unit::TempDir {
+  TempDir() : unit::TempDir("oci") {}
 };
-
-void sh(const std::string& cmd) {
-  INFO(cmd);
-  REQUIRE(std::system(cmd.c_str()) == 0);
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(data.data(), 1, data.size(), f) == data.size());
-  REQUIRE(std::fclose(f) == 0);
-}
 
 std::string file_hex(const std::string& path) { return to_hex(sha256_file(path)); }
 int64_t file_size(const std::string& path) {

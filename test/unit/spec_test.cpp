@@ -15,23 +15,13 @@
 
 #include "common/error.hpp"
 #include "spec/spec.hpp"
+#include "unit_helpers.hpp"
 
 using namespace sandlet;
 
-namespace {
+using unit::expect_error;
 
-// Runs `fn`, which must throw an Error; returns it (a failed check records the case otherwise).
-Error expect_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL("threw a non-sandlet exception: " << e.what());
-  }
-  FAIL("did not throw");
-  return Error(Code::kOk, "");  // not reached
-}
+namespace {
 
 bool same(const Spec& a, const Spec& b) {
   return a.backend == b.backend && a.layers == b.layers && a.environment == b.environment && a.env == b.env && a.workdir == b.workdir &&
@@ -42,26 +32,13 @@ bool same(const Spec& a, const Spec& b) {
          a.idle_timeout_s == b.idle_timeout_s;
 }
 
-// A temporary directory removed (with the few files the tests put in it) at scope exit.
-struct TempDir {
-  std::string path;
-  std::vector<std::string> files;
-  TempDir() {
-    char tmpl[] = "/tmp/sandlet-spec-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
+// A temporary directory (removed at scope exit) where the tests make empty files.
+struct TempDir : unit::TempDir {
+  TempDir() : unit::TempDir("spec") {}
   std::string file(const std::string& name) {
-    std::string p = path + "/" + name;
-    FILE* f = std::fopen(p.c_str(), "w");
-    REQUIRE(f != nullptr);
-    std::fclose(f);
-    files.push_back(p);
+    std::string p = *this / name;
+    unit::write_file(p, "");
     return p;
-  }
-  ~TempDir() {
-    for (const auto& f : files) ::unlink(f.c_str());
-    ::rmdir(path.c_str());
   }
 };
 

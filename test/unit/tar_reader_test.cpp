@@ -20,47 +20,22 @@
 #include "image/sha256.hpp"
 #include "image/tar_reader.hpp"
 #include "sys/fs_util.hpp"
+#include "unit_helpers.hpp"
 
 using namespace sandlet;
 using namespace sandlet::image;
 using Type = TarEntry::Type;
 
+using unit::expect_error;
+using unit::sh;
+using unit::write_file;
+
 namespace {
 
-Error expect_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  } catch (const std::exception& e) {
-    FAIL("threw a non-sandlet exception: " << e.what());
-  }
-  FAIL("did not throw");
-  return Error(Code::kOk, "");  // not reached
-}
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sandlet-tar-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { sys::remove_tree(path); }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+// A temp dir named after these tests.
+struct TempDir : unit::TempDir {
+  TempDir() : unit::TempDir("tar") {}
 };
-
-void sh(const std::string& cmd) {
-  INFO(cmd);
-  REQUIRE(std::system(cmd.c_str()) == 0);
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(data.data(), 1, data.size(), f) == data.size());
-  REQUIRE(std::fclose(f) == 0);
-}
 
 void set_mtime(const std::string& path, int64_t sec, long nsec) {
   struct timespec ts[2] = {{static_cast<time_t>(sec), nsec}, {static_cast<time_t>(sec), nsec}};
