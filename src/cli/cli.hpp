@@ -2,6 +2,7 @@
 // helpers several commands use. The CLI is a thin layer over sandlet.hpp: it parses arguments, builds a
 // spec JSON for the library to validate, and prints.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -109,6 +110,10 @@ bool write_all(int fd, const void* data, size_t len);
 bool write_all(int fd, std::string_view s);
 // "sandlet: <message>\n" on stderr.
 void print_error(std::string_view message);
+// For commands that act on several operands (rm, layer rm, env rm): runs `act` on each, prints the operand
+// when it succeeded and "<command> OPERAND: error" when it threw, and goes on. Returns the exit status.
+int for_each_operand(const std::vector<std::string>& operands, std::string_view command,
+                     const std::function<void(const std::string&)>& act);
 // Prints rows as left-aligned columns separated by three spaces; rows[0] is the header.
 void print_table(const std::vector<std::vector<std::string>>& rows);
 // "5 seconds ago", "3 minutes ago", ... from a Unix time in seconds.

@@ -314,17 +314,8 @@ int layer_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   if (a.operands.empty()) throw UsageError("rm: requires at least one layer REF");
   // Sweep at open: a dead sandbox should not keep its layers pinned.
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
-  int status = 0;
-  for (const auto& ref : a.operands) {
-    try {
-      detail::check(sandlet_layer_remove(rt.get(), ref.c_str()));
-      write_all(STDOUT_FILENO, ref + "\n");
-    } catch (const Error& e) {
-      print_error("layer rm " + ref + ": " + e.what());
-      status = kExitRuntimeError;
-    }
-  }
-  return status;
+  return for_each_operand(a.operands, "layer rm",
+                          [&](const std::string& ref) { detail::check(sandlet_layer_remove(rt.get(), ref.c_str())); });
 }
 
 int layer_gc(CommandContext& ctx, const std::vector<std::string>& args) {
@@ -440,17 +431,8 @@ int env_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   if (!parse_command(ctx, {}, args, OperandMode::kPermute, kEnvRmUsage, &a)) return 0;
   if (a.operands.empty()) throw UsageError("rm: requires at least one environment NAME");
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
-  int status = 0;
-  for (const auto& name : a.operands) {
-    try {
-      detail::check(sandlet_env_remove(rt.get(), name.c_str()));
-      write_all(STDOUT_FILENO, name + "\n");
-    } catch (const Error& e) {
-      print_error("env rm " + name + ": " + e.what());
-      status = kExitRuntimeError;
-    }
-  }
-  return status;
+  return for_each_operand(a.operands, "env rm",
+                          [&](const std::string& name) { detail::check(sandlet_env_remove(rt.get(), name.c_str())); });
 }
 
 using SubFn = int (*)(CommandContext&, const std::vector<std::string>&);

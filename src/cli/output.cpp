@@ -40,6 +40,21 @@ void print_error(std::string_view message) {
   write_all(STDERR_FILENO, line);
 }
 
+int for_each_operand(const std::vector<std::string>& operands, std::string_view command,
+                     const std::function<void(const std::string&)>& act) {
+  int status = 0;
+  for (const auto& operand : operands) {
+    try {
+      act(operand);
+      write_all(STDOUT_FILENO, operand + "\n");
+    } catch (const Error& e) {
+      print_error(std::string(command) + " " + operand + ": " + e.what());
+      status = kExitRuntimeError;
+    }
+  }
+  return status;
+}
+
 void print_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows) {

@@ -134,18 +134,7 @@ int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   // No sweep at open: it could remove a dead target between open and attach and turn a successful
   // removal into "not found".
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
-  int status = 0;
-  for (const auto& id : a.operands) {
-    try {
-      Sandbox sb = rt.attach(id);
-      sb.destroy();
-      write_all(STDOUT_FILENO, id + "\n");
-    } catch (const Error& e) {
-      print_error("rm " + id + ": " + e.what());
-      status = kExitRuntimeError;
-    }
-  }
-  return status;
+  return for_each_operand(a.operands, "rm", [&](const std::string& id) { rt.attach(id).destroy(); });
 }
 
 int cmd_gc(CommandContext& ctx, const std::vector<std::string>& args) {
