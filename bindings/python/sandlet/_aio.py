@@ -13,7 +13,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, exec_args, is_owned
+from ._common import Command, SpecLike, build_spec, exec_args
 from ._errors import FailedPrecondition
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
@@ -71,6 +71,20 @@ def _bridge() -> Tuple[asyncio.AbstractEventLoop, _Bridge]:
     return loop, b
 
 
+def _start(begin: Callable[[_sandlet.CompletionQueue, int], Any],
+           on_orphan: Optional[Callable[[Any], None]] = None) -> Tuple[Any, "asyncio.Future[Any]"]:
+    """Starts a library call that completes on the running loop's bridge: ``begin(queue, token)`` issues it.
+    Returns what ``begin`` returned and the future of the completion. If ``begin`` raises, nothing is
+    left registered."""
+    loop, bridge = _bridge()
+    token, fut = bridge.future(loop, on_orphan)
+    try:
+        return begin(bridge.queue, token), fut
+    except BaseException:
+        bridge.forget(token)
+        raise
+
+
 class AsyncSandbox:
     """The asyncio face of a sandbox (see Sandbox for the semantics). Leaving ``async with`` destroys a
     sandbox that ``create`` made with the default ``owned`` lifetime and closes the handle."""
@@ -109,13 +123,7 @@ class AsyncSandbox:
         """Runs a command (see Sandbox.exec). Cancelling the awaiting task kills every process of it."""
         args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
                              keep_background)
-        loop, bridge = _bridge()
-        token, fut = bridge.future(loop)
-        try:
-            control = self._h.exec_start(bridge.queue, token, False, *args)
-        except BaseException:
-            bridge.forget(token)
-            raise
+        control, fut = _start(lambda queue, token: self._h.exec_start(queue, token, False, *args))
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -143,24 +151,12 @@ class AsyncSandbox:
         return AsyncExecStream(self._h, args)
 
     async def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
-        loop, bridge = _bridge()
-        token, fut = bridge.future(loop)
-        try:
-            self._h.write_file_async(bridge.queue, token, path,
-                                     data.encode() if isinstance(data, str) else bytes(data), mode)
-        except BaseException:
-            bridge.forget(token)
-            raise
+        payload = data.encode() if isinstance(data, str) else bytes(data)
+        _, fut = _start(lambda queue, token: self._h.write_file_async(queue, token, path, payload, mode))
         await fut
 
     async def read_file(self, path: str, max_bytes: int = 0) -> bytes:
-        loop, bridge = _bridge()
-        token, fut = bridge.future(loop)
-        try:
-            self._h.read_file_async(bridge.queue, token, path, max_bytes)
-        except BaseException:
-            bridge.forget(token)
-            raise
+        _, fut = _start(lambda queue, token: self._h.read_file_async(queue, token, path, max_bytes))
         data, _mode = await fut
         return data
 
@@ -168,13 +164,7 @@ class AsyncSandbox:
         return await asyncio.to_thread(self.sync.info)
 
     async def destroy(self) -> None:
-        loop, bridge = _bridge()
-        token, fut = bridge.future(loop)
-        try:
-            self._h.destroy_async(bridge.queue, token)
-        except BaseException:
-            bridge.forget(token)
-            raise
+        _, fut = _start(self._h.destroy_async)
         await fut
 
     def close(self) -> None:
@@ -301,15 +291,9 @@ class AsyncRuntime:
     async def create(self, spec: SpecLike = None, **fields: Any) -> AsyncSandbox:
         """Creates a sandbox (see Runtime.create). If the awaiting task is cancelled, the sandbox that
         still arrives is closed (an owned one is destroyed)."""
-        s = build_spec(spec, fields)
-        loop, bridge = _bridge()
-        token, fut = bridge.future(loop, on_orphan=_close_orphan)
-        try:
-            self.sync._h.create_async(bridge.queue, token, s)
-        except BaseException:
-            bridge.forget(token)
-            raise
-        return AsyncSandbox(await fut, owned=is_owned(s))
+        s, owned = build_spec(spec, fields)
+        _, fut = _start(lambda queue, token: self.sync._h.create_async(queue, token, s), on_orphan=_close_orphan)
+        return AsyncSandbox(await fut, owned=owned)
 
     async def attach(self, sandbox_id: str) -> AsyncSandbox:
         h = await asyncio.to_thread(self.sync._h.attach, sandbox_id)

@@ -65,16 +65,17 @@ def exec_args(
     )
 
 
-def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> _sandlet.Spec:
-    """A validated Spec from a Spec, a dict, a JSON string and/or keyword fields (fields win).
+def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> Tuple[_sandlet.Spec, bool]:
+    """A validated Spec from a Spec, a dict, a JSON string and/or keyword fields (fields win), and whether
+    a sandbox of it is ``owned`` (dies with its runtime; the default) rather than detached.
 
     Keyword names are the JSON schema's (sandlet.h); an unknown one raises InvalidArgument naming it.
     """
-    if isinstance(spec, _sandlet.Spec) and not fields:
-        return spec
     doc: Dict[str, Any] = {}
     if isinstance(spec, _sandlet.Spec):
         doc = json.loads(spec.to_json())
+        if not fields:
+            return spec, doc.get("lifetime", "owned") == "owned"
     elif isinstance(spec, str):
         doc = json.loads(spec)
     elif spec is not None:
@@ -88,12 +89,7 @@ def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> _sandlet.Spec:
             doc["layers"] = [doc["layers"]]
         doc["layers"] = [os.fspath(layer) for layer in doc["layers"]]
     doc = {k: v for k, v in doc.items() if v is not None}
-    return _sandlet.Spec.from_json(json.dumps(doc))
-
-
-def is_owned(spec: _sandlet.Spec) -> bool:
-    """Whether a sandbox of this spec dies with its runtime (the default) rather than being detached."""
-    return json.loads(spec.to_json()).get("lifetime", "owned") == "owned"
+    return _sandlet.Spec.from_json(json.dumps(doc)), doc.get("lifetime", "owned") == "owned"
 
 
 def import_kwargs(role: Optional[str], name: Optional[str], parent: Optional[str], dedupe: bool) -> Dict[str, Any]:

@@ -6,7 +6,7 @@ import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, is_owned, listed
+from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed
 from ._errors import FailedPrecondition, InvalidArgument
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -203,8 +203,8 @@ class Runtime:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
         the same names (``layers=[...]``, ``environment="swe@2"``, ``env={...}``, ``limits={...}``,
         ``labels={...}``, ``lifetime="detached"``, ...). On failure nothing is left behind."""
-        s = build_spec(spec, fields)
-        return Sandbox(self._h.create(s), owned=is_owned(s))
+        s, owned = build_spec(spec, fields)
+        return Sandbox(self._h.create(s), owned=owned)
 
     def attach(self, sandbox_id: str) -> Sandbox:
         """A handle on an existing sandbox, also one created by another (maybe dead) process."""
