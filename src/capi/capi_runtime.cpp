@@ -1,7 +1,23 @@
 // C ABI: errors, versions, runtime.
 #include "capi/handles.hpp"
 
+#include <pthread.h>
+
+#include <atomic>
+
 using sandlet::capi::guard;
+
+namespace {
+std::atomic<unsigned> g_forks{0};
+void count_fork_in_child() noexcept { g_forks.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+unsigned sandlet::capi::fork_generation() noexcept {
+  // Registered before the first handle is made (its OpenedBy asks here); earlier forks do not matter.
+  static const bool registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+  (void)registered;
+  return g_forks.load(std::memory_order_relaxed);
+}
 
 extern "C" {
 
@@ -61,7 +77,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
 
 SANDLET_API void sandlet_runtime_close(sandlet_runtime_t* rt) {
   if (!rt) return;
-  if (sandlet::capi::forked(rt->pid)) return;  // a fork()ed child leaks it (see handles.hpp)
+  if (rt->opened.forked()) return;  // a fork()ed child leaks it (see handles.hpp)
   try {
     rt->rt->close();
   } catch (...) {

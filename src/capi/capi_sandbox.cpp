@@ -112,7 +112,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_destroy_async(sandlet_sandbox_t* sb
 }
 
 SANDLET_API void sandlet_sandbox_close(sandlet_sandbox_t* sb) {
-  if (sb && sandlet::capi::forked(sb->pid)) return;  // a fork()ed child leaks it (see handles.hpp)
+  if (sb && sb->opened.forked()) return;  // a fork()ed child leaks it (see handles.hpp)
   delete sb;
 }
 

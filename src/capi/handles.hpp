@@ -21,13 +21,27 @@ struct sandlet_error {
   std::string message;
 };
 
+namespace sandlet::capi {
+
+// How many fork()s this process descends from (a pthread_atfork child handler bumps it): comparing it is
+// how a call notices it runs in a forked child, without a getpid() syscall on every call.
+unsigned fork_generation() noexcept;
+
 // Runtime and sandbox handles remember the process that opened them: the runtime's threads exist only there.
 // In a fork()ed child every call on them fails with FAILED_PRECONDITION and closing them leaks them on
 // purpose — a child must neither destroy its parent's sandboxes nor wait on threads it does not have.
+struct OpenedBy {
+  pid_t pid = ::getpid();  // for the error message
+  unsigned generation = fork_generation();
+  bool forked() const noexcept { return fork_generation() != generation; }
+};
+
+}  // namespace sandlet::capi
+
 struct sandlet_runtime {
   std::shared_ptr<sandlet::Runtime> rt;
   std::vector<sandlet_backend_info_t> backend_infos;
-  pid_t pid = ::getpid();
+  sandlet::capi::OpenedBy opened;
 };
 
 struct sandlet_spec {
@@ -36,7 +50,7 @@ struct sandlet_spec {
 
 struct sandlet_sandbox {
   std::shared_ptr<sandlet::Sandbox> sb;
-  pid_t pid = ::getpid();
+  sandlet::capi::OpenedBy opened;
 };
 
 struct sandlet_exec_control {
@@ -116,8 +130,6 @@ inline char* dup_string(const std::string& s) {
 
 namespace sandlet::capi {
 
-inline bool forked(pid_t opener) { return ::getpid() != opener; }
-
 inline sandlet_error_t* forked_error(const char* what, pid_t opener) {
   return make_error(SANDLET_FAILED_PRECONDITION,
                     std::string(what) + " handle was opened by process " + std::to_string(opener) +
@@ -126,12 +138,12 @@ inline sandlet_error_t* forked_error(const char* what, pid_t opener) {
 
 inline sandlet_error_t* check_handle(const sandlet_runtime* rt, const char* name) {
   if (!rt) return null_arg(name);
-  return forked(rt->pid) ? forked_error("runtime", rt->pid) : nullptr;
+  return rt->opened.forked() ? forked_error("runtime", rt->opened.pid) : nullptr;
 }
 
 inline sandlet_error_t* check_handle(const sandlet_sandbox* sb, const char* name) {
   if (!sb) return null_arg(name);
-  return forked(sb->pid) ? forked_error("sandbox", sb->pid) : nullptr;
+  return sb->opened.forked() ? forked_error("sandbox", sb->opened.pid) : nullptr;
 }
 
 }  // namespace sandlet::capi
