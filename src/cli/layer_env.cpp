@@ -37,8 +37,12 @@ constexpr std::string_view kLayerUsage =
     "\n"
     "Run 'sandlet layer COMMAND --help' for more information on a command.\n";
 
-std::string layer_usage(std::string_view synopsis, std::string_view text, std::string_view options = {}) {
-  std::string u = "Usage: sandlet layer ";
+// "Usage: sandlet <group> <synopsis>", the text, then the options and --root.
+std::string group_usage(std::string_view group, std::string_view synopsis, std::string_view text,
+                        std::string_view options) {
+  std::string u = "Usage: sandlet ";
+  u += group;
+  u += " ";
   u += synopsis;
   u += "\n\n";
   u += text;
@@ -46,6 +50,10 @@ std::string layer_usage(std::string_view synopsis, std::string_view text, std::s
   u += options;
   u += kRootHelp;
   return u;
+}
+
+std::string layer_usage(std::string_view synopsis, std::string_view text, std::string_view options = {}) {
+  return group_usage("layer", synopsis, text, options);
 }
 
 const std::string kImportUsage = layer_usage(
@@ -95,14 +103,7 @@ constexpr std::string_view kEnvUsage =
     "Run 'sandlet env COMMAND --help' for more information on a command.\n";
 
 std::string env_usage(std::string_view synopsis, std::string_view text, std::string_view options = {}) {
-  std::string u = "Usage: sandlet env ";
-  u += synopsis;
-  u += "\n\n";
-  u += text;
-  u += "\nOptions:\n";
-  u += options;
-  u += kRootHelp;
-  return u;
+  return group_usage("env", synopsis, text, options);
 }
 
 const std::string kEnvCreateUsage = env_usage(
