@@ -135,12 +135,17 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
     for (const char* f : {".", "cgroup.procs"})
       if (::fchownat(cg.v2_fd_.get(), f, owner_uid, owner_uid, 0) < 0) throw_errno("chown cgroup " + cg.paths_.v2 + "/" + f);
     if (!sys.unified) {
-      // memory (accounting even without a limit) and pids (a default limit) always; cpu on demand.
-      for (const std::string& root : {sys.memory_v1, sys.pids_v1}) {
+      // Every v1 group the sandbox may need, made now (a few tens of microseconds each): its first
+      // process joins them itself before it runs anything, and a CPU limit set later (a pooled sandbox)
+      // is a write, not a migration of a running process.
+      for (const std::string& root : {sys.memory_v1, sys.pids_v1, sys.cpu_v1}) {
         if (root.empty()) continue;
         std::string p = root + "/" + kParent + "/" + id;
         mkdir_group(sys, p);
         cg.paths_.v1.push_back(p);
+        UniqueFd tasks(::open((p + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+        if (!tasks) throw_errno("open " + p + "/tasks");
+        cg.v1_join_.push_back(std::move(tasks));
       }
     }
   } catch (...) {
@@ -151,7 +156,7 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
   return cg;
 }
 
-void SandboxCgroup::apply_limits(const Limits& limits, pid_t member) {
+void SandboxCgroup::apply_limits(const Limits& limits) {
   const CgroupSystem& sys = *sys_;
   auto quota = static_cast<uint64_t>(std::llround(limits.cpus * 100000));
   if (sys.unified) {
@@ -178,11 +183,8 @@ void SandboxCgroup::apply_limits(const Limits& limits, pid_t member) {
   if (limits.cpus > 0) {
     if (sys.cpu_v1.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
     std::string cpu = v1(sys.cpu_v1);
-    mkdir_group(sys, cpu, /*exist_ok=*/true);
-    paths_.v1.push_back(cpu);
     write_existing(cpu + "/cpu.cfs_period_us", "100000");
     write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota));
-    if (member > 0) write_existing(cpu + "/cgroup.procs", std::to_string(member));
   }
 }
 
@@ -193,8 +195,10 @@ SandboxCgroup::~SandboxCgroup() {
   }
 }
 
-void SandboxCgroup::add_to_v1(pid_t pid) const {
-  for (const auto& p : paths_.v1) write_existing(p + "/cgroup.procs", std::to_string(pid));
+std::vector<int> SandboxCgroup::v1_join_fds() const {
+  std::vector<int> fds;
+  for (const auto& fd : v1_join_) fds.push_back(fd.get());
+  return fds;
 }
 
 bool kill_and_remove_cgroups(const CgroupPaths& paths) {

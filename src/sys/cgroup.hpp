@@ -44,19 +44,21 @@ class SandboxCgroup final {
   // Creates the groups for sandbox `id` (no limits yet) and delegates the v2 directory to `owner_uid`
   // (the sandbox's root) so the agent can create per-exec child groups. On failure nothing remains.
   static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid);
-  // Applies the limits. On hybrid hosts the v1 cpu group is made only when a CPU limit is set, and
-  // `member` (already in the other groups) is moved into it.
-  void apply_limits(const Limits& limits, pid_t member);
+  // Applies the limits (to the v2 controllers, or to the v1 groups made at create).
+  void apply_limits(const Limits& limits);
   SandboxCgroup(SandboxCgroup&& o) noexcept
       : sys_(o.sys_), id_(std::move(o.id_)), paths_(std::move(o.paths_)), v2_fd_(std::move(o.v2_fd_)),
-        released_(std::exchange(o.released_, true)) {}
+        v1_join_(std::move(o.v1_join_)), released_(std::exchange(o.released_, true)) {}
   SandboxCgroup& operator=(SandboxCgroup&&) = delete;
   ~SandboxCgroup();
 
   int v2_fd() const { return v2_fd_.get(); }
   const CgroupPaths& paths() const { return paths_; }
-  // v1 membership is not set by CLONE_INTO_CGROUP: move the process explicitly.
-  void add_to_v1(pid_t pid) const;
+  // v1 membership is not set by CLONE_INTO_CGROUP: these `tasks` files (open for writing) are for the
+  // sandbox's first process to join by itself (see InitSpawnParams::join_v1_fds). Empty on pure v2.
+  std::vector<int> v1_join_fds() const;
+  // Once that process has joined (or died): the files are no longer needed.
+  void close_v1_join_fds() { v1_join_.clear(); }
   // Keep the groups when this object goes away (the sandbox was created).
   void release() { released_ = true; }
 
@@ -66,6 +68,7 @@ class SandboxCgroup final {
   std::string id_;
   CgroupPaths paths_;
   UniqueFd v2_fd_;
+  std::vector<UniqueFd> v1_join_;
   bool released_ = false;
 };
 

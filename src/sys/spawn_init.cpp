@@ -27,6 +27,10 @@ struct PausedInit::ChildBlock {
   int setup_fd = -1;
   int exec_fd = -1;
   bool die_with_parent = false;
+  static constexpr int kMaxJoin = 4;
+  int join_fds[kMaxJoin] = {-1, -1, -1, -1};
+  int join_count = 0;
+  char self[2] = "0";  // what a v1 `tasks` write of the calling thread says
   char arg0[16] = "sandlet-init";
   char* argv[2] = {arg0, nullptr};
   char* envp[1] = {nullptr};
@@ -68,6 +72,13 @@ int child_main(void* p) {
   raw_syscall(SYS_close, b->go_write);
   // Own session: job-control signals to the creator's process group (Ctrl-C) must not reach the sandbox.
   raw_syscall(SYS_setsid);
+  // Join the v1 groups (hybrid hosts) while the host maps our ids: we are single-threaded, so moving this
+  // thread moves the process, and nothing runs inside before we are in all of them.
+  for (int i = 0; i < b->join_count; ++i)
+    if (raw_syscall(SYS_write, b->join_fds[i], reinterpret_cast<long>(b->self), 1) != 1) die(119);
+  // Our cgroup namespace was rooted where the host thread's v1 groups are: root it at ours, so that
+  // /proc/self/cgroup inside shows "/" and nothing of the host's layout.
+  if (b->join_count > 0 && raw_syscall(SYS_unshare, CLONE_NEWCGROUP) < 0) die(119);
   char go = 0;
   long n;
   do n = raw_syscall(SYS_read, b->go_read, reinterpret_cast<long>(&go), 1); while (n == -EINTR);
@@ -108,6 +119,9 @@ PausedInit PausedInit::spawn(const InitSpawnParams& params) {
   block->setup_fd = params.setup_fd;
   block->exec_fd = params.exec_fd;
   block->die_with_parent = params.die_with_parent;
+  if (params.join_v1_fds.size() > static_cast<size_t>(ChildBlock::kMaxJoin))
+    throw Error(Code::kInternal, "too many v1 cgroups to join");
+  for (int fd : params.join_v1_fds) block->join_fds[block->join_count++] = fd;
 
   int pidfd = -1;
   struct clone_args args = {};

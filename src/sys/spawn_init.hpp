@@ -1,5 +1,5 @@
 // Starts a sandbox's init as the first process of a fresh set of namespaces, paused until the host has
-// finished the steps that need its pid (uid/gid maps, v1 cgroups). The child runs no library code:
+// finished the steps that need its pid (uid/gid maps). The child runs no library code:
 // between clone3 and execveat it only makes system calls (the host may be multi-threaded).
 #pragma once
 #include <sys/types.h>
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "sys/fd.hpp"
 
@@ -16,6 +17,11 @@ struct InitSpawnParams {
   int exec_fd = -1;         // the init binary (a memfd), run with execveat(AT_EMPTY_PATH)
   int setup_fd = -1;        // becomes the init's fd 3
   int cgroup_fd = -1;       // cgroup2 directory for CLONE_INTO_CGROUP
+  // v1 `tasks` files (hybrid hosts), opened for writing by the host: the child writes "0" to each to
+  // join those groups itself. A process moving only its own thread is the one migration that does not
+  // take the kernel's global threadgroup lock, which otherwise waits for an RCU grace period (~7 ms here)
+  // whenever no other migration happened just before.
+  std::vector<int> join_v1_fds;
   bool die_with_parent = false;  // SIGKILL the init when the creating thread dies (owned sandboxes)
   bool new_netns = true;         // false: inherit the calling thread's network namespace (a pooled one)
 };

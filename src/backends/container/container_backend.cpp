@@ -95,6 +95,7 @@ std::string describe_exit(const sys::PausedInit& init) {
     if (info.si_code == CLD_EXITED) {
       switch (info.si_status) {
         case 120: return "could not be started";
+        case 119: return "could not join its v1 cgroups";
         case 121: return "could not switch to root inside its user namespace";
         case 126: return "could not exec the embedded init";
         default: return "exit status " + std::to_string(info.si_status);
@@ -151,6 +152,7 @@ class ContainerBackend final : public Backend {
     params.exec_fd = embedded_init_fd(host_.init_cache_dir);
     params.setup_fd = setup_child.get();
     params.cgroup_fd = cgroup.v2_fd();
+    params.join_v1_fds = cgroup.v1_join_fds();
     params.die_with_parent = true;
     params.new_netns = false;
     sys::UniqueFd netns = host_.netns->take();
@@ -171,12 +173,9 @@ class ContainerBackend final : public Backend {
       sys::write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
     } catch (const Error&) {
     }
+    prepared->cgroup.close_v1_join_fds();  // the child holds its own copies until it has joined
     init.map_ids(rec.uid_base, kIdsPerSandbox);
     init.resume();  // the init execs and waits for its configuration
-    // v1 membership (hybrid hosts): a v1 migration can wait milliseconds for an RCU grace period; the
-    // init's exec proceeds meanwhile. Done before the init gets its configuration, so no command can
-    // start outside the sandbox's groups.
-    prepared->cgroup.add_to_v1(init.pid());
 
     // 3. The agent's listening socket, on a host path only the runtime can reach.
     rec.agent_socket = dir + "/agent.sock";
@@ -192,7 +191,7 @@ class ContainerBackend final : public Backend {
   sys::UniqueFd finish(std::unique_ptr<Prepared> base, SandboxRecord& rec) override {
     std::unique_ptr<ContainerPrepared> p(static_cast<ContainerPrepared*>(base.release()));
     const Spec& spec = rec.spec;
-    p->cgroup.apply_limits(spec.limits, p->init.pid());
+    p->cgroup.apply_limits(spec.limits);
     rec.cgroups = p->cgroup.paths();
 
     // 4. Root filesystem (unless staged ahead with the same environment).

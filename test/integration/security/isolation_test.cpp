@@ -82,6 +82,33 @@ TEST_CASE("a fork bomb is bounded by the pids limit", "[limits][pids]") {
   h.check_no_leaks();
 }
 
+TEST_CASE("a CPU limit throttles the sandbox; its cgroups hide the host's layout", "[limits][cpu]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec().cpus(0.1));
+  // Every process is in the sandbox's groups from the start, and sees each of them as its root.
+  std::string cgroups = run_out(sb, "cat /proc/self/cgroup");
+  INFO(cgroups);
+  CHECK(cgroups.find("sandlet") == std::string::npos);
+  CHECK(cgroups.find("..") == std::string::npos);
+  // The host's view: the quota is set on the sandbox's own group, and a busy loop gets throttled.
+  const bool hybrid = fs::exists("/sys/fs/cgroup/unified");
+  const std::string group =
+      hybrid ? "/sys/fs/cgroup/cpu/sandlet/" + sb.id() : cgroup2_parent() + "/" + sb.id();
+  CHECK(slurp(group + (hybrid ? "/cpu.cfs_quota_us" : "/cpu.max")).find("10000") == 0);
+  for (const char* ctl : {"memory", "pids", "cpu"}) {
+    if (!hybrid) break;
+    std::string procs = slurp(std::string("/sys/fs/cgroup/") + ctl + "/sandlet/" + sb.id() + "/cgroup.procs");
+    CHECK_FALSE(procs.empty());  // the init (and agent) joined every v1 group
+  }
+  run_out(sb, "yes >/dev/null & sleep 0.5; kill $!");
+  std::string stat = slurp(group + "/cpu.stat");
+  INFO(stat);
+  size_t at = stat.find("nr_throttled ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoul(stat.substr(at + 13)) > 0);
+  h.check_no_leaks();
+}
+
 TEST_CASE("the baseline seccomp filter denies kernel-level operations", "[security][seccomp]") {
   Harness h;
   auto sb = h.rt().create(Harness::spec());
