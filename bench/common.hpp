@@ -22,6 +22,7 @@ struct Options {
   bool peer = true;             // --no-peer skips the comparison
   bool warm_pool = true;        // --no-warm-pool: every create starts cold
   unsigned environments = 1;    // --environments N: lifecycle cycles through N environments (interleaved tasks)
+  unsigned idle_ms = 0;         // --idle-ms N: lifecycle(-cli) sleep N ms before each timed iteration
   unsigned host_rss_gib = 0;    // --host-rss-gib: make this process resident in N GiB first (a trainer's size)
   std::size_t sandboxes = 0;    // --sandboxes: workspace-provision (0 = its default, 64)
   unsigned workspace_mb = 0;    // --workspace-mb: workspace-provision and import (0 = default, 500)

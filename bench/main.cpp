@@ -84,6 +84,9 @@ void usage(std::FILE *out) {
                "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
                "  --environments N lifecycle: cycle through N environments (the rootfs plus one small layer\n"
                "                   each), as a trainer interleaving N tasks does (default 1)\n"
+               "  --idle-ms N      lifecycle, lifecycle-cli: sleep N ms before each timed iteration (both\n"
+               "                   sides): the latency of a create after an idle spell, when the kernel's\n"
+               "                   fast paths have gone cold (throughput is then not reported)\n"
                "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"
                "                   large host process (a trainer) shows up in lifecycle and exec\n"
                "  --json           one-line JSON\n"
@@ -152,6 +155,8 @@ Options parse_args(int argc, char **argv) {
       o.workspace_mb = static_cast<unsigned>(parse_number("--workspace-mb", value(), 1));
     } else if (a == "--environments") {
       o.environments = static_cast<unsigned>(parse_number("--environments", value(), 1));
+    } else if (a == "--idle-ms") {
+      o.idle_ms = static_cast<unsigned>(parse_number("--idle-ms", value(), 0));
     } else if (a == "--no-warm-pool") {
       o.warm_pool = false;
     } else if (a == "--no-peer") {
@@ -211,6 +216,7 @@ int run(int argc, char **argv) {
   out["host"] = host_info();
   out["warm_pool"] = ctx.opt.warm_pool;
   if (ctx.opt.environments > 1) out["environments"] = ctx.opt.environments;
+  if (ctx.opt.idle_ms > 0) out["idle_ms"] = ctx.opt.idle_ms;
   // A large resident host process, as a PyTorch trainer is: page tables a fork would have to copy.
   std::vector<char> ballast;
   if (ctx.opt.host_rss_gib) {

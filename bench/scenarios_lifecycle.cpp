@@ -20,14 +20,29 @@ namespace bench {
 namespace json = boost::json;
 
 namespace {
-// Latency, peer and ratio fields shared by both lifecycle scenarios.
-void put_paired(json::object &out, const PairedRun &r, const std::optional<Command> &peer_cmd) {
-  put_latency(out, summarize(r.ours_ns), r.ours_throughput());
+// Latency, peer and ratio fields shared by both lifecycle scenarios. With idle gaps between iterations
+// the wall-clock throughput would measure the gaps: it is left out.
+void put_paired(const Context &ctx, json::object &out, const PairedRun &r, const std::optional<Command> &peer_cmd) {
+  const bool idle = ctx.opt.idle_ms > 0;
+  put_summary(out, summarize(r.ours_ns));
+  if (!idle) out["throughput_per_s"] = round3(r.ours_throughput());
   if (peer_cmd) {
-    out["peer"] = peer_json("bwrap", peer_cmd->str(), summarize(r.peer_ns), r.peer_throughput());
+    json::object peer = peer_json("bwrap", peer_cmd->str(), summarize(r.peer_ns), r.peer_throughput());
+    if (idle) peer.erase("throughput_per_s");
+    out["peer"] = std::move(peer);
     out["ratio_vs_peer"] = round3(paired_ratio_median(r.ours_ns, r.peer_ns));
-    if (r.peer_throughput() > 0) out["throughput_ratio_vs_peer"] = round3(r.ours_throughput() / r.peer_throughput());
+    if (!idle && r.peer_throughput() > 0)
+      out["throughput_ratio_vs_peer"] = round3(r.ours_throughput() / r.peer_throughput());
   }
+}
+
+// Sleeps the configured idle gap before each timed call (outside the timing).
+TimedOp after_idle(const Context &ctx, TimedOp op) {
+  if (ctx.opt.idle_ms == 0 || !op) return op;
+  return [&ctx, op = std::move(op)](unsigned t) {
+    ::usleep(ctx.opt.idle_ms * 1000);
+    return op(t);
+  };
 }
 
 std::optional<Command> bwrap_true(const Context &ctx) {
@@ -95,10 +110,10 @@ json::object scenario_lifecycle(const Context &ctx) {
     }
     return lifecycle_once(t, record);
   };
-  const PairedRun r = run_paired(ours, peer, n, c, ctx.opt.warmup);
+  const PairedRun r = run_paired(after_idle(ctx, ours), after_idle(ctx, peer), n, c, ctx.opt.warmup);
 
   json::object out;
-  put_paired(out, r, bwrap);
+  put_paired(ctx, out, r, bwrap);
   json::object phases;
   phases["create_p50_ms"] = round3(summarize(create_ns).p50_ms);
   phases["exec_p50_ms"] = round3(summarize(exec_ns).p50_ms);
@@ -118,10 +133,10 @@ json::object scenario_lifecycle_cli(const Context &ctx) {
   TimedOp peer;
   if (bwrap) peer = [&](unsigned) { return bwrap->run_ok(); };
 
-  const PairedRun r = run_paired(ours, peer, n, ctx.opt.concurrency, ctx.opt.warmup);
+  const PairedRun r = run_paired(after_idle(ctx, ours), after_idle(ctx, peer), n, ctx.opt.concurrency, ctx.opt.warmup);
   json::object out;
   out["command"] = cmd.str();
-  put_paired(out, r, bwrap);
+  put_paired(ctx, out, r, bwrap);
   return out;
 }
 

@@ -163,6 +163,8 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
       promise.set_exception(std::current_exception());
     }
   });
+  // After the worker is on its way (starting a thread first delays its wake-up).
+  host_.netns->prefetch_first();
   return future.get();
 }
 
@@ -179,6 +181,7 @@ void Runtime::create_async(Spec spec, CreateDone done) {
     // Completions run on the loop thread, like every other callback.
     asio::post(io_, [done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
   });
+  host_.netns->prefetch_first();
 }
 
 SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state) {

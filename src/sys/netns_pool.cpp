@@ -60,11 +60,31 @@ NetnsPool::~NetnsPool() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (prefetch_thread_.joinable()) prefetch_thread_.join();
+}
+
+void NetnsPool::prefetch_first() {
+  std::lock_guard lock(mutex_);
+  if (takes_ > 0 || prefetching_ || prefetch_thread_.joinable() || stopping_) return;
+  prefetching_ = true;
+  prefetch_thread_ = std::thread([this] {
+    UniqueFd fd;
+    try {
+      fd = make();
+    } catch (const Error&) {
+      // take() then makes its own and reports the error.
+    }
+    std::lock_guard done(mutex_);
+    if (fd) ready_.push_back(std::move(fd));
+    prefetching_ = false;
+    prefetched_.notify_all();
+  });
 }
 
 UniqueFd NetnsPool::take() {
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    prefetched_.wait(lock, [this] { return !prefetching_; });  // the first one is on its way
     // Only a process that creates more than one sandbox gets the refill thread.
     if (++takes_ == 2 && !stopping_ && target_ > 0) thread_ = std::thread([this] { refill_loop(); });
     if (!ready_.empty()) {
