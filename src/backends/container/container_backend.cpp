@@ -120,8 +120,9 @@ void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step)
   if (h.type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
 }
 
-// Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace.
-void stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid) {
+// Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace. Sent, then
+// awaited separately, so that a cold create can queue its configuration behind it (one round trip).
+void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid) {
   sys::UniqueFd rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
   wire::Writer w;
   w.u32(proto::kInitHasCgroup);
@@ -129,10 +130,18 @@ void stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_
                      {rootfs.get(), p.listener.get(), p.cgroup.v2_fd()});
   rootfs.reset();
   p.listener.reset();
+}
+
+void await_staged(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk) {
   expect_setup_reply(p, proto::Msg::kInitStaged, "filesystem set-up");
   p.staged = true;
   p.layers = layers;
   p.disk = disk;
+}
+
+void stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid) {
+  send_stage(p, layers, disk, root_uid);
+  await_staged(p, layers, disk);
 }
 
 class ContainerBackend final : public Backend {
@@ -194,9 +203,11 @@ class ContainerBackend final : public Backend {
     p->cgroup.apply_limits(spec.limits);
     rec.cgroups = p->cgroup.paths();
 
-    // 4. Root filesystem (unless staged ahead with the same environment).
-    if (!p->staged) stage(*p, spec.layers, spec.limits.disk, rec.uid_base);
-    if (!p->fits(spec)) throw Error(Code::kInternal, "prepared sandbox staged for other layers");
+    // 4. Root filesystem (unless staged ahead with the same environment): sent now, its reply read after
+    //    the configuration has been queued behind it.
+    const bool stage_now = !p->staged;
+    if (stage_now) send_stage(*p, spec.layers, spec.limits.disk, rec.uid_base);
+    else if (!p->fits(spec)) throw Error(Code::kInternal, "prepared sandbox staged for other layers");
 
     // 5. Identity and policy; wait for the init to report ready.
     proto::InitConfig config;
@@ -209,7 +220,14 @@ class ContainerBackend final : public Backend {
     config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
     config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
     if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
-    sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), {});
+    try {
+      sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), {});
+    } catch (const Error&) {
+      // An init that failed its filesystem set-up has exited: its own error, not EPIPE, says why.
+      if (stage_now) await_staged(*p, spec.layers, spec.limits.disk);
+      throw;
+    }
+    if (stage_now) await_staged(*p, spec.layers, spec.limits.disk);
     expect_setup_reply(*p, proto::Msg::kInitReady, "start-up");
     p->cgroup.release();
     return p->init.release();

@@ -28,6 +28,27 @@ TEST_CASE("invalid specs are rejected naming the field, and nothing is created",
   h.check_no_leaks();
 }
 
+TEST_CASE("a root filesystem the init cannot set up: its reason is reported and nothing is left", "[lifecycle]") {
+  Harness h;
+  // A layer above the rootfs whose /proc is a file: the init's mount of /proc fails inside the sandbox,
+  // after the host has already queued the sandbox's configuration behind the filesystem.
+  const std::string bad = h.root() + "/bad-layer";
+  fs::create_directories(bad);
+  std::ofstream(bad + "/proc") << "not a directory\n";
+  for (int i = 0; i < 3; ++i) {
+    try {
+      h.rt().create(Harness::spec().layer(bad));
+      FAIL("created on a root filesystem without a /proc directory");
+    } catch (const sandlet::Error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find("mount /proc") != std::string::npos);
+    }
+  }
+  CHECK(h.sandbox_dirs().empty());
+  h.check_no_leaks();
+  fs::remove_all(bad);
+}
+
 TEST_CASE("destroy removes every trace; handles then fail cleanly", "[lifecycle]") {
   Harness h;
   auto sb = h.rt().create(Harness::spec());
