@@ -96,5 +96,6 @@ int main() {
     _exit(1);
   }
   close(kSetupFd);  // the host does not need it after ready
+  server.warm_up();
   server.run();
 }

@@ -62,6 +62,15 @@ Status Server::init() {
   return Status::Ok();
 }
 
+void Server::warm_up() {
+  Identity id;
+  (void)users_.resolve(cfg_.user, &id);  // an unknown user is the exec's error to report
+  if (cgroups_.enabled()) {
+    CgroupSlot slot;
+    if (cgroups_.acquire(&slot).ok()) cgroups_.release(&slot);  // kept idle for the first exec
+  }
+}
+
 void Server::run() {
   struct epoll_event evs[64];
   for (;;) {

@@ -87,6 +87,9 @@ class Server final {
  public:
   Server(proto::InitConfig cfg, InitFds fds, const struct rlimit* child_nofile);
   Status init();
+  // Does what the first exec would otherwise do (the default user's identity, one per-exec cgroup), while
+  // the host is still handling "ready": the first command starts sooner.
+  void warm_up();
   [[noreturn]] void run();
 
  private:
