@@ -94,8 +94,8 @@ std::string describe_exit(const sys::PausedInit& init) {
       info.si_pid != 0) {
     if (info.si_code == CLD_EXITED) {
       switch (info.si_status) {
-        case 120: return "could not be started";
         case 119: return "could not join its v1 cgroups";
+        case 120: return "could not be started";
         case 121: return "could not switch to root inside its user namespace";
         case 126: return "could not exec the embedded init";
         default: return "exit status " + std::to_string(info.si_status);
