@@ -65,7 +65,8 @@ bench-python: build
 	  --rootfs "$(CURDIR)/$(BUILD_DIR)/test-rootfs" $(BENCH_ARGS)
 
 # Latency CDFs and summary.png (bench/plots) from recorded results (JSON Lines from `make bench`).
-PLOT_RESULTS ?= bench/results/2026-11-29-cdf/*.json bench/results/2026-11-29/import.json bench/results/2026-11-29-py/*.json \
+PLOT_RESULTS ?= bench/results/2026-11-29-oneshot/*.json bench/results/2026-11-29-cdf/idle-density.json \
+                bench/results/2026-11-29/import.json bench/results/2026-11-29-py/*.json \
                 bench/results/2026-11-29/workspace-provision.json
 PLOTS_DIR    ?= bench/plots
 plots: setup

@@ -101,6 +101,8 @@ def base_name(r):
         name += "-no-warm-pool"
     if r.get("host_rss_gib"):
         name += f"-host-rss-gib-{r['host_rss_gib']}"
+    if r.get("idle_ms"):
+        name += f"-idle-{r['idle_ms']}ms"
     return name
 
 
@@ -137,6 +139,8 @@ def params_text(r):
         parts.append(f"host RSS {r['host_rss_gib']} GiB")
     if r.get("workspace_mb"):
         parts.append(f"{r['workspace_mb']} MB workspace")
+    if r.get("idle_ms"):
+        parts.append(f"{r['idle_ms']} ms idle before each")
     return ", ".join(p for p in parts if p)
 
 

@@ -27,11 +27,14 @@ def test_plot_renders_recorded_results(tmp_path) -> None:
     results = os.path.join(REPO, "bench", "results")
     inputs = [os.path.join(results, d, f) for d in ("2026-11-29-cdf", "2026-11-29-py")
               for f in sorted(os.listdir(os.path.join(results, d)))]
+    inputs += [os.path.join(results, "2026-11-29-oneshot", f)
+               for f in ("lifecycle-cli-idle200.json", "lifecycle-cold-idle200.json")]
     out = subprocess.run([sys.executable, os.path.join(REPO, "bench", "plot.py"), "--out", str(tmp_path), *inputs],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     written = set(os.listdir(tmp_path))
-    assert {"summary.png", "lifecycle.png", "exec.png", "python-exec.png"} <= written, written
+    assert {"summary.png", "lifecycle.png", "exec.png", "python-exec.png", "lifecycle-cli-idle-200ms.png",
+            "lifecycle-no-warm-pool-idle-200ms.png"} <= written, written
     assert all(os.path.getsize(tmp_path / name) > 10_000 for name in written)
     bad = tmp_path / "garbled.json"
     bad.write_text("{not json")
