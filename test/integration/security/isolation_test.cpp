@@ -134,8 +134,13 @@ TEST_CASE("network namespace: loopback works, low ports bind, root inside cannot
   server.timeout_s = 10;
   std::atomic<bool> done{false};
   a.exec_async(server, [&](const sandlet::Error*, sandlet::ExecResult) { done = true; });
-  // a's server answers on a's loopback only.
-  CHECK(wait_until([&] { return a.exec({"sh", "-c", "nc 127.0.0.1 80 </dev/null | grep -q from-a"}).exit_code == 0; }, 5));
+  // a's server answers on a's loopback only. busybox nc quits at the first end-of-file on either side: a
+  // client whose stdin is already at EOF could quit before reading the reply and use up the one-shot
+  // server (seen under CPU load). Its stdin stays open (a background sleep holds the pipe) until the
+  // server has answered and closed.
+  CHECK(wait_until([&] {
+    return a.exec({"sh", "-c", "(sleep 5 &) | nc 127.0.0.1 80 | grep -q from-a"}).exit_code == 0;
+  }, 5));
   CHECK(b.exec({"sh", "-c", "nc -w 1 127.0.0.1 80 </dev/null"}).exit_code != 0);
   CHECK(a.exec({"ip", "link", "set", "lo", "down"}).exit_code != 0);
   CHECK(a.exec({"ip", "link", "add", "x0", "type", "dummy"}).exit_code != 0);
