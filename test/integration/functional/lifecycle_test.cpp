@@ -44,7 +44,8 @@ TEST_CASE("a root filesystem the init cannot set up: its reason is reported and 
       CHECK(std::string(e.what()).find("mount /proc") != std::string::npos);
     }
   }
-  CHECK(h.sandbox_dirs().empty());
+  // (The warm pool, started by the second create, may hold sandboxes of its own until the runtime closes:
+  // check_no_leaks looks after closing it.)
   h.check_no_leaks();
   fs::remove_all(bad);
 }
