@@ -249,6 +249,20 @@ int run(int argc, char **argv) {
     status = 1;
   }
 
+  // An explicit gc, as an operator would run: it also removes the parent cgroups runtimes keep between
+  // runs (when no other process uses them), so that only real leftovers remain to be reported.
+  if (!ctx.root.empty()) {
+    sandlet_runtime_options_t o = SANDLET_RUNTIME_OPTIONS_INIT;
+    o.skip_gc_on_open = 1;
+    o.disable_warm_pool = 1;
+    sandlet_runtime_t *rt = nullptr;
+    if (sandlet_error_t *err = sandlet_runtime_open(ctx.root.c_str(), &o, &rt)) {
+      sandlet_error_delete(err);
+    } else {
+      sandlet_error_delete(sandlet_runtime_gc(rt, nullptr));
+      sandlet_runtime_close(rt);
+    }
+  }
   json::object left = leftovers(ctx.root, ctx.rootfs, cgroups_before);
   if (!left["clean"].as_bool()) {
     std::fprintf(stderr, "sandlet-bench: leftovers after %s: %s\n", scenario->name, json::serialize(left).c_str());

@@ -132,7 +132,9 @@ SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, con
 
 /* Removes what crashed or expired runs left behind: dead sandboxes' cgroups and directories, sandboxes
    past their max lifetime, `owned` sandboxes whose owner process died. Never touches a live sandbox of
-   another live process. *removed (may be NULL) receives how many sandboxes were cleaned up. */
+   another live process. Also removes the node's "sandlet" parent cgroups (one per hierarchy) when no
+   sandbox group is left in them; closing a runtime keeps them for the next one. *removed (may be NULL)
+   receives how many sandboxes were cleaned up. */
 SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *removed);
 
 /* ---------------------------------------------------------------------------------------------------

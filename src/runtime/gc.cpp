@@ -37,7 +37,7 @@ size_t Runtime::finish_reclaim(const std::string& id) {
   }
 }
 
-size_t Runtime::gc() {
+size_t Runtime::gc(bool release_idle_cgroups) {
   size_t removed = 0;
   const std::string sandboxes = host_.root + "/sandboxes";
   const double now = sys::now_unix_seconds();
@@ -94,6 +94,7 @@ size_t Runtime::gc() {
     layer_mounts_->release_unused(nullptr, [this] { return layers_in_use(); });
   } catch (const Error&) {
   }
+  if (release_idle_cgroups && ::geteuid() == 0) host_.cgroups.release();
   return removed;
 }
 

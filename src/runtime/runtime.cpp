@@ -84,7 +84,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
     }
   });
   rt->loop_thread_id_ = started_future.get();
-  if (options.gc_on_open) rt->gc();
+  if (options.gc_on_open) rt->gc(/*release_idle_cgroups=*/false);
   return rt;
 }
 
@@ -146,7 +146,8 @@ void Runtime::close() {
   } catch (const Error&) {
   }
   release_state_if_empty(state_);
-  if (::geteuid() == 0) host_.cgroups.release();
+  // The "sandlet" parent cgroups stay for the next runtime (as a container engine's do): making and
+  // removing four of them cost a one-shot `sandlet run` ~0.4 ms. An explicit gc removes them when idle.
 }
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {

@@ -61,7 +61,9 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   void create_async(Spec spec, CreateDone done);
   std::shared_ptr<Sandbox> attach(const std::string& id);
   std::vector<ListedSandbox> list(const std::string& label_filter);
-  size_t gc();
+  // Sweeps what crashed or expired runs left. `release_idle_cgroups`: also remove the node's "sandlet"
+  // parent groups when no sandbox group is left in them (an explicit gc; the sweep at open keeps them).
+  size_t gc(bool release_idle_cgroups = true);
 
   // The layer store of this root and the node-wide layer mounts (src/image).
   image::LayerStore& layer_store() { return *layer_store_; }

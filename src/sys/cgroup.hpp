@@ -22,8 +22,8 @@ struct CgroupSystem {
   static CgroupSystem detect();
   // Creates the "sandlet" parent groups and enables controllers in them (idempotent).
   void prepare() const;
-  // Removes the parent groups if no sandbox group is left in them (a closing runtime leaves no trace;
-  // a create that finds them gone prepares them again).
+  // Removes the parent groups if no sandbox group is left in them. Called by an explicit gc only: they
+  // outlive runtimes (a create that finds them gone prepares them again).
   void release() const;
   std::string describe() const;
 };

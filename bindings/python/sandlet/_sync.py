@@ -224,7 +224,8 @@ class Runtime:
         return [r for r in rows if all(r.get("spec", {}).get("labels", {}).get(k) == v for k, v in wanted.items())]
 
     def gc(self) -> int:
-        """Removes what crashed or expired runs left behind; returns how many sandboxes went."""
+        """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
+        cgroups); returns how many sandboxes went."""
         return self._h.gc()
 
     def backends(self) -> List[Dict[str, Any]]:
