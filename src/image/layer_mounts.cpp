@@ -26,27 +26,14 @@ bool LayerMounts::is_mounted(const std::string& digest) const {
   return ::statfs((dir_ + "/" + digest).c_str(), &fs) == 0 && static_cast<uint32_t>(fs.f_type) == erofs::kMagic;
 }
 
-namespace {
-
-sys::UniqueFd lock_layer(const std::string& path, int how) {
-  sys::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd) throw_errno("open lock " + path);
-  while (::flock(fd.get(), how) != 0) {
-    if (errno != EINTR) throw_errno("lock " + path);
-  }
-  return fd;
-}
-
-}  // namespace
-
 std::string LayerMounts::acquire(const std::string& digest, sys::UniqueFd* hold) {
   std::string target = dir_ + "/" + digest;
   std::string lock_path = dir_ + "/" + digest + ".lock";
-  *hold = lock_layer(lock_path, LOCK_SH);
+  *hold = sys::lock_file(lock_path, LOCK_SH);
   if (is_mounted(digest)) return target;
   // Mounting needs the exclusive lock; flock cannot upgrade atomically, so look again once it is ours.
   hold->reset();
-  sys::UniqueFd exclusive = lock_layer(lock_path, LOCK_EX);
+  sys::UniqueFd exclusive = sys::lock_file(lock_path, LOCK_EX);
   if (!is_mounted(digest)) mount_locked(digest, target);
   if (::flock(exclusive.get(), LOCK_SH) != 0) throw_errno("lock " + lock_path);  // downgrade: atomic
   *hold = std::move(exclusive);
@@ -81,7 +68,7 @@ std::vector<std::string> LayerMounts::release_unused(const std::set<std::string>
   for (const auto& name : sys::list_dir(dir_)) {
     if (name.size() != 64 || (candidates && !candidates->count(name))) continue;
     // One layer at a time (creates take several shared locks in spec order: no lock ordering to keep).
-    sys::UniqueFd lock = lock_layer(dir_ + "/" + name + ".lock", LOCK_EX);
+    sys::UniqueFd lock = sys::lock_file(dir_ + "/" + name + ".lock", LOCK_EX);
     if (in_use().count(name)) continue;
     std::string target = dir_ + "/" + name;
     if (is_mounted(name)) {

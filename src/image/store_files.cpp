@@ -8,13 +8,7 @@
 
 namespace sandlet::image {
 
-FileLock::FileLock(const std::string& path) {
-  fd_.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd_) throw_errno("open lock " + path);
-  while (::flock(fd_.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) throw_errno("lock " + path);
-  }
-}
+FileLock::FileLock(const std::string& path) : fd_(sys::lock_file(path, LOCK_EX)) {}
 
 FileLock FileLock::try_lock(const std::string& path) {
   FileLock l;

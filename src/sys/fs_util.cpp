@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -208,6 +209,15 @@ std::string random_hex(size_t bytes) {
     out.push_back(hex[buf[i] & 15]);
   }
   return out;
+}
+
+UniqueFd lock_file(const std::string& path, int how) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) throw_errno("open lock " + path);
+  while (::flock(fd.get(), how) != 0) {
+    if (errno != EINTR) throw_errno("lock " + path);
+  }
+  return fd;
 }
 
 }  // namespace sandlet::sys

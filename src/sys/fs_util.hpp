@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sys/fd.hpp"
+
 namespace sandlet::sys {
 
 // Reads a whole (small) file; throws on error. `max` caps what is read back from disk.
@@ -24,6 +26,9 @@ void mkdir_p(const std::string& path, mode_t mode = 0755);
 void remove_tree(const std::string& path);
 std::vector<std::string> list_dir(const std::string& path);  // names, without . and ..; empty if missing
 std::vector<std::string> list_subdirs(const std::string& path);  // directories only (d_type; no stat per entry)
+// Opens (creating, mode 0600) the lock file `path` and takes flock `how` (LOCK_SH / LOCK_EX), waiting for it.
+// The lock lives as long as the returned descriptor.
+UniqueFd lock_file(const std::string& path, int how);
 
 // Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); nullopt if gone.
 // Together with the pid it identifies a process across pid reuse.
