@@ -160,13 +160,25 @@ void SandboxCgroup::apply_limits(const Limits& limits) {
   const CgroupSystem& sys = *sys_;
   auto quota = static_cast<uint64_t>(std::llround(limits.cpus * 100000));
   if (sys.unified) {
-    int fd = v2_fd_.get();
+    // On cgroup v2 a limit file exists only where its controller is enabled: say which one is missing.
+    const std::string parent = sys.v2_root + "/" + kParent;
+    auto write_limit = [&](const char* file, const std::string& value, const char* field, const char* controller) {
+      try {
+        write_existing_at(v2_fd_.get(), file, value);
+      } catch (const Error& e) {
+        if (e.err_no() != ENOENT) throw;
+        throw Error(Code::kUnimplemented,
+                    std::string(field) + ": the " + controller + " cgroup controller is not available under " + parent +
+                        " (sandlet enables it there when " + sys.v2_root +
+                        "/cgroup.controllers lists it; on a delegated subtree, the delegating manager must)");
+      }
+    };
     if (limits.memory) {
-      write_existing_at(fd, "memory.max", std::to_string(limits.memory));
-      write_existing_at(fd, "memory.swap.max", "0");
+      write_limit("memory.max", std::to_string(limits.memory), "limits.memory", "memory");
+      write_limit("memory.swap.max", "0", "limits.memory", "memory");
     }
-    if (limits.pids) write_existing_at(fd, "pids.max", std::to_string(limits.pids));
-    if (limits.cpus > 0) write_existing_at(fd, "cpu.max", std::to_string(quota) + " 100000");
+    if (limits.pids) write_limit("pids.max", std::to_string(limits.pids), "limits.pids", "pids");
+    if (limits.cpus > 0) write_limit("cpu.max", std::to_string(quota) + " 100000", "limits.cpus", "cpu");
     return;
   }
   auto v1 = [&](const std::string& root) {
