@@ -33,6 +33,7 @@
 #include "runtime/sandbox.hpp"
 #include "sys/fd.hpp"
 #include "sys/fs_util.hpp"
+#include "oci_blobs.hpp"
 #include "unit_helpers.hpp"
 
 using namespace sandlet;
@@ -426,30 +427,11 @@ TEST_CASE("erofs: a tar (plain, gzip, zstd) imports to the same layer as its dir
 
 namespace {
 
-int64_t file_size_of(const std::string& path) {
-  struct stat st;
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return st.st_size;
-}
-
 // An OCI image layout with two gzip layers (the second whiting out parts of the first).
-struct OciLayout {
-  std::string dir;
+struct OciLayout : unit::OciBlobs {
   std::vector<std::string> layer_hex, diff_hex;
-  std::string add_blob_file(const std::string& path) {
-    std::string hex = file_hex(path);
-    REQUIRE(::rename(path.c_str(), (dir + "/blobs/sha256/" + hex).c_str()) == 0);
-    return hex;
-  }
-  std::string add_blob(const std::string& data) {
-    write_file(dir + "/blob.tmp", data);
-    return add_blob_file(dir + "/blob.tmp");
-  }
-  json::object descriptor(const std::string& media_type, const std::string& hex) const {
-    return {{"mediaType", media_type}, {"digest", "sha256:" + hex}, {"size", file_size_of(dir + "/blobs/sha256/" + hex)}};
-  }
   // `wrong_layer`: -1, or the layer whose manifest digest names a blob file with other content.
-  OciLayout(const std::string& root, int wrong_layer) : dir(root + "/layout") {
+  OciLayout(const std::string& root, int wrong_layer) : unit::OciBlobs{root + "/layout"} {
     sys::mkdir_p(dir + "/blobs/sha256", 0755);
     std::string l1 = root + "/l1", l2 = root + "/l2";
     sys::mkdir_p(l1 + "/a/dir", 0755);

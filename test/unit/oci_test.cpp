@@ -16,6 +16,7 @@
 #include "image/sha256.hpp"
 #include "image/tar_extract.hpp"
 #include "sys/fs_util.hpp"
+#include "oci_blobs.hpp"
 #include "unit_helpers.hpp"
 
 using namespace sandlet;
@@ -34,11 +35,6 @@ struct TempDir : unit::TempDir {
 };
 
 std::string file_hex(const std::string& path) { return to_hex(sha256_file(path)); }
-int64_t file_size(const std::string& path) {
-  struct stat st;
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return st.st_size;
-}
 
 #if defined(__aarch64__)
 const char* kArch = "arm64";
@@ -51,28 +47,12 @@ const char* kOtherArch = "arm64";
 constexpr const char* kGzipLayer = "application/vnd.oci.image.layer.v1.tar+gzip";
 
 // Writes an OCI layout by hand: two gzip layers made with GNU tar, config, manifest, index.
-struct Layout {
-  std::string dir;
+struct Layout : unit::OciBlobs {
   std::vector<std::string> layer_hex, diff_hex;
   std::string config_hex, manifest_hex;
   int64_t manifest_size = 0;
 
-  // Stores `path` as a blob under its sha256; returns the hex.
-  std::string add_blob_file(const std::string& path) {
-    std::string hex = file_hex(path);
-    REQUIRE(::rename(path.c_str(), (dir + "/blobs/sha256/" + hex).c_str()) == 0);
-    return hex;
-  }
-  std::string add_blob(const std::string& data) {
-    write_file(dir + "/blob.tmp", data);
-    return add_blob_file(dir + "/blob.tmp");
-  }
-  json::object descriptor(const std::string& media_type, const std::string& hex) const {
-    return {{"mediaType", media_type}, {"digest", "sha256:" + hex},
-            {"size", file_size(dir + "/blobs/sha256/" + hex)}};
-  }
-
-  explicit Layout(const std::string& root) : dir(root + "/layout") {
+  explicit Layout(const std::string& root) : unit::OciBlobs{root + "/layout"} {
     sys::mkdir_p(dir + "/blobs/sha256");
     for (int i = 0; i < 2; ++i) {
       std::string src = root + "/layer" + std::to_string(i);
