@@ -1,4 +1,5 @@
 // sandlet-bench: measures sandlet through its C ABI against peers; prints one JSON object.
+#include "capi.hpp"
 #include "common.hpp"
 #include "report.hpp"
 #include "rootfs.hpp"
@@ -252,15 +253,11 @@ int run(int argc, char **argv) {
   // An explicit gc, as an operator would run: it also removes the parent cgroups runtimes keep between
   // runs (when no other process uses them), so that only real leftovers remain to be reported.
   if (!ctx.root.empty()) {
-    sandlet_runtime_options_t o = SANDLET_RUNTIME_OPTIONS_INIT;
-    o.skip_gc_on_open = 1;
-    o.disable_warm_pool = 1;
-    sandlet_runtime_t *rt = nullptr;
-    if (sandlet_error_t *err = sandlet_runtime_open(ctx.root.c_str(), &o, &rt)) {
-      sandlet_error_delete(err);
-    } else {
-      sandlet_error_delete(sandlet_runtime_gc(rt, nullptr));
-      sandlet_runtime_close(rt);
+    try {
+      Runtime rt(ctx.root, 0, /*warm_pool=*/false);
+      check(sandlet_runtime_gc(rt.get(), nullptr), "sandlet_runtime_gc");
+    } catch (const std::exception &) {
+      // The leftover check below reports whatever remains.
     }
   }
   json::object left = leftovers(ctx.root, ctx.rootfs, cgroups_before);
