@@ -141,8 +141,9 @@ void Runtime::close() {
   }
   children_.clear();
   // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
+  // (A runtime whose open failed half way has no layer mounts and no state to release.)
   try {
-    layer_mounts_->release_unused(nullptr, [this] { return layers_in_use(); });
+    if (layer_mounts_) layer_mounts_->release_unused(nullptr, [this] { return layers_in_use(); });
   } catch (const Error&) {
   }
   release_state_if_empty(state_);

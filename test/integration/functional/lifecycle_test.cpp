@@ -28,6 +28,19 @@ TEST_CASE("invalid specs are rejected naming the field, and nothing is created",
   h.check_no_leaks();
 }
 
+TEST_CASE("a runtime root that cannot be made: an error, not a crash", "[lifecycle]") {
+  // /proc refuses new directories: the open fails half way, after the runtime object exists.
+  for (const char* root : {"/proc/sandlet-test-root", "relative/root"}) {
+    try {
+      sandlet::Runtime::open(root);
+      FAIL("opened a runtime at " << root);
+    } catch (const sandlet::Error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(root) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("a root filesystem the init cannot set up: its reason is reported and nothing is left", "[lifecycle]") {
   Harness h;
   // A layer above the rootfs whose /proc is a file: the init's mount of /proc fails inside the sandbox,
