@@ -2,6 +2,7 @@
 // validated spec into running sandbox whose agent listens on rec.agent_socket; everything after that
 // (exec, files) speaks the agent protocol and is backend-independent.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ struct HostContext {
   sys::CgroupSystem cgroups;
   std::unique_ptr<sys::NetnsPool> netns;  // network namespaces made ahead of time
   std::string init_cache_dir;             // where the init binary may be cached ("" = memfd only)
+  // Closes descriptors whose last close is slow (detached mounts) on a runtime worker, off the create.
+  std::function<void(std::vector<sys::UniqueFd>)> close_in_background;
 };
 
 class Backend {

@@ -37,6 +37,10 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
 
   std::shared_ptr<Runtime> rt(new Runtime(options));
   rt->host_.root = root;
+  rt->host_.close_in_background = [raw = rt.get()](std::vector<sys::UniqueFd> fds) {
+    auto held = std::make_shared<std::vector<sys::UniqueFd>>(std::move(fds));
+    raw->run_on_workers([held] { held->clear(); });
+  };
   sys::mkdir_p(root, 0700);
   // Sandboxes' agent sockets live here: only the runtime's user may reach them.
   if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);

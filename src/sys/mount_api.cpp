@@ -77,8 +77,8 @@ UniqueFd FsContext::mount(unsigned attr_flags) {
   return m;
 }
 
-UniqueFd build_overlay_rootfs(const std::vector<std::string>& layers, int userns_fd, uid_t root_uid,
-                              uint64_t disk_bytes) {
+OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int userns_fd, uid_t root_uid,
+                                   uint64_t disk_bytes) {
   // Lowers first: a failure here (bad layer) costs nothing else.
   std::vector<UniqueFd> lowers;
   lowers.reserve(layers.size());
@@ -105,7 +105,11 @@ UniqueFd build_overlay_rootfs(const std::vector<std::string>& layers, int userns
   // lowerdir+ appends below the previous ones, so the topmost layer goes first.
   for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) ovl.set_fd("lowerdir+", it->get());
   ovl.set_fd("upperdir", upper.get()).set_fd("workdir", work.get());
-  return ovl.mount(MOUNT_ATTR_NODEV);
+  OverlayRootfs out;
+  out.root = ovl.mount(MOUNT_ATTR_NODEV);
+  out.sources = std::move(lowers);
+  out.sources.push_back(std::move(upper_mnt));
+  return out;
 }
 
 }  // namespace sandlet::sys

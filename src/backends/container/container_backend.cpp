@@ -122,13 +122,14 @@ void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step)
 
 // Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace. Sent, then
 // awaited separately, so that a cold create can queue its configuration behind it (one round trip).
-void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid) {
-  sys::UniqueFd rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
+void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid,
+                const HostContext& host) {
+  sys::OverlayRootfs rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
+  host.close_in_background(std::move(rootfs.sources));
   wire::Writer w;
   w.u32(proto::kInitHasCgroup);
   sys::send_with_fds(p.setup.get(), proto::frame(proto::Msg::kInitStage, w.data()),
-                     {rootfs.get(), p.listener.get(), p.cgroup.v2_fd()});
-  rootfs.reset();
+                     {rootfs.root.get(), p.listener.get(), p.cgroup.v2_fd()});
   p.listener.reset();
 }
 
@@ -139,8 +140,9 @@ void await_staged(ContainerPrepared& p, const std::vector<std::string>& layers, 
   p.disk = disk;
 }
 
-void stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid) {
-  send_stage(p, layers, disk, root_uid);
+void stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid,
+           const HostContext& host) {
+  send_stage(p, layers, disk, root_uid, host);
   await_staged(p, layers, disk);
 }
 
@@ -193,7 +195,7 @@ class ContainerBackend final : public Backend {
     if (!prepared->userns) throw_errno("open user namespace of sandbox init");
     rec.init_pid = init.pid();
     rec.init_start = sys::process_start_time(init.pid()).value_or(0);
-    if (stage_for) stage(*prepared, stage_for->layers, stage_for->limits.disk, rec.uid_base);
+    if (stage_for) stage(*prepared, stage_for->layers, stage_for->limits.disk, rec.uid_base, host_);
     return prepared;
   }
 
@@ -206,7 +208,7 @@ class ContainerBackend final : public Backend {
     // 4. Root filesystem (unless staged ahead with the same environment): sent now, its reply read after
     //    the configuration has been queued behind it.
     const bool stage_now = !p->staged;
-    if (stage_now) send_stage(*p, spec.layers, spec.limits.disk, rec.uid_base);
+    if (stage_now) send_stage(*p, spec.layers, spec.limits.disk, rec.uid_base, host_);
     else if (!p->fits(spec)) throw Error(Code::kInternal, "prepared sandbox staged for other layers");
 
     // 5. Identity and policy; wait for the init to report ready.
