@@ -1,98 +1,15 @@
 #include "sys/seccomp_filter.hpp"
 
-#include <seccomp.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <mutex>
-
-#include "common/error.hpp"
-#include "sys/fd.hpp"
-
 namespace sandlet::sys {
 namespace {
 
-// Denied with EPERM. Grouped by why a sandbox never needs them.
-constexpr const char* kDenied[] = {
-    // kernel modules, kexec, power
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
-    // swap, accounting, quotas, host clock
-    "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "settimeofday", "clock_settime", "clock_adjtime",
-    "adjtimex",
-    // tracing / BPF / perf: large kernel attack surface
-    "bpf", "perf_event_open", "lookup_dcookie", "fanotify_init",
-    // keyrings are not namespaced
-    "keyctl", "add_key", "request_key",
-    // raw I/O ports and legacy oddities
-    "iopl", "ioperm", "uselib", "nfsservctl", "vhangup", "syslog", "_sysctl", "sysfs",
-    // mounts and namespaces: the sandbox's view of the world is fixed by the host
-    "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
-    "mount_setattr", "setns", "unshare",
-    // file handles bypass path-based checks
-    "open_by_handle_at", "name_to_handle_at",
-    // io_uring and userfaultfd: frequent sources of kernel exploits
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
-};
-
-std::string build() {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx) throw Error(Code::kInternal, "seccomp_init failed");
-  struct Guard {
-    scmp_filter_ctx c;
-    ~Guard() { seccomp_release(c); }
-  } guard{ctx};
-  auto check = [](int rc, const std::string& what) {
-    if (rc < 0) throw Error(Code::kInternal, "seccomp filter: " + what + ": " + std::strerror(-rc), -rc);
-  };
-  for (const char* name : kDenied) {
-    int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
-    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0), name);
-  }
-  // clone3 stays allowed although BPF cannot read its flags: the init sets every
-  // user.max_*_namespaces counter of the sandbox's user namespace to 0, so the kernel refuses new
-  // namespaces however they are asked for. The rules below are defence in depth.
-  // clone(2) may not create namespaces: one rule per flag, since BPF rules compare, not test bits.
-  for (uint64_t flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
-                        CLONE_NEWCGROUP, CLONE_NEWTIME})
-    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
-          "clone");
-  // Terminal injection into another session's input.
-  check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, static_cast<uint32_t>(TIOCSTI))),
-        "ioctl TIOCSTI");
-  // XFS_IOC_SWAPEXT (_IOWR('X', 109, struct xfs_swapext)): swapping extents with a protected file.
-  constexpr uint32_t kXfsIocSwapext = 0xc0c0586d;
-  check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, kXfsIocSwapext)),
-        "ioctl XFS_IOC_SWAPEXT");
-
-  UniqueFd mem(::memfd_create("sandlet-seccomp", MFD_CLOEXEC));
-  if (!mem) throw_errno("memfd_create for seccomp export");
-  check(seccomp_export_bpf(ctx, mem.get()), "export");
-  off_t size = ::lseek(mem.get(), 0, SEEK_END);
-  std::string bpf(static_cast<size_t>(size), '\0');
-  if (::pread(mem.get(), bpf.data(), bpf.size(), 0) != size) throw_errno("read exported seccomp filter");
-  return bpf;
-}
+// kBaselineSeccompBpf: the rules of src/seccomp/baseline_rules.cpp, compiled at build time.
+#include "seccomp_baseline.inc"
 
 }  // namespace
 
 const std::string& baseline_seccomp_bpf() {
-  static std::once_flag once;
-  static std::string bpf;
-  static std::exception_ptr failure;
-  std::call_once(once, [] {
-    try {
-      bpf = build();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  });
-  if (failure) std::rethrow_exception(failure);
+  static const std::string bpf(reinterpret_cast<const char*>(kBaselineSeccompBpf), sizeof kBaselineSeccompBpf);
   return bpf;
 }
 

@@ -1,12 +1,13 @@
 // The baseline seccomp filter every sandbox process runs under: it denies kernel-level operations a
-// sandbox never needs. Built once with libseccomp on the host and shipped to the init as raw BPF, so the
-// static init needs no libseccomp.
+// sandbox never needs. Its rules (src/seccomp/baseline_rules.cpp) are compiled with libseccomp at build
+// time and carried as raw BPF, shipped to the init, so neither the library nor the static init needs
+// libseccomp at run time.
 #pragma once
 #include <string>
 
 namespace sandlet::sys {
 
-// struct sock_filter[] as bytes. Thread-safe; computed once per process.
+// struct sock_filter[] as bytes. Thread-safe.
 const std::string& baseline_seccomp_bpf();
 
 }  // namespace sandlet::sys
