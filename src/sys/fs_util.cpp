@@ -84,16 +84,27 @@ void write_existing_at(int dirfd, const char* name, const std::string& data) {
   write_all(fd.get(), data, name);
 }
 
+int try_write_existing(const std::string& path, const std::string& data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  ssize_t n;
+  do {
+    n = ::write(fd.get(), data.data(), data.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return errno;
+  return static_cast<size_t>(n) == data.size() ? 0 : EIO;
+}
+
 void mkdir_p(const std::string& path, mode_t mode) {
   if (path.empty()) return;
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), mode) < 0 && errno != EEXIST) throw_errno("mkdir " + cur);
-  }
+  // Top-down from the leaf: usually it or its parent exists already, so this is one or two syscalls
+  // (a runtime open makes a dozen such paths).
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return;
+  if (errno != ENOENT) throw_errno("mkdir " + path);
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos || slash == 0) throw_errno("mkdir " + path, ENOENT);
+  mkdir_p(path.substr(0, slash), mode);
+  if (::mkdir(path.c_str(), mode) < 0 && errno != EEXIST) throw_errno("mkdir " + path);
 }
 
 static void remove_tree_at(int parent, const char* name) {

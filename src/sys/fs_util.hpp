@@ -21,6 +21,10 @@ void write_file_atomic(const std::string& path, const std::string& data, mode_t 
 void write_existing(const std::string& path, const std::string& data);
 // Same, relative to a directory fd.
 void write_existing_at(int dirfd, const char* name, const std::string& data);
+// Best effort (a knob the host may refuse): 0, or the errno of the failed open/write. No exception,
+// so an expected refusal costs no unwinding on a hot path.
+int try_write_existing(const std::string& path, const std::string& data);
+// Creates `path` and any missing parents; existing ones are fine.
 void mkdir_p(const std::string& path, mode_t mode = 0755);
 // Removes a directory tree without following symlinks; ENOENT is not an error.
 void remove_tree(const std::string& path);

@@ -180,10 +180,7 @@ class ContainerBackend final : public Backend {
     // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
     // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
     // tiny init is then still the OOM killer's last choice by size.
-    try {
-      sys::write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
-    } catch (const Error&) {
-    }
+    (void)sys::try_write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
     prepared->cgroup.close_v1_join_fds();  // the child holds its own copies until it has joined
     init.map_ids(rec.uid_base, kIdsPerSandbox);
     init.resume();  // the init execs and waits for its configuration
