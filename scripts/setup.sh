@@ -28,6 +28,8 @@ packages=(
   libssl-dev zlib1g-dev libzstd-dev zstd
   busybox-static bubblewrap uidmap erofs-utils
   hyperfine python3 python3-dev python3-venv
+  # The pure cgroup v2 test boots a throw-away VM (software emulation) with a Debian kernel.
+  qemu-system-x86 e2fsprogs xz-utils
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
 # if none exists. cargo builds the Rust example over the C ABI (examples/rust).
@@ -70,4 +72,7 @@ if [[ ! -f $stamp ]] || ! cmp -s "$stamp" "$requirements"; then
     || die "pip install -r $requirements failed"
   cp "$requirements" "$stamp"
 fi
+# That VM's kernel: unpacked into a cache, never installed.
+"$here/scripts/fetch-vm-kernel.sh" || die "cannot fetch the kernel for the pure cgroup v2 VM test"
+
 echo "setup.sh: done"

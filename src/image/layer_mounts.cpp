@@ -47,7 +47,19 @@ void LayerMounts::mount_locked(const std::string& digest, const std::string& tar
   sys::FsContext ctx("erofs");
   ctx.set("source", store_.meta_path(digest));
   for (const auto& b : layer->blobs) ctx.set("device", store_.blob_path(b));
-  sys::UniqueFd mnt = ctx.mount(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
+  sys::UniqueFd mnt;
+  try {
+    mnt = ctx.mount(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
+  } catch (const Error& e) {
+    // EROFS mounts a regular file only when its filesystem reads pages through the page cache; tmpfs
+    // does not, and the kernel then asks for a block device.
+    if (e.err_no() != ENOTBLK) throw;
+    throw Error(Code::kUnimplemented,
+                "layer " + digest + ": the layer store " + store_.dir() +
+                    " is on a filesystem that cannot back EROFS file mounts (tmpfs cannot); put the runtime root "
+                    "on a disk filesystem such as ext4, xfs or btrfs (" + e.what() + ")",
+                e.err_no());
+  }
   sys::mkdir_p(target, 0755);
   if (::syscall(SYS_move_mount, mnt.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     throw_errno("attach layer " + digest + " at " + target);

@@ -102,9 +102,18 @@ OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int u
   if (!upper || !work) throw_errno("open rootfs upper/work");
 
   FsContext ovl("overlay");
-  // lowerdir+ appends below the previous ones, so the topmost layer goes first.
-  for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) ovl.set_fd("lowerdir+", it->get());
-  ovl.set_fd("upperdir", upper.get()).set_fd("workdir", work.get());
+  try {
+    // lowerdir+ appends below the previous ones, so the topmost layer goes first.
+    for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) ovl.set_fd("lowerdir+", it->get());
+    ovl.set_fd("upperdir", upper.get()).set_fd("workdir", work.get());
+  } catch (const Error& e) {
+    // OverlayFS takes layers as descriptors since Linux 6.13, as O_PATH ones (ours) since 6.15.
+    if (e.err_no() != EBADF) throw;
+    throw Error(Code::kUnimplemented,
+                std::string("this kernel's OverlayFS does not take layers as O_PATH descriptors (Linux 6.15 or "
+                            "later does): ") + e.what(),
+                e.err_no());
+  }
   OverlayRootfs out;
   out.root = ovl.mount(MOUNT_ATTR_NODEV);
   out.sources = std::move(lowers);
