@@ -20,7 +20,8 @@ struct HostContext {
   sys::CgroupSystem cgroups;
   std::unique_ptr<sys::NetnsPool> netns;  // network namespaces made ahead of time
   std::string init_cache_dir;             // where the init binary may be cached ("" = memfd only)
-  // Closes descriptors whose last close is slow (detached mounts) on a runtime worker, off the create.
+  // Closes descriptors whose last close is slow (detached mounts) on a runtime worker, off the create
+  // (unset: they are closed where they are dropped).
   std::function<void(std::vector<sys::UniqueFd>)> close_in_background;
 };
 

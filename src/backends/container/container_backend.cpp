@@ -125,7 +125,7 @@ void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step)
 void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid,
                 const HostContext& host) {
   sys::OverlayRootfs rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
-  host.close_in_background(std::move(rootfs.sources));
+  if (host.close_in_background) host.close_in_background(std::move(rootfs.sources));
   wire::Writer w;
   w.u32(proto::kInitHasCgroup);
   sys::send_with_fds(p.setup.get(), proto::frame(proto::Msg::kInitStage, w.data()),
