@@ -4,6 +4,8 @@
 # host keeps its own kernel). Idempotent: once unpacked, it touches no network.
 #
 # usage: fetch-vm-kernel.sh [DIR]   (default: $SANDLET_VM_KERNEL_DIR, else /var/cache/sandlet/vm-kernel)
+# $SANDLET_VM_KERNEL_SUITE picks another suite (e.g. sid) should the backports one carry no kernel; the
+# kernel must be Linux 6.15 or later (see README, host requirements).
 # Leaves DIR/current -> the unpacked package (vmlinuz and modules). The apt archive comes from this
 # machine's own apt sources, so a local mirror is used when one is configured.
 set -euo pipefail
