@@ -74,10 +74,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   if (have_cgroups && ::geteuid() == 0) rt->host_.cgroups.prepare();
 
   rt->work_.emplace(asio::make_work_guard(rt->io_));
-  std::promise<std::thread::id> started;
-  auto started_future = started.get_future();
-  rt->loop_ = std::thread([raw = rt.get(), &started] {
-    started.set_value(std::this_thread::get_id());
+  rt->loop_ = std::thread([raw = rt.get()] {
     for (;;) {
       try {
         raw->io_.run();
@@ -87,7 +84,8 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
       }
     }
   });
-  rt->loop_thread_id_ = started_future.get();
+  // Known without waiting for the thread to run: nothing reaches the loop before this open returns.
+  rt->loop_thread_id_ = rt->loop_.get_id();
   if (options.gc_on_open) rt->gc(/*release_idle_cgroups=*/false);
   return rt;
 }
