@@ -34,8 +34,9 @@ struct CommandContext {
 bool parse_command(CommandContext& ctx, const std::vector<OptionDef>& defs, const std::vector<std::string>& args,
                    OperandMode mode, std::string_view usage, ParsedArgs* out);
 
-// Opens the runtime under --root. `sweep` = let the library collect leftovers at open (slower);
-// latency-sensitive commands (run, exec, cp) skip it.
+// Opens the runtime under --root. `sweep` = let the library collect leftovers at open: the commands that
+// create (run, create) and the inventory ones (ps, rm, gc) do; exec and cp, which act on one existing
+// sandbox, skip it (a sweep reads every record of the root: its cost grows with the sandboxes there).
 Runtime open_runtime(const Global& g, bool sweep);
 
 // Commands. Each returns the process exit status; sandlet::Error and UsageError propagate to main.

@@ -209,22 +209,38 @@ TEST_CASE("backends report availability and reasons", "[backends]") {
   h.check_no_leaks();
 }
 
-TEST_CASE("gc cleans a create that crashed after making its cgroups but before recording them", "[gc]") {
-  Harness h;
-  const std::string id = "0123456789ab";
+namespace {
+// What a create leaves when its process dies after making the sandbox's cgroups but before recording
+// them: a "creating" record whose creator is gone (pid 1 with a start time that cannot match).
+void leave_crashed_create(Harness& h, const std::string& id) {
   const std::string dir = h.root() + "/sandboxes/" + id;
   fs::create_directories(dir);
   std::string spec = Harness::spec().to_json();
-  // Owner pid 1 with a start time that cannot match: a creator that is gone.
   std::ofstream(dir + "/record.json")
       << R"({"version":1,"id":")" << id << R"(","backend":"container","state":"creating","spec":)" << spec
       << R"(,"created_at":0,"deadline":0,"slot":-1,"uid_base":0,"init_pid":0,"init_start":0,"owner_pid":1,)"
       << R"("owner_start":1,"cgroup_v2":"","cgroup_v1":[],"agent_socket":""})";
   fs::create_directories(cgroup2_parent() + "/" + id);
-  bool hybrid = fs::exists("/sys/fs/cgroup/memory/sandlet");
-  if (hybrid) fs::create_directories("/sys/fs/cgroup/memory/sandlet/" + id);
+  if (fs::exists("/sys/fs/cgroup/memory/sandlet")) fs::create_directories("/sys/fs/cgroup/memory/sandlet/" + id);
+}
+}  // namespace
+
+TEST_CASE("gc cleans a create that crashed after making its cgroups but before recording them", "[gc]") {
+  Harness h;
+  leave_crashed_create(h, "0123456789ab");
   CHECK(h.rt().gc() == 1);
-  CHECK(h.gone(id));
+  CHECK(h.gone("0123456789ab"));
+  h.check_no_leaks();
+}
+
+TEST_CASE("a one-shot `sandlet run` sweeps what a crashed create left", "[gc][cli]") {
+  Harness h;
+  leave_crashed_create(h, "0123456789ac");
+  int status = -1;
+  host_sh(std::string(SANDLET_CLI) + " --root " + h.root() + " run --layer " + SANDLET_TEST_ROOTFS + " -- /bin/true",
+          &status);
+  CHECK(status == 0);
+  CHECK(h.gone("0123456789ac"));
   h.check_no_leaks();
 }
 
