@@ -72,7 +72,9 @@ if [[ ! -f $stamp ]] || ! cmp -s "$stamp" "$requirements"; then
     || die "pip install -r $requirements failed"
   cp "$requirements" "$stamp"
 fi
-# That VM's kernel: unpacked into a cache, never installed.
-"$here/scripts/fetch-vm-kernel.sh" || die "cannot fetch the kernel for the pure cgroup v2 VM test"
+# That VM's kernel: unpacked into a cache, never installed. Without it that one test SKIPs (saying why)
+# rather than every test failing with the set-up.
+"$here/scripts/fetch-vm-kernel.sh" ||
+  echo "setup.sh: warning: no kernel for the pure cgroup v2 VM test; that test will be skipped" >&2
 
 echo "setup.sh: done"
