@@ -24,7 +24,7 @@ check "memory.swap.max = 0" test "$(cat "$group/memory.swap.max")" = 0
 check "pids.max = 50" test "$(cat "$group/pids.max")" = 50
 check "cpu.max = half a CPU" test "$(cat "$group/cpu.max")" = "50000 100000"
 check "the init sits in the sandbox's group" test -n "$(cat "$group/cgroup.procs")"
-check "inside, /proc/self/cgroup is the namespace root" \
+check "a command runs in a per-exec group, seen from the sandbox's cgroup namespace" \
   test "$("$cli" --root "$root" exec "$id" -- cat /proc/self/cgroup)" = "0::/x0"
 check "a command is killed with its group on timeout" \
   sh -c "\"$cli\" --root \"$root\" exec --timeout 1 \"$id\" -- sh -c 'sleep 100 & sleep 100'; test \$? = 124"
