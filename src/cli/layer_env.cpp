@@ -56,38 +56,50 @@ std::string layer_usage(std::string_view synopsis, std::string_view text, std::s
   return group_usage("layer", synopsis, text, options);
 }
 
-const std::string kImportUsage = layer_usage(
-    "import [OPTIONS] PATH",
-    "Import PATH (a directory, a .tar / .tar.gz / .tar.zst, an OCI image layout directory or a\n"
-    "`docker save` tarball) into the store. Atomic. Prints each layer's digest (sha256:<hex>), one per\n"
-    "line, lowest first, then `environment NAME` when the import made an environment (OCI images with\n"
-    "--name). A layer that was already stored is noted on stderr. Progress is shown on stderr when it\n"
-    "is a terminal.\n",
-    "      --role ROLE     base (default), workspace, toolkit or diff\n"
-    "      --name NAME     Name the layer (an OCI image: the environment made of its layers)\n"
-    "      --parent REF    The layer this one goes on top of (diffs)\n"
-    "      --no-dedupe     Do not reuse chunks of other layers\n");
+std::string import_usage() {
+  return layer_usage(
+      "import [OPTIONS] PATH",
+      "Import PATH (a directory, a .tar / .tar.gz / .tar.zst, an OCI image layout directory or a\n"
+      "`docker save` tarball) into the store. Atomic. Prints each layer's digest (sha256:<hex>), one per\n"
+      "line, lowest first, then `environment NAME` when the import made an environment (OCI images with\n"
+      "--name). A layer that was already stored is noted on stderr. Progress is shown on stderr when it\n"
+      "is a terminal.\n",
+      "      --role ROLE     base (default), workspace, toolkit or diff\n"
+      "      --name NAME     Name the layer (an OCI image: the environment made of its layers)\n"
+      "      --parent REF    The layer this one goes on top of (diffs)\n"
+      "      --no-dedupe     Do not reuse chunks of other layers\n");
+}
 
-const std::string kLsUsage = layer_usage("ls [OPTIONS]", "List the layers of the store.\n",
-                                         "      --json          Print a JSON array of the full records\n");
+std::string ls_usage() {
+  return layer_usage("ls [OPTIONS]", "List the layers of the store.\n",
+                     "      --json          Print a JSON array of the full records\n");
+}
 
-const std::string kInspectUsage = layer_usage("inspect REF", "Print the record of a layer as JSON.\n");
+std::string inspect_usage() {
+  return layer_usage("inspect REF", "Print the record of a layer as JSON.\n");
+}
 
-const std::string kLayerRmUsage = layer_usage(
-    "rm REF [REF...]",
-    "Remove layers. A layer an environment or a live sandbox uses cannot be removed. Prints each\n"
-    "removed reference; a reference that fails is reported and the exit status is 1.\n");
+std::string layer_rm_usage() {
+  return layer_usage(
+      "rm REF [REF...]",
+      "Remove layers. A layer an environment or a live sandbox uses cannot be removed. Prints each\n"
+      "removed reference; a reference that fails is reported and the exit status is 1.\n");
+}
 
-const std::string kLayerGcUsage = layer_usage(
-    "gc",
-    "Remove the layers that no environment, name, live sandbox or kept layer's parent chain refers\n"
-    "to, then data no layer uses. Prints each removed layer and blob, then the bytes freed.\n");
+std::string layer_gc_usage() {
+  return layer_usage(
+      "gc",
+      "Remove the layers that no environment, name, live sandbox or kept layer's parent chain refers\n"
+      "to, then data no layer uses. Prints each removed layer and blob, then the bytes freed.\n");
+}
 
-const std::string kMergeUsage = layer_usage(
-    "merge [OPTIONS] REF REF [REF...]",
-    "Flatten two or more consecutive layers (lowest first) into one new layer and print its digest.\n",
-    "      --name NAME     Name the new layer\n"
-    "      --role ROLE     base (default), workspace, toolkit or diff\n");
+std::string merge_usage() {
+  return layer_usage(
+      "merge [OPTIONS] REF REF [REF...]",
+      "Flatten two or more consecutive layers (lowest first) into one new layer and print its digest.\n",
+      "      --name NAME     Name the new layer\n"
+      "      --role ROLE     base (default), workspace, toolkit or diff\n");
+}
 
 constexpr std::string_view kEnvUsage =
     "Usage: sandlet env COMMAND [ARGS...]\n"
@@ -106,21 +118,27 @@ std::string env_usage(std::string_view synopsis, std::string_view text, std::str
   return group_usage("env", synopsis, text, options);
 }
 
-const std::string kEnvCreateUsage = env_usage(
-    "create NAME --layer REF [--layer REF...] [OPTIONS]",
-    "Create environment NAME, or a new version of it, and print NAME@VERSION.\n",
-    "      --layer REF     Store layer by digest or name, lowest first (repeatable; at least one)\n"
-    "  -e, --env K=V       Default environment variable (repeatable; a bare K copies it from here)\n"
-    "  -w, --workdir DIR   Default working directory (absolute)\n"
-    "  -u, --user USER     Default user, uid[:gid]\n");
+std::string env_create_usage() {
+  return env_usage(
+      "create NAME --layer REF [--layer REF...] [OPTIONS]",
+      "Create environment NAME, or a new version of it, and print NAME@VERSION.\n",
+      "      --layer REF     Store layer by digest or name, lowest first (repeatable; at least one)\n"
+      "  -e, --env K=V       Default environment variable (repeatable; a bare K copies it from here)\n"
+      "  -w, --workdir DIR   Default working directory (absolute)\n"
+      "  -u, --user USER     Default user, uid[:gid]\n");
+}
 
-const std::string kEnvLsUsage = env_usage("ls [OPTIONS]", "List environments (latest version of each).\n",
-                                          "      --json          Print a JSON array of the full records\n");
+std::string env_ls_usage() {
+  return env_usage("ls [OPTIONS]", "List environments (latest version of each).\n",
+                   "      --json          Print a JSON array of the full records\n");
+}
 
-const std::string kEnvRmUsage = env_usage(
-    "rm NAME [NAME...]",
-    "Remove environments with all their versions (their layers stay until `sandlet layer gc`).\n"
-    "Prints each removed name; a name that fails is reported and the exit status is 1.\n");
+std::string env_rm_usage() {
+  return env_usage(
+      "rm NAME [NAME...]",
+      "Remove environments with all their versions (their layers stay until `sandlet layer gc`).\n"
+      "Prints each removed name; a name that fails is reported and the exit status is 1.\n");
+}
 
 // ---- helpers ---------------------------------------------------------------------------------------
 
@@ -238,7 +256,7 @@ int layer_import(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {
       {"role", 0, true}, {"name", 0, true}, {"parent", 0, true}, {"no-dedupe", 0, false}};
   ParsedArgs a;
-  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kImportUsage, &a)) return 0;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, import_usage(), &a)) return 0;
   if (a.operands.size() != 1)
     throw UsageError(a.operands.empty() ? "import: requires a PATH" : "import: unexpected argument '" + a.operands[1] + "'");
   validate_role(a.last("role"));
@@ -278,7 +296,7 @@ int layer_import(CommandContext& ctx, const std::vector<std::string>& args) {
 int layer_ls(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {{"json", 0, false}};
   ParsedArgs a;
-  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kLsUsage, &a)) return 0;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, ls_usage(), &a)) return 0;
   require_no_operands(a);
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
@@ -299,7 +317,7 @@ int layer_ls(CommandContext& ctx, const std::vector<std::string>& args) {
 
 int layer_inspect(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
-  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kInspectUsage, &a)) return 0;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, inspect_usage(), &a)) return 0;
   if (a.operands.size() != 1)
     throw UsageError(a.operands.empty() ? "inspect: requires a layer REF" : "inspect: unexpected argument '" + a.operands[1] + "'");
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
@@ -311,7 +329,7 @@ int layer_inspect(CommandContext& ctx, const std::vector<std::string>& args) {
 
 int layer_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
-  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kLayerRmUsage, &a)) return 0;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, layer_rm_usage(), &a)) return 0;
   if (a.operands.empty()) throw UsageError("rm: requires at least one layer REF");
   // Sweep at open: a dead sandbox should not keep its layers pinned.
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
@@ -321,7 +339,7 @@ int layer_rm(CommandContext& ctx, const std::vector<std::string>& args) {
 
 int layer_gc(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
-  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kLayerGcUsage, &a)) return 0;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, layer_gc_usage(), &a)) return 0;
   require_no_operands(a);
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
   char* raw = nullptr;
@@ -352,7 +370,7 @@ int layer_gc(CommandContext& ctx, const std::vector<std::string>& args) {
 int layer_merge(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {{"name", 0, true}, {"role", 0, true}};
   ParsedArgs a;
-  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kMergeUsage, &a)) return 0;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, merge_usage(), &a)) return 0;
   if (a.operands.size() < 2) throw UsageError("merge: requires at least two layer REFs");
   validate_role(a.last("role"));
   sandlet_layer_import_options_t opts{};
@@ -374,7 +392,7 @@ int env_create(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {
       {"layer", 0, true}, {"env", 'e', true}, {"workdir", 'w', true}, {"user", 'u', true}};
   ParsedArgs a;
-  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kEnvCreateUsage, &a)) return 0;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, env_create_usage(), &a)) return 0;
   if (a.operands.size() != 1)
     throw UsageError(a.operands.empty() ? "create: requires a NAME" : "create: unexpected argument '" + a.operands[1] + "'");
   if (a.all("layer").empty()) throw UsageError("create: requires at least one --layer");
@@ -401,7 +419,7 @@ int env_create(CommandContext& ctx, const std::vector<std::string>& args) {
 int env_ls(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {{"json", 0, false}};
   ParsedArgs a;
-  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kEnvLsUsage, &a)) return 0;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, env_ls_usage(), &a)) return 0;
   require_no_operands(a);
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
@@ -429,7 +447,7 @@ int env_ls(CommandContext& ctx, const std::vector<std::string>& args) {
 
 int env_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
-  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kEnvRmUsage, &a)) return 0;
+  if (!parse_command(ctx, {}, args, OperandMode::kPermute, env_rm_usage(), &a)) return 0;
   if (a.operands.empty()) throw UsageError("rm: requires at least one environment NAME");
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   return for_each_operand(a.operands, "env rm",
