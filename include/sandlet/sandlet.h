@@ -283,6 +283,38 @@ SANDLET_API uint64_t sandlet_exec_result_run_ns(const sandlet_exec_result_t *r);
 SANDLET_API void sandlet_exec_result_delete(sandlet_exec_result_t *r);
 
 /* ---------------------------------------------------------------------------------------------------
+ * One-shot run: a new sandbox, one command with the caller's own descriptors as its standard streams,
+ * then the sandbox is destroyed (what `sandlet run` and bubblewrap-style callers do). Cheaper than
+ * create + exec + destroy: the sandbox's init starts the command itself (no agent round trip) and output
+ * goes straight to the caller's descriptors (nothing is relayed or buffered by the library).
+ * ------------------------------------------------------------------------------------------------- */
+typedef struct sandlet_run_options {
+  uint32_t size;                 /* sizeof(sandlet_run_options_t) */
+  const char *const *argv;       /* NULL-terminated, argv[0] required; resolved through PATH */
+  const char *const *env;        /* NULL-terminated "KEY=VALUE" added to the spec's env; may be NULL */
+  const char *cwd;               /* NULL = the spec's workdir */
+  const char *user;              /* NULL = the spec's user */
+  double timeout_s;              /* 0 = none; on expiry every process of the sandbox is killed */
+  int stdin_fd;                  /* the command's stdin, stdout, stderr: descriptors of the caller, passed */
+  int stdout_fd;                 /*   into the sandbox (the caller keeps its own); -1 = /dev/null. The command */
+  int stderr_fd;                 /*   runs in a new session, so a terminal given here is not its controlling one */
+  int cancel_fd;                 /* -1, or a descriptor that becomes readable to cancel the run: everything is
+                                    killed, the sandbox destroyed, and the call fails with CANCELLED. The
+                                    library only polls it (never reads it) */
+} sandlet_run_options_t;
+#define SANDLET_RUN_OPTIONS_INIT {sizeof(sandlet_run_options_t), 0, 0, 0, 0, 0.0, -1, -1, -1, -1}
+
+/* Creates a sandbox from `spec` (its lifetime must be "owned", the default), runs the command in it and
+   destroys the sandbox; blocks the calling thread throughout (not the event-loop thread). When the command
+   exits, whatever it left running is killed. On success *out (owned by the caller, free with
+   sandlet_exec_result_delete) holds exit_code, signal, timed_out, run_ns and duration_ns; its stdout and
+   stderr are empty (output went to the descriptors). A command that cannot be started is an error
+   (NOT_FOUND / PERMISSION_DENIED), as with exec. Closing the runtime from another thread ends a run in
+   flight (UNAVAILABLE). */
+SANDLET_API sandlet_error_t *sandlet_run(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
+                                         const sandlet_run_options_t *opts, sandlet_exec_result_t **out);
+
+/* ---------------------------------------------------------------------------------------------------
  * Files, resolved inside the sandbox's root (symlinks cannot escape it).
  * ------------------------------------------------------------------------------------------------- */
 /* Creates or replaces `path`, creating missing parent directories. mode 0 = 0644. */

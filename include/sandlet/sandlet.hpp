@@ -152,6 +152,23 @@ struct ExecOptions {
   explicit ExecOptions(std::vector<std::string> args) : argv(std::move(args)) {}
 };
 
+// A one-shot run (Runtime::run): the command's standard streams are descriptors of this process, passed
+// into the sandbox (-1 = /dev/null inside); cancel_fd, when readable, cancels the run (see sandlet_run).
+struct RunOptions {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "KEY=VALUE", added to the spec's env
+  std::string cwd;
+  std::string user;
+  double timeout_s = 0;
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int cancel_fd = -1;
+
+  RunOptions() = default;
+  explicit RunOptions(std::vector<std::string> args) : argv(std::move(args)) {}
+};
+
 namespace detail {
 
 using OutputFn = std::function<void(int, std::string_view)>;
@@ -611,6 +628,28 @@ class Runtime {
     sandlet_sandbox_t* sb = nullptr;
     detail::check(sandlet_sandbox_create(rt_, spec.get(), &sb));
     return Sandbox(sb);
+  }
+
+  // Creates a sandbox, runs one command in it with the given descriptors, destroys it (sandlet_run).
+  ExecResult run(const Spec& spec, const RunOptions& opts) {
+    std::vector<const char*> argv, env;
+    for (const auto& a : opts.argv) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    for (const auto& e : opts.env) env.push_back(e.c_str());
+    env.push_back(nullptr);
+    sandlet_run_options_t c = SANDLET_RUN_OPTIONS_INIT;
+    c.argv = argv.data();
+    c.env = opts.env.empty() ? nullptr : env.data();
+    c.cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str();
+    c.user = opts.user.empty() ? nullptr : opts.user.c_str();
+    c.timeout_s = opts.timeout_s;
+    c.stdin_fd = opts.stdin_fd;
+    c.stdout_fd = opts.stdout_fd;
+    c.stderr_fd = opts.stderr_fd;
+    c.cancel_fd = opts.cancel_fd;
+    sandlet_exec_result_t* r = nullptr;
+    detail::check(sandlet_run(rt_, spec.get(), &c, &r));
+    return ExecResult::take(r);
   }
 
   // `cb` gets the error (NULL on success, valid only during the call) or the new sandbox. If the request

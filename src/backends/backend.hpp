@@ -25,6 +25,17 @@ struct HostContext {
   std::function<void(std::vector<sys::UniqueFd>)> close_in_background;
 };
 
+// The command of a one-shot sandbox (Runtime::run_once): the sandbox starts it itself right after its
+// start-up, reports its exit on `report`, and ends.
+struct OneShot {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "K=V" over the (resolved) spec's environment
+  std::string cwd, user;         // empty = the spec's
+  uint64_t timeout_ms = 0;       // 0 = none
+  int stdio[3] = {-1, -1, -1};   // the caller's descriptors (borrowed); -1 = /dev/null inside
+  sys::UniqueFd report;          // filled by finish(): one kExit or kError frame arrives there
+};
+
 class Backend {
  public:
   // What `prepare` made: owns every kernel object of a sandbox that has no spec yet. Dropping it
@@ -44,8 +55,9 @@ class Backend {
   // only on its environment (layers, disk) are then done now too.
   virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for) = 0;
   // Completes the start with rec.spec. Returns a pidfd of the sandbox's top process (a child of this
-  // process). Throws; on failure `prepared` and everything it owned are gone.
-  virtual sys::UniqueFd finish(std::unique_ptr<Prepared> prepared, SandboxRecord& rec) = 0;
+  // process). Throws; on failure `prepared` and everything it owned are gone. With `one_shot`, the
+  // sandbox runs that command instead of serving requests (UNIMPLEMENTED where a backend cannot).
+  virtual sys::UniqueFd finish(std::unique_ptr<Prepared> prepared, SandboxRecord& rec, OneShot* one_shot) = 0;
 };
 
 struct BackendEntry {

@@ -75,6 +75,10 @@ double parse_seconds(const std::string& text, std::string_view option);
 // left to clean up on our side). A second signal kills the CLI immediately.
 class SignalGuard;
 int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, SignalGuard& guard);
+// The CLI's exit status for a command's result (printing why when it timed out or lost output), and for
+// an error starting it (printed; 127 not found, 126 not executable, 2 bad input, else 1).
+int status_for_result(const ExecResult& r, const CommandOptions& cmd);
+int status_for_start_error(const Error& e);
 
 // Ctrl-C handling. While a guard lives, SIGINT/SIGTERM/SIGHUP only write their number into a self-pipe
 // (SA_RESTART, so library calls on other threads are not disturbed); the main thread polls that pipe

@@ -154,6 +154,8 @@ std::string format_seconds(double s) {
   return buf;
 }
 
+}  // namespace
+
 int status_for_start_error(const Error& e) {
   print_error(e.what());
   switch (e.code()) {
@@ -175,8 +177,6 @@ int status_for_result(const ExecResult& r, const CommandOptions& cmd) {
   if (r.exit_code < 0) return kExitRuntimeError;  // killed, cause unknown
   return r.exit_code;
 }
-
-}  // namespace
 
 int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, SignalGuard& guard) {
   ExecOptions opts;

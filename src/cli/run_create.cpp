@@ -1,4 +1,5 @@
 // `sandlet run` and `sandlet create`: build a spec from --spec and flags, create a sandbox.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -47,7 +48,7 @@ constexpr std::string_view kRunUsage =
     "\n"
     "Run options:\n"
     "      --timeout S        Kill the command and everything it started after S seconds\n"
-    "  -i, --interactive      Send this process's stdin to the command (read to EOF first)\n"
+    "  -i, --interactive      Connect this process's stdin to the command (else it reads nothing)\n"
     "\n" SANDLET_SPEC_OPTIONS_HELP
     "\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 124 if --timeout expired;\n"
@@ -160,6 +161,9 @@ std::vector<OptionDef> with_spec_options(std::vector<OptionDef> extra) {
 
 }  // namespace
 
+// This process's descriptor `fd` for the command, or -1 (/dev/null inside) when it is not open here.
+int own_fd(int fd) { return ::fcntl(fd, F_GETFD) >= 0 ? fd : -1; }
+
 int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = with_spec_options({{"timeout", 0, true}, {"interactive", 'i', false}});
   ParsedArgs a;
@@ -171,32 +175,31 @@ int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
   if (const auto* v = a.last("timeout")) cmd.timeout_s = parse_seconds(*v, "--timeout");
   // Everything that can fail on user input is checked before any sandbox work starts.
   Spec spec = build_spec(a, "owned");
-  if (a.has("interactive")) cmd.stdin_data = read_local_file("-", nullptr);
 
-  // Ctrl-C from here on: the sandbox is destroyed, then the CLI dies by the signal.
+  // Ctrl-C from here on: the library destroys the sandbox, then the CLI dies by the signal.
   SignalGuard guard;
   // Sweeps what crashed runs left, like create: on an idle root it costs nothing measurable (A/B, 400 runs).
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
-  Sandbox sb = rt.create(spec);
+  // A one-shot run: the sandbox's init starts the command with our own descriptors as its stdio, so
+  // output goes straight to them (nothing relayed through this process).
+  RunOptions opts(cmd.argv);
+  opts.timeout_s = cmd.timeout_s;
+  opts.stdin_fd = a.has("interactive") ? own_fd(STDIN_FILENO) : -1;
+  opts.stdout_fd = own_fd(STDOUT_FILENO);
+  opts.stderr_fd = own_fd(STDERR_FILENO);
+  opts.cancel_fd = guard.read_fd();
   int status;
-  if (const int sig = guard.pending()) {
-    status = 128 + sig;
-  } else {
-    status = run_command(sb, cmd, /*owned_sandbox=*/true, guard);
-  }
-  const int sig = guard.pending();
   try {
-    sb.destroy();
+    status = status_for_result(rt.run(spec, opts), cmd);
   } catch (const Error& e) {
-    // Destroyed already by the Ctrl-C path, or gone: the handle close and runtime close still clean up.
-    if (sig == 0 && e.code() != SANDLET_FAILED_PRECONDITION && e.code() != SANDLET_NOT_FOUND) {
-      print_error(e.what());
-      if (status == 0) status = kExitRuntimeError;
+    if (e.code() == SANDLET_CANCELLED && guard.drain(nullptr) != 0) {
+      status = 128 + guard.pending();  // the sandbox is gone; we die by the signal below
+    } else {
+      status = status_for_start_error(e);
     }
   }
-  sb.close();
   rt.close();
-  if (sig != 0) SignalGuard::die_by(sig);
+  if (const int sig = guard.pending()) SignalGuard::die_by(sig);
   return status;
 }
 

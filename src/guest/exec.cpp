@@ -10,36 +10,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "guest/command.hpp"
 #include "guest/server.hpp"
 #include "guest/spawn.hpp"
 
 namespace sandlet::guest {
 namespace {
-
-constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-bool has_prefix(const std::string& s, const char* p, size_t n) { return s.size() >= n && s.compare(0, n, p) == 0; }
-
-Status spawn_status(const SpawnError& se, const std::string& argv0, const std::string& cwd, const std::string& user) {
-  const char* what = std::strerror(se.err);
-  uint32_t code = SANDLET_INTERNAL;
-  if (se.step == SpawnStep::kExec || se.step == SpawnStep::kChdir) {
-    if (se.err == ENOENT || se.err == ENOTDIR) code = SANDLET_NOT_FOUND;
-    else if (se.err == EACCES || se.err == EPERM) code = SANDLET_PERMISSION_DENIED;
-  } else if (se.step == SpawnStep::kClone && (se.err == EAGAIN || se.err == ENOMEM)) {
-    code = SANDLET_RESOURCE_EXHAUSTED;
-  }
-  std::string msg;
-  switch (se.step) {
-    case SpawnStep::kExec: msg = "exec \"" + argv0 + "\": " + what; break;
-    case SpawnStep::kChdir: msg = "chdir \"" + cwd + "\": " + what; break;
-    case SpawnStep::kGroups: case SpawnStep::kSetgid: case SpawnStep::kSetuid:
-      msg = std::string(spawn_step_name(se.step)) + " for user \"" + user + "\": " + what;
-      break;
-    default: msg = std::string(spawn_step_name(se.step)) + ": " + what; break;
-  }
-  return make_status(code, se.err, msg);
-}
 
 void close_pair(int p[2]) {
   if (p[0] >= 0) close(p[0]);
@@ -64,24 +40,7 @@ void Server::exec_start(Conn* c, std::string_view payload) {
 
   // The request's env is the complete environment; HOME/USER come from passwd only when absent.
   const std::vector<std::string>& env = req.env.empty() ? cfg_.env : req.env;
-  const char* path = nullptr;
-  bool has_home = false, has_user = false;
-  envp_scratch_.clear();
-  for (const std::string& kv : env) {
-    envp_scratch_.push_back(kv.c_str());
-    if (has_prefix(kv, "PATH=", 5)) {
-      if (!path) path = kv.c_str() + 5;  // the first one wins, as with getenv()
-    }
-    else if (has_prefix(kv, "HOME=", 5)) has_home = true;
-    else if (has_prefix(kv, "USER=", 5)) has_user = true;
-  }
-  std::string home_kv, user_kv;
-  if (!has_home) envp_scratch_.push_back((home_kv = "HOME=" + id.home).c_str());
-  if (!has_user && !id.name.empty()) envp_scratch_.push_back((user_kv = "USER=" + id.name).c_str());
-  envp_scratch_.push_back(nullptr);
-  argv_scratch_.clear();
-  for (const std::string& a : req.argv) argv_scratch_.push_back(a.c_str());
-  argv_scratch_.push_back(nullptr);
+  cmd_scratch_.build(req.argv, env, id);
   const std::string& cwd = req.cwd.empty() ? (cfg_.workdir.empty() ? std::string("/") : cfg_.workdir) : req.cwd;
 
   bool has_stdin = req.flags & proto::kExecHasStdin;
@@ -110,9 +69,9 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   }
 
   SpawnSpec sp;
-  sp.argv = argv_scratch_.data();
-  sp.envp = envp_scratch_.data();
-  sp.path = path ? path : kDefaultPath;
+  sp.argv = cmd_scratch_.argv.data();
+  sp.envp = cmd_scratch_.envp.data();
+  sp.path = cmd_scratch_.path;
   sp.cwd = cwd.c_str();
   sp.uid = id.uid;
   sp.gid = id.gid;
@@ -134,7 +93,7 @@ void Server::exec_start(Conn* c, std::string_view payload) {
     close(errp[0]);
     if (inp[1] >= 0) close(inp[1]);
     cgroups_.release(&cg);  // the failed child left nothing running behind
-    reply_error(c, spawn_status(se, req.argv[0], cwd, user.empty() ? "root" : user));
+    reply_error(c, spawn_failure_status(se, req.argv[0], cwd, user.empty() ? "root" : user));
     return;
   }
 

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "guest/run_once.hpp"
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
@@ -74,7 +75,8 @@ int main() {
   if (!send_frame_blocking(kSetupFd, proto::Msg::kInitStaged, std::string())) _exit(1);
   // Phase 2: who the sandbox is.
   proto::InitConfig cfg;
-  s = receive_config(kSetupFd, &cfg);
+  int stdio[3];
+  s = receive_config(kSetupFd, &cfg, stdio);
   if (!s.ok()) fail(s);
   s = setup_identity(cfg);
   if (!s.ok()) fail(s);
@@ -86,6 +88,13 @@ int main() {
   // Installed once on the agent and inherited by every command (installing it per command would compile
   // the filter on every exec).
   std::string bpf = std::move(cfg.seccomp_bpf);
+  if (cfg.flags & proto::kInitRunOnce) {
+    if (fds.listener >= 0) close(fds.listener);  // nobody connects to a one-shot sandbox
+    s = install_seccomp(bpf);
+    if (!s.ok()) fail(s);
+    if (!send_frame_blocking(kSetupFd, proto::Msg::kInitReady, std::string())) _exit(1);
+    run_once(cfg, stdio, child_nofile);
+  }
   Server server(std::move(cfg), fds, child_nofile);
   s = server.init();
   if (!s.ok()) fail(s);

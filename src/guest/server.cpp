@@ -57,8 +57,8 @@ Status Server::init() {
   }
   idle_since_ns_ = now;
   if (cfg_.idle_timeout_ms) want_deadline(deadline_after(now, cfg_.idle_timeout_ms));
-  argv_scratch_.reserve(64);
-  envp_scratch_.reserve(64);
+  cmd_scratch_.argv.reserve(64);
+  cmd_scratch_.envp.reserve(64);
   return Status::Ok();
 }
 

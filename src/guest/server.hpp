@@ -15,6 +15,7 @@
 
 #include "guest/buffer.hpp"
 #include "guest/cgroups.hpp"
+#include "guest/command.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
 #include "guest/users.hpp"
@@ -167,7 +168,7 @@ class Server final {
   uint64_t lifetime_deadline_ns_ = 0;
   uint64_t idle_since_ns_ = 0;  // 0 = busy
   // Reused for every exec, so spawning allocates nothing once warmed up.
-  std::vector<const char*> argv_scratch_, envp_scratch_;
+  CommandVectors cmd_scratch_;
 };
 
 uint64_t now_ns();

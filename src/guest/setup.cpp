@@ -272,16 +272,32 @@ Status receive_stage(int sock, InitFds* fds) {
   return Status::Ok();
 }
 
-Status receive_config(int sock, proto::InitConfig* cfg) {
+Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3]) {
   int got_fds[3];
   size_t nfds = 0;
   bool ctrunc = false;
   std::string payload;
+  for (int i = 0; i < 3; ++i) stdio[i] = -1;
   Status st = receive_setup_frame(sock, proto::Msg::kInitConfig, &payload, got_fds, &nfds, &ctrunc);
   if (!st.ok()) return st;
-  for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);  // none expected
-  if (!proto::InitConfig::decode(payload, cfg))
+  auto close_fds = [&] {
+    for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);
+  };
+  if (!proto::InitConfig::decode(payload, cfg)) {
+    close_fds();
     return make_status(SANDLET_INTERNAL, EPROTO, "read init config: malformed InitConfig");
+  }
+  // A one-shot command's stdio, in order, for the bits set; nothing else may come with the frame.
+  const uint32_t bits = (cfg->flags & proto::kInitRunOnce) ? cfg->run_once.stdio : 0;
+  size_t want = 0;
+  for (int i = 0; i < 3; ++i) want += (bits >> i) & 1;
+  if (nfds != want || ctrunc) {
+    close_fds();
+    return make_status(SANDLET_INTERNAL, EPROTO, "read init config: wrong number of stdio descriptors");
+  }
+  size_t next = 0;
+  for (int i = 0; i < 3; ++i)
+    if ((bits >> i) & 1) stdio[i] = got_fds[next++];
   return Status::Ok();
 }
 

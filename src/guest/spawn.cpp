@@ -120,7 +120,8 @@ int child_main(void* arg) {
   if (syscall(SYS_setresuid, s.uid, s.uid, s.uid) != 0) child_fail(c, SpawnStep::kSetuid);
   if (s.cwd && chdir(s.cwd) != 0) child_fail(c, SpawnStep::kChdir);
   if (s.stdin_fd >= 0 && dup2(s.stdin_fd, 0) < 0) child_fail(c, SpawnStep::kStdio);
-  if (dup2(s.stdout_fd, 1) < 0 || dup2(s.stderr_fd, 2) < 0) child_fail(c, SpawnStep::kStdio);
+  if ((s.stdout_fd >= 0 && dup2(s.stdout_fd, 1) < 0) || (s.stderr_fd >= 0 && dup2(s.stderr_fd, 2) < 0))
+    child_fail(c, SpawnStep::kStdio);
   // The agent ignores SIGPIPE and blocks what it reads through signalfd; commands start clean.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;

@@ -19,7 +19,7 @@ struct SpawnSpec {
   gid_t gid = 0;
   const gid_t* groups = nullptr;
   size_t ngroups = 0;
-  int stdin_fd = -1;   // -1: keep the agent's fd 0 (/dev/null)
+  int stdin_fd = -1;   // -1: keep the agent's own fd (0, 1, 2: the sandbox's /dev/null)
   int stdout_fd = -1;
   int stderr_fd = -1;
   int cgroup_fd = -1;  // cgroup2 directory to start the child in, or -1

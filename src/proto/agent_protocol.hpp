@@ -35,7 +35,9 @@ enum class Msg : uint8_t {
   // host -> init, on the setup socket only, in this order
   kInitStage = 34,  // u32 InitFlags (only kInitHasCgroup counts); fds via SCM_RIGHTS (see InitConfig):
                     // the init builds its filesystem view and answers kInitStaged
-  kInitConfig = 32, // InitConfig (no fds): identity and policy; the init answers kInitReady
+  kInitConfig = 32, // InitConfig: identity and policy; the init answers kInitReady. With kInitRunOnce it
+                    // carries the command's stdio fds (SCM_RIGHTS, see RunOnce) and, after ready, the init
+                    // answers kExit or kError once the command has ended, then exits
   // init -> host, on the setup socket only
   kInitStaged = 35, // empty payload
   kInitReady = 33,  // empty payload
@@ -214,6 +216,19 @@ enum InitFlags : uint32_t {
   kInitHasCgroup = 1,
   kInitLoopbackUp = 2,
   kInitDetached = 4,  // the sandbox outlives its creator: drop the parent-death signal
+  kInitRunOnce = 8,   // one-shot: run InitConfig::run_once right after ready instead of serving requests
+};
+
+// The command of a one-shot sandbox. Its stdin/stdout/stderr arrive with the kInitConfig frame as
+// SCM_RIGHTS fds, in that order, only those whose bit is set in `stdio` (bit 0 stdin, 1 stdout, 2 stderr);
+// a missing one is the sandbox's /dev/null.
+struct RunOnce {
+  std::vector<std::string> argv;  // argv[0] resolved through PATH of env
+  std::vector<std::string> env;   // complete environment, "K=V"
+  std::string cwd;                // empty = config workdir
+  std::string user;               // empty = config user
+  uint64_t timeout_ms = 0;        // 0 = none; on expiry every process of the sandbox is killed
+  uint32_t stdio = 0;
 };
 
 struct InitConfig {
@@ -225,11 +240,16 @@ struct InitConfig {
   uint64_t max_lifetime_ms = 0;   // the agent exits (tearing the sandbox down) after this; 0 = never
   uint64_t idle_timeout_ms = 0;   // ... or after this long without a request; 0 = never
   uint32_t flags = 0;
+  RunOnce run_once;               // only with kInitRunOnce
 
   std::string encode() const {
     wire::Writer w;
     w.str(hostname); w.str(workdir); w.str(user); w.strs(env); w.str(seccomp_bpf);
     w.u64(max_lifetime_ms); w.u64(idle_timeout_ms); w.u32(flags);
+    if (flags & kInitRunOnce) {
+      w.strs(run_once.argv); w.strs(run_once.env); w.str(run_once.cwd); w.str(run_once.user);
+      w.u64(run_once.timeout_ms); w.u32(run_once.stdio);
+    }
     return std::move(w.data());
   }
   static bool decode(std::string_view p, InitConfig* out) {
@@ -237,6 +257,12 @@ struct InitConfig {
     out->hostname = r.str(); out->workdir = r.str(); out->user = r.str(); out->env = r.strs();
     out->seccomp_bpf = r.str(); out->max_lifetime_ms = r.u64(); out->idle_timeout_ms = r.u64();
     out->flags = r.u32();
+    if (out->flags & kInitRunOnce) {
+      RunOnce& c = out->run_once;
+      c.argv = r.strs(); c.env = r.strs(); c.cwd = r.str(); c.user = r.str();
+      c.timeout_ms = r.u64(); c.stdio = r.u32();
+      if (c.argv.empty() || (c.stdio & ~7u) != 0) return false;
+    }
     return r.ok() && r.at_end();
   }
 };

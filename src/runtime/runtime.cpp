@@ -131,6 +131,7 @@ void Runtime::close() {
   work_.reset();
   if (loop_.joinable()) loop_.join();
   workers_.join();  // reclaims in flight have waited for their sandbox's exit
+  end_one_shots();
   host_.netns.reset();
   // Reap what has exited but was not reaped by the (now stopped) watchers; detached ones still running
   // are left alone and reparented when this process exits.
@@ -324,7 +325,19 @@ void Runtime::stop_warm_pool() {
   }
 }
 
-std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& requested) {
+std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
+  Started started = start_sandbox(spec, nullptr);
+  const SandboxRecord& rec = started.rec;
+  auto sb = std::make_shared<Sandbox>(shared_from_this(), rec, true);
+  {
+    std::lock_guard lock(mutex_);
+    remember_handle(rec.id, sb);
+  }
+  watch_child(rec, std::move(started.pidfd));
+  return sb;
+}
+
+Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   SandboxRecord resolution;
   std::vector<sys::UniqueFd> layer_holds;  // released when this create returns or fails
@@ -372,7 +385,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& requested) {
 
   sys::UniqueFd pidfd;
   try {
-    pidfd = impl->second->finish(std::move(prepared), rec);
+    pidfd = impl->second->finish(std::move(prepared), rec, one_shot);
     rec.state = SandboxState::kRunning;
     sys::write_file_atomic(sandbox_dir(rec.id) + "/record.json", rec.to_json());
   } catch (...) {
@@ -385,14 +398,20 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& requested) {
     throw;
   }
 
-  auto sb = std::make_shared<Sandbox>(shared_from_this(), rec, true);
-  {
-    std::lock_guard lock(mutex_);
-    remember_handle(rec.id, sb);
-  }
-  watch_child(rec, std::move(pidfd));
   release_on_failure.done = true;
-  return sb;
+  return Started{std::move(rec), std::move(pidfd)};
+}
+
+// One-shot runs in flight (every started one is registered: the workers are joined): their sandboxes are
+// killed here; their callers' threads see it, reclaim them and return. Waits for that.
+void Runtime::end_one_shots() {
+  std::unique_lock lock(mutex_);
+  for (const auto& [id, rec] : one_shots_) {
+    sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
+    if (pidfd && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start))
+      ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+  }
+  one_shots_done_.wait(lock, [this] { return one_shots_.empty(); });
 }
 
 void Runtime::watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd) {

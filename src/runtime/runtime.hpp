@@ -18,6 +18,7 @@
 #include "image/layer_mounts.hpp"
 #include "image/layer_store.hpp"
 #include "runtime/record.hpp"
+#include "runtime/sandbox.hpp"
 #include "runtime/slots.hpp"
 #include "runtime/state_dir.hpp"
 #include "spec/spec.hpp"
@@ -31,6 +32,17 @@ struct RuntimeOptions {
   unsigned worker_threads = 2;
   bool gc_on_open = true;
   size_t warm_pool = 2;  // prepared container sandboxes kept ready (from the second create on); 0 = off
+};
+
+// A one-shot run (Runtime::run_once): one command in a new sandbox, with the caller's descriptors as its
+// standard streams; the sandbox is gone when the run returns.
+struct RunOnceParams {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "K=V" added to the spec's environment
+  std::string cwd, user;         // empty = the spec's
+  double timeout_s = 0;          // 0 = none; on expiry every process of the sandbox is killed
+  int stdio[3] = {-1, -1, -1};   // the caller's descriptors (borrowed); -1 = /dev/null inside
+  int cancel_fd = -1;            // readable = kill everything and fail with CANCELLED; -1 = none
 };
 
 struct BackendStatus {
@@ -60,6 +72,10 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   using CreateDone = std::function<void(std::exception_ptr, std::shared_ptr<Sandbox>)>;
   void create_async(Spec spec, CreateDone done);
   std::shared_ptr<Sandbox> attach(const std::string& id);
+  // Runs one command in a new sandbox made from `spec` (owned) and destroys it; blocks the calling
+  // thread. The sandbox's init starts the command itself: no agent round trip (runtime/run_once.cpp).
+  // A command that cannot be started is an error (NOT_FOUND / PERMISSION_DENIED), as with exec.
+  ExecOutcome run_once(const Spec& spec, const RunOnceParams& params);
   std::vector<ListedSandbox> list(const std::string& label_filter);
   // Sweeps what crashed or expired runs left. `release_idle_cgroups`: also remove the node's "sandlet"
   // parent groups when no sandbox group is left in them (an explicit gc; the sweep at open keeps them).
@@ -91,6 +107,14 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
  private:
   explicit Runtime(const RuntimeOptions& options);
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
+  // A started sandbox: its record (written, state running) and the pidfd of its top process.
+  struct Started {
+    SandboxRecord rec;
+    sys::UniqueFd pidfd;
+  };
+  Started start_sandbox(const Spec& spec, OneShot* one_shot);
+  ExecOutcome wait_one_shot(Started& started, OneShot& one_shot, int cancel_fd);
+  void end_one_shots();
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   void discard(const SandboxRecord& rec);
   struct WarmEntry {
@@ -140,6 +164,9 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::map<std::string, std::weak_ptr<Sandbox>> handles_;
   size_t handles_swept_size_ = 0;
   std::set<std::string> reclaiming_;  // ids whose resources a worker is reclaiming
+  // One-shot runs in flight (their callers' threads wait on them): close() kills them and waits.
+  std::map<std::string, SandboxRecord> one_shots_;
+  std::condition_variable one_shots_done_;
 
   // Warm pool: prepared container sandboxes (see warm_loop); options_.warm_pool of them.
   std::mutex warm_mutex_;

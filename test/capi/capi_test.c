@@ -194,11 +194,57 @@ static void test_fork_child(const char *root) {
   sandlet_runtime_close(rt);
 }
 
+/* sandlet_run: one command in a new sandbox, its stdout a pipe of ours; the sandbox is gone afterwards. */
+static void test_one_shot_run(const char *root) {
+  sandlet_runtime_t *rt = NULL;
+  OK(sandlet_runtime_open(root, NULL, &rt));
+  if (!rt) return;
+  sandlet_spec_t *spec = NULL;
+  OK(sandlet_spec_new(&spec));
+  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  int out[2];
+  CHECK(pipe(out) == 0);
+  const char *argv[] = {"sh", "-c", "echo $GREETING; exit 5", NULL};
+  const char *env[] = {"GREETING=hello", NULL};
+  sandlet_run_options_t opts = SANDLET_RUN_OPTIONS_INIT;
+  opts.argv = argv;
+  opts.env = env;
+  opts.stdout_fd = out[1];
+  sandlet_exec_result_t *res = NULL;
+  OK(sandlet_run(rt, spec, &opts, &res));
+  close(out[1]);
+  char buf[64] = {0};
+  CHECK(read(out[0], buf, sizeof buf - 1) == 6 && strcmp(buf, "hello\n") == 0);
+  close(out[0]);
+  if (res) {
+    CHECK(sandlet_exec_result_exit_code(res) == 5);
+    CHECK(sandlet_exec_result_signal(res) == 0);
+    size_t len = 1;
+    sandlet_exec_result_stdout(res, &len);
+    CHECK(len == 0);
+  }
+  sandlet_exec_result_delete(res);
+  sandlet_sandbox_list_t *list = NULL;
+  OK(sandlet_runtime_list(rt, NULL, &list));
+  CHECK(list && sandlet_sandbox_list_count(list) == 0);
+  sandlet_sandbox_list_delete(list);
+
+  /* Without argv: INVALID_ARGUMENT, nothing made. */
+  sandlet_run_options_t empty = SANDLET_RUN_OPTIONS_INIT;
+  res = NULL;
+  sandlet_error_t *err = sandlet_run(rt, spec, &empty, &res);
+  CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT && res == NULL);
+  sandlet_error_delete(err);
+  sandlet_spec_delete(spec);
+  sandlet_runtime_close(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/sandlet-capi-XXXXXX";
   if (!mkdtemp(root)) return 1;
   test_errors_and_versions();
   test_sandbox_roundtrip(root);
+  test_one_shot_run(root);
   test_fork_child(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);

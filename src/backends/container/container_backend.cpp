@@ -196,7 +196,7 @@ class ContainerBackend final : public Backend {
     return prepared;
   }
 
-  sys::UniqueFd finish(std::unique_ptr<Prepared> base, SandboxRecord& rec) override {
+  sys::UniqueFd finish(std::unique_ptr<Prepared> base, SandboxRecord& rec, OneShot* one_shot) override {
     std::unique_ptr<ContainerPrepared> p(static_cast<ContainerPrepared*>(base.release()));
     const Spec& spec = rec.spec;
     p->cgroup.apply_limits(spec.limits);
@@ -219,8 +219,23 @@ class ContainerBackend final : public Backend {
     config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
     config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
     if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
+    std::vector<int> stdio;
+    if (one_shot) {
+      config.flags |= proto::kInitRunOnce;
+      proto::RunOnce& run = config.run_once;
+      run.argv = one_shot->argv;
+      run.env = merge_env(config.env, one_shot->env);  // over the spec as resolved (environment defaults)
+      run.cwd = one_shot->cwd;
+      run.user = one_shot->user;
+      run.timeout_ms = one_shot->timeout_ms;
+      for (int i = 0; i < 3; ++i) {
+        if (one_shot->stdio[i] < 0) continue;
+        run.stdio |= 1u << i;
+        stdio.push_back(one_shot->stdio[i]);
+      }
+    }
     try {
-      sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), {});
+      sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), stdio);
     } catch (const Error&) {
       // An init that failed its filesystem set-up has exited: its own error, not EPIPE, says why.
       if (stage_now) await_staged(*p, spec.layers, spec.limits.disk);
@@ -228,6 +243,7 @@ class ContainerBackend final : public Backend {
     }
     if (stage_now) await_staged(*p, spec.layers, spec.limits.disk);
     expect_setup_reply(*p, proto::Msg::kInitReady, "start-up");
+    if (one_shot) one_shot->report = std::move(p->setup);  // the command's exit arrives there
     p->cgroup.release();
     return p->init.release();
   }

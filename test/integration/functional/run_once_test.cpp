@@ -1,0 +1,164 @@
+// One-shot runs (Runtime::run / sandlet_run): a new sandbox whose init starts one command with the
+// caller's descriptors as its stdio, then nothing of the sandbox is left.
+#include <fcntl.h>
+
+#include "integration/harness.hpp"
+
+namespace {
+
+// A pipe whose read end is drained after the run (the outputs here are small: they fit in the pipe).
+struct Pipe {
+  int r = -1, w = -1;
+  Pipe() {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    r = p[0];
+    w = p[1];
+  }
+  ~Pipe() {
+    if (r >= 0) ::close(r);
+    if (w >= 0) ::close(w);
+  }
+  // Closes our write end (the sandbox's copy is gone once the run returned) and reads to EOF.
+  std::string drain() {
+    ::close(w);
+    w = -1;
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(r, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+};
+
+sandlet::RunOptions with_output(std::vector<std::string> argv, Pipe& out, Pipe& err) {
+  sandlet::RunOptions o(std::move(argv));
+  o.stdout_fd = out.w;
+  o.stderr_fd = err.w;
+  return o;
+}
+
+size_t sandbox_groups() {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(cgroup2_parent()))
+    if (e.is_directory()) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("run: exit code, output on the caller's descriptors, env, cwd, user, nothing left", "[run]") {
+  Harness h;
+  const size_t groups_before = sandbox_groups();
+  Pipe out, err;
+  auto o = with_output({"sh", "-c", "echo out $GREETING $EXTRA $(pwd) $(id -u); echo err >&2; exit 3"}, out, err);
+  o.env = {"EXTRA=there"};
+  o.cwd = "/tmp";
+  o.user = "1000";
+  auto r = h.rt().run(Harness::spec().env("GREETING", "hi"), o);
+  CHECK(r.exit_code == 3);
+  CHECK(r.signal == 0);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.stdout_data.empty());  // it went to the descriptors
+  CHECK(r.run_ns > 0);
+  CHECK(r.duration_ns >= r.run_ns);
+  CHECK(out.drain() == "out hi there /tmp 1000\n");
+  CHECK(err.drain() == "err\n");
+  // The sandbox is gone when run returns: no record, no cgroup.
+  CHECK(h.rt().list().empty());
+  CHECK(sandbox_groups() == groups_before);
+  h.check_no_leaks();
+}
+
+TEST_CASE("run: stdin from a descriptor, /dev/null without one", "[run]") {
+  Harness h;
+  Pipe in, out, err;
+  REQUIRE(::write(in.w, "from the host", 13) == 13);
+  ::close(in.w);
+  in.w = -1;
+  auto o = with_output({"cat"}, out, err);
+  o.stdin_fd = in.r;
+  CHECK(h.rt().run(Harness::spec(), o).exit_code == 0);
+  CHECK(out.drain() == "from the host");
+
+  // No stdin_fd: the command reads the sandbox's /dev/null, not the caller's stdin.
+  Pipe out2, err2;
+  auto r = h.rt().run(Harness::spec(), with_output({"sh", "-c", "cat; readlink /proc/self/fd/0"}, out2, err2));
+  CHECK(r.exit_code == 0);
+  CHECK(out2.drain() == "/dev/null\n");
+  h.check_no_leaks();
+}
+
+TEST_CASE("run: a signal, a timeout that kills the whole tree, a command that cannot start", "[run][timeout]") {
+  Harness h;
+  Pipe out, err;
+  auto r = h.rt().run(Harness::spec(), with_output({"sh", "-c", "kill -9 $$"}, out, err));
+  CHECK(r.exit_code == -1);
+  CHECK(r.signal == 9);
+
+  // A daemonized grandchild too: after the timeout nothing of the sandbox runs (its cgroup is gone).
+  const auto t0 = std::chrono::steady_clock::now();
+  auto o = with_output({"sh", "-c", "setsid sleep 30 & sleep 30"}, out, err);
+  o.timeout_s = 0.3;
+  r = h.rt().run(Harness::spec(), o);
+  CHECK(r.timed_out);
+  CHECK(r.signal == 9);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK(h.rt().list().empty());
+
+  try {
+    h.rt().run(Harness::spec(), with_output({"/no/such/program"}, out, err));
+    FAIL("expected an error");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_NOT_FOUND);
+    CHECK(std::string(e.what()).find("/no/such/program") != std::string::npos);
+  }
+  try {
+    h.rt().run(Harness::spec(), with_output({"/etc/passwd"}, out, err));
+    FAIL("expected an error");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_PERMISSION_DENIED);
+  }
+  h.check_no_leaks();
+}
+
+TEST_CASE("run: the cancel descriptor kills the command and destroys the sandbox", "[run]") {
+  Harness h;
+  Pipe cancel, out, err;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    REQUIRE(::write(cancel.w, "x", 1) == 1);
+  });
+  auto o = with_output({"sleep", "30"}, out, err);
+  o.cancel_fd = cancel.r;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    h.rt().run(Harness::spec(), o);
+    FAIL("expected CANCELLED");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_CANCELLED);
+  }
+  canceller.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK(h.rt().list().empty());
+  h.check_no_leaks();
+}
+
+TEST_CASE("run: invalid input is rejected naming the field, and nothing is created", "[run][spec]") {
+  Harness h;
+  auto expect_invalid = [&](const sandlet::Spec& spec, const sandlet::RunOptions& o, const char* field) {
+    try {
+      h.rt().run(spec, o);
+      FAIL("expected INVALID_ARGUMENT");
+    } catch (const sandlet::Error& e) {
+      CHECK(e.code() == SANDLET_INVALID_ARGUMENT);
+      CHECK(std::string(e.what()).find(field) != std::string::npos);
+    }
+  };
+  expect_invalid(Harness::spec(), sandlet::RunOptions(), "argv");
+  sandlet::RunOptions bad_fd({"true"});
+  bad_fd.stdout_fd = 999;
+  expect_invalid(Harness::spec(), bad_fd, "stdout_fd");
+  expect_invalid(Harness::spec().lifetime("detached"), sandlet::RunOptions({"true"}), "lifetime");
+  CHECK(h.rt().list().empty());
+  h.check_no_leaks();
+}
