@@ -7,6 +7,13 @@
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
+namespace {
+
+// A spec naming a layer or environment this root does not have is an invalid spec (INVALID_ARGUMENT,
+// like a missing layer directory), not a missing object the caller asked for; other failures keep theirs.
+Code spec_code(const Error& e) { return e.code() == Code::kNotFound ? Code::kInvalidArgument : e.code(); }
+
+}  // namespace
 
 Spec Runtime::resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds) {
   bool any_ref = !spec.environment.empty() ||
@@ -20,7 +27,7 @@ Spec Runtime::resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<s
     try {
       env = layer_store_->env_resolve(spec.environment);
     } catch (const Error& e) {
-      throw Error(e.code(), "invalid spec field 'environment': " + std::string(e.what()), e.err_no());
+      throw Error(spec_code(e), "invalid spec field 'environment': " + std::string(e.what()), e.err_no());
     }
     std::string name = spec.environment.substr(0, spec.environment.find('@'));
     rec.environment = name + "@" + std::to_string(env.version);
@@ -49,7 +56,7 @@ Spec Runtime::resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<s
         digest = layer_store_->resolve(ref);
       } catch (const Error& e) {
         std::string field = i < from_env ? "environment" : "layers[" + std::to_string(i - from_env) + "]";
-        throw Error(e.code(), "invalid spec field '" + field + "': " + e.what(), e.err_no());
+        throw Error(spec_code(e), "invalid spec field '" + field + "': " + e.what(), e.err_no());
       }
       rec.layers.push_back({ref, digest});
       holds.emplace_back();

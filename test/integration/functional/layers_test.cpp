@@ -152,7 +152,7 @@ TEST_CASE("a named store layer is mounted once for concurrent sandboxes and rele
     sandlet_error_t* err = sandlet_sandbox_create(rt, bad.spec, &sb);
     REQUIRE(err != nullptr);
     CHECK(sb == nullptr);
-    CHECK(sandlet_error_code(err) == SANDLET_NOT_FOUND);
+    CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
     std::string msg = sandlet_error_message(err);
     sandlet_error_delete(err);
     INFO(msg);
