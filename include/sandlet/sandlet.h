@@ -158,7 +158,8 @@ SANDLET_API void sandlet_spec_delete(sandlet_spec_t *spec);
 
 SANDLET_API sandlet_error_t *sandlet_spec_set_backend(sandlet_spec_t *spec, const char *backend);
 /* `layer`: an absolute host directory, or a layer of the runtime's store by digest ("sha256:<hex>", hex, or a
-   unique prefix of >= 12 hex digits) or by name. Layers are stacked lowest first. */
+   unique prefix of >= 12 hex digits) or by name. Layers are stacked lowest first. A create whose layer or
+   environment the store does not have fails with INVALID_ARGUMENT naming the field ("layers[0]"). */
 SANDLET_API sandlet_error_t *sandlet_spec_add_layer(sandlet_spec_t *spec, const char *layer);
 /* An environment of the store, "name" (latest version) or "name@N": its layers go below the spec's, its env
    is the base of the spec's, its workdir/user apply when the spec keeps "/" and root. */
