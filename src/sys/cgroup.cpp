@@ -33,6 +33,9 @@ void mkdir_ignore_exists(const std::string& path) {
 
 // Removes a cgroup directory after its children; retries while the kernel still tears tasks down.
 bool rmdir_cgroup_tree(const std::string& path) {
+  // Most groups are leaves by the time they are removed: try that before listing the directory.
+  if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
+  if (errno != EBUSY && errno != ENOTEMPTY) return false;
   // A cgroup directory holds dozens of control files: find child groups by d_type, not a stat each.
   for (const auto& name : list_subdirs(path)) rmdir_cgroup_tree(path + "/" + name);
   for (int attempt = 0; attempt < 400; ++attempt) {
