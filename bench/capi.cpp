@@ -72,6 +72,22 @@ void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint
                      (err_text.empty() ? "" : ", stderr: " + err_text));
 }
 
+void run_ok(sandlet_runtime_t *rt, const Spec &spec, const std::vector<const char *> &argv, std::uint64_t *run_ns) {
+  std::vector<const char *> args(argv);
+  if (args.empty() || args.back() != nullptr) args.push_back(nullptr);
+  sandlet_run_options_t opts = SANDLET_RUN_OPTIONS_INIT;
+  opts.argv = args.data();
+  opts.timeout_s = 60;
+  sandlet_exec_result_t *res = nullptr;
+  check(sandlet_run(rt, spec.get(), &opts, &res), std::string("sandlet_run(") + args[0] + ")");
+  const int code = sandlet_exec_result_exit_code(res);
+  const int sig = sandlet_exec_result_signal(res);
+  if (run_ns != nullptr) *run_ns = sandlet_exec_result_run_ns(res);
+  sandlet_exec_result_delete(res);
+  if (code != 0 || sig != 0)
+    throw BenchError(std::string("run ") + args[0] + ": exit " + std::to_string(code) + ", signal " + std::to_string(sig));
+}
+
 SandboxRegistry &SandboxRegistry::instance() {
   static SandboxRegistry registry;
   return registry;

@@ -67,6 +67,11 @@ Sandbox create_sandbox(sandlet_runtime_t *rt, const Spec &spec);
 // spawn-to-exit time the library reports.
 void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint64_t *run_ns = nullptr);
 
+// One-shot run (sandlet_run) of argv in a new sandbox, output to /dev/null; throws unless it exits 0.
+// *run_ns (may be NULL) gets the in-sandbox spawn-to-exit time.
+void run_ok(sandlet_runtime_t *rt, const Spec &spec, const std::vector<const char *> &argv,
+            std::uint64_t *run_ns = nullptr);
+
 // Ids of every sandbox this process created (the leftover check looks for them at exit).
 class SandboxRegistry final {
  public:

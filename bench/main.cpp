@@ -43,6 +43,7 @@ const std::vector<ScenarioInfo> &all_scenarios() {
   static const std::vector<ScenarioInfo> list{
       {"lifecycle", scenario_lifecycle, 200, "create -> exec /bin/true -> destroy via the library; peer: bwrap /bin/true"},
       {"lifecycle-cli", scenario_lifecycle_cli, 100, "`sandlet run ... -- /bin/true` as a process; peer: bwrap /bin/true"},
+      {"run", scenario_run, 200, "one-shot sandlet_run of /bin/true via the library; peer: bwrap /bin/true"},
       {"exec", scenario_exec, 1000, "N execs of /bin/true in one sandbox; peer: host fork+exec /bin/true"},
       {"idle-density", scenario_idle_density, 200, "N idle sandboxes: memory per sandbox; peer: N idle bwrap sleeps"},
       {"workspace-provision", scenario_workspace_provision, 64,
@@ -85,7 +86,7 @@ void usage(std::FILE *out) {
                "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
                "  --environments N lifecycle: cycle through N environments (the rootfs plus one small layer\n"
                "                   each), as a trainer interleaving N tasks does (default 1)\n"
-               "  --idle-ms N      lifecycle, lifecycle-cli: sleep N ms before each timed iteration (both\n"
+               "  --idle-ms N      lifecycle, lifecycle-cli, run: sleep N ms before each timed iteration (both\n"
                "                   sides): the latency of a create after an idle spell, when the kernel's\n"
                "                   fast paths have gone cold (throughput is then not reported)\n"
                "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"

@@ -11,6 +11,7 @@ namespace bench {
 
 boost::json::object scenario_lifecycle(const Context &ctx);
 boost::json::object scenario_lifecycle_cli(const Context &ctx);
+boost::json::object scenario_run(const Context &ctx);
 boost::json::object scenario_exec(const Context &ctx);
 boost::json::object scenario_idle_density(const Context &ctx);
 boost::json::object scenario_workspace_provision(const Context &ctx);

@@ -1,5 +1,7 @@
 // lifecycle: create -> exec /bin/true -> destroy through the library, vs bwrap running /bin/true.
 // lifecycle-cli: the same through the `sandlet` CLI as a whole process, vs the same bwrap command.
+// run: the one-shot call (sandlet_run: create, /bin/true started by the sandbox's init, destroy) through
+// the library, vs the same bwrap command.
 #include "capi.hpp"
 #include "peers.hpp"
 #include "report.hpp"
@@ -120,6 +122,32 @@ json::object scenario_lifecycle(const Context &ctx) {
   phases["destroy_p50_ms"] = round3(summarize(destroy_ns).p50_ms);
   phases["in_sandbox_run_p50_ms"] = round3(summarize(in_sandbox_ns).p50_ms);
   out["phases"] = phases;
+  return out;
+}
+
+json::object scenario_run(const Context &ctx) {
+  const std::size_t n = iterations_of(ctx);
+  Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
+  const Spec spec(ctx.rootfs);
+  std::mutex mu;
+  std::vector<std::uint64_t> in_sandbox_ns;
+  std::size_t calls = 0;
+  const TimedOp ours = [&](unsigned) {
+    const auto t0 = now_ns();
+    std::uint64_t run_ns = 0;
+    run_ok(rt.get(), spec, {"/bin/true"}, &run_ns);
+    const auto t = now_ns() - t0;
+    std::lock_guard lock(mu);
+    if (++calls > ctx.opt.warmup && calls <= ctx.opt.warmup + n) in_sandbox_ns.push_back(run_ns);
+    return t;
+  };
+  const auto bwrap = bwrap_true(ctx);
+  TimedOp peer;
+  if (bwrap) peer = [&](unsigned) { return bwrap->run_ok(); };
+  const PairedRun r = run_paired(after_idle(ctx, ours), after_idle(ctx, peer), n, ctx.opt.concurrency, ctx.opt.warmup);
+  json::object out;
+  put_paired(ctx, out, r, bwrap);
+  out["in_sandbox_run_p50_ms"] = round3(summarize(in_sandbox_ns).p50_ms);
   return out;
 }
 

@@ -307,7 +307,9 @@ typedef struct sandlet_run_options {
 
 /* Creates a sandbox from `spec` (its lifetime must be "owned", the default), runs the command in it and
    destroys the sandbox; blocks the calling thread throughout (not the event-loop thread). When the command
-   exits, whatever it left running is killed. On success *out (owned by the caller, free with
+   exits, whatever it left running is killed; when this returns nothing of the sandbox runs or is listed
+   any more, and its host resources are reclaimed in the background, as with sandlet_sandbox_destroy
+   (sandlet_runtime_close waits for that). On success *out (owned by the caller, free with
    sandlet_exec_result_delete) holds exit_code, signal, timed_out, run_ns and duration_ns; its stdout and
    stderr are empty (output went to the descriptors). A command that cannot be started is an error
    (NOT_FOUND / PERMISSION_DENIED), as with exec. Closing the runtime from another thread ends a run in

@@ -1,6 +1,6 @@
 // One-shot runs: a new sandbox whose init starts one command itself (with the caller's descriptors as its
-// stdio), reports its exit on the setup socket and ends; then the sandbox's host state is reclaimed, all
-// before run_once returns. Compared with create + exec + destroy there is no agent connection, no request
+// stdio), reports its exit on the setup socket and ends; run_once returns then, the sandbox killed and
+// hidden, its host state reclaimed on a worker (as destroy() does). Compared with create + exec + destroy there is no agent connection, no request
 // round trip and no output relayed through this process: what `sandlet run` (and bwrap-style callers) need.
 #include <fcntl.h>
 #include <poll.h>
@@ -105,7 +105,7 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
       {
         std::lock_guard lock(mutex_);
         one_shots_[started.rec.id] = started.rec;
-        reclaiming_.insert(started.rec.id);  // reclaimed by the caller's thread (wait_one_shot)
+        reclaiming_.insert(started.rec.id);  // reclaimed through wait_one_shot, not by an exit watcher
       }
       promise.set_value(std::move(started));
     } catch (...) {
@@ -139,22 +139,32 @@ ExecOutcome Runtime::wait_one_shot(Started& started, OneShot& one_shot, int canc
   } catch (...) {
     error = std::current_exception();
   }
-  // The init ends by itself after its report; killing it (and the cgroup) changes nothing then, and ends
-  // a cancelled one. Reap it here (it is this process's child), then reclaim the host state.
+  // Killed (a no-op by now, unless cancelled) and hidden at once, as destroy() does; the rest -- reaping
+  // the init, our child, and removing its cgroups, directory and uid range -- on a worker, which close()
+  // waits for. (A closing runtime has no workers left: then here.)
   sys::UniqueFd ignored = kill_and_retire(rec);
-  siginfo_t info;
-  while (::waitid(P_PIDFD, static_cast<id_t>(started.pidfd.get()), &info, WEXITED | __WALL) < 0 && errno == EINTR) {
-  }
-  try {
-    reclaim(rec, sys::UniqueFd());
-  } catch (...) {
-    // Left for gc: the record stays in the retired directory.
-  }
+  auto finish = [this, rec, pidfd = std::make_shared<sys::UniqueFd>(std::move(started.pidfd))] {
+    siginfo_t info;
+    while (::waitid(P_PIDFD, static_cast<id_t>(pidfd->get()), &info, WEXITED | __WALL) < 0 && errno == EINTR) {
+    }
+    try {
+      reclaim(rec, sys::UniqueFd());
+    } catch (...) {
+      // Left for gc: the record stays in the retired directory.
+    }
+    {
+      std::lock_guard lock(mutex_);
+      one_shots_.erase(rec.id);
+    }
+    one_shots_done_.notify_all();
+  };
+  bool on_worker;
   {
-    std::lock_guard lock(mutex_);
-    one_shots_.erase(rec.id);
+    std::lock_guard lock(mutex_);  // close() sets closed_ under it before joining the workers
+    on_worker = !closed_;
+    if (on_worker) run_on_workers(finish);
   }
-  one_shots_done_.notify_all();
+  if (!on_worker) finish();
   if (error) std::rethrow_exception(error);
   return out;
 }

@@ -72,8 +72,8 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   using CreateDone = std::function<void(std::exception_ptr, std::shared_ptr<Sandbox>)>;
   void create_async(Spec spec, CreateDone done);
   std::shared_ptr<Sandbox> attach(const std::string& id);
-  // Runs one command in a new sandbox made from `spec` (owned) and destroys it; blocks the calling
-  // thread. The sandbox's init starts the command itself: no agent round trip (runtime/run_once.cpp).
+  // Runs one command in a new sandbox made from `spec` (owned) and destroys it (killed and hidden when
+  // this returns; host state reclaimed on a worker, as destroy() does); blocks the calling thread. The sandbox's init starts the command itself: no agent round trip (runtime/run_once.cpp).
   // A command that cannot be started is an error (NOT_FOUND / PERMISSION_DENIED), as with exec.
   ExecOutcome run_once(const Spec& spec, const RunOnceParams& params);
   std::vector<ListedSandbox> list(const std::string& label_filter);
