@@ -11,7 +11,8 @@ bool has_prefix(const std::string& s, const char* p, size_t n) { return s.size()
 
 }  // namespace
 
-Status spawn_failure_status(const SpawnError& se, const std::string& argv0, const std::string& cwd, const std::string& user) {
+Status spawn_failure_status(const SpawnError& se, const std::string& argv0, const std::string& cwd,
+                            const std::string& user) {
   const char* what = std::strerror(se.err);
   uint32_t code = SANDLET_INTERNAL;
   if (se.step == SpawnStep::kExec || se.step == SpawnStep::kChdir) {
@@ -30,6 +31,19 @@ Status spawn_failure_status(const SpawnError& se, const std::string& argv0, cons
     default: msg = std::string(spawn_step_name(se.step)) + ": " + what; break;
   }
   return make_status(code, se.err, msg);
+}
+
+SpawnSpec CommandVectors::spawn_spec(const Identity& id, const std::string& cwd) const {
+  SpawnSpec sp;
+  sp.argv = argv.data();
+  sp.envp = envp.data();
+  sp.path = path;
+  sp.cwd = cwd.c_str();
+  sp.uid = id.uid;
+  sp.gid = id.gid;
+  sp.groups = id.groups.data();
+  sp.ngroups = id.groups.size();
+  return sp;
 }
 
 void CommandVectors::build(const std::vector<std::string>& args, const std::vector<std::string>& env,

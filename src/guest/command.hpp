@@ -21,6 +21,8 @@ struct CommandVectors {
   std::string home_kv, user_kv;
 
   void build(const std::vector<std::string>& args, const std::vector<std::string>& env, const Identity& id);
+  // A spawn of these vectors as `id` in `cwd` (both must outlive it); stdio, cgroup and limits stay unset.
+  SpawnSpec spawn_spec(const Identity& id, const std::string& cwd) const;
 };
 
 // A failed spawn as a status for the host: NOT_FOUND / PERMISSION_DENIED for the command or its working

@@ -68,15 +68,7 @@ void Server::exec_start(Conn* c, std::string_view payload) {
     }
   }
 
-  SpawnSpec sp;
-  sp.argv = cmd_scratch_.argv.data();
-  sp.envp = cmd_scratch_.envp.data();
-  sp.path = cmd_scratch_.path;
-  sp.cwd = cwd.c_str();
-  sp.uid = id.uid;
-  sp.gid = id.gid;
-  sp.groups = id.groups.data();
-  sp.ngroups = id.groups.size();
+  SpawnSpec sp = cmd_scratch_.spawn_spec(id, cwd);
   sp.stdin_fd = has_stdin ? inp[0] : -1;
   sp.stdout_fd = outp[1];
   sp.stderr_fd = errp[1];

@@ -69,15 +69,7 @@ void run_once(const proto::InitConfig& cfg, const int stdio[3], const struct rli
   vectors.build(cmd.argv, cmd.env.empty() ? cfg.env : cmd.env, id);
   const std::string cwd = !cmd.cwd.empty() ? cmd.cwd : cfg.workdir.empty() ? std::string("/") : cfg.workdir;
 
-  SpawnSpec sp;
-  sp.argv = vectors.argv.data();
-  sp.envp = vectors.envp.data();
-  sp.path = vectors.path;
-  sp.cwd = cwd.c_str();
-  sp.uid = id.uid;
-  sp.gid = id.gid;
-  sp.groups = id.groups.data();
-  sp.ngroups = id.groups.size();
+  SpawnSpec sp = vectors.spawn_spec(id, cwd);
   // -1 keeps the init's own 0/1/2: the sandbox's /dev/null. (Into the init's cgroup: the sandbox's.)
   sp.stdin_fd = stdio[0];
   sp.stdout_fd = stdio[1];

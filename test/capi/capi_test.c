@@ -71,6 +71,19 @@ static void wait_file(struct file_wait *w) {
   for (int i = 0; i < 5000 && !__atomic_load_n(&w->done, __ATOMIC_SEQ_CST); ++i) usleep(1000);
 }
 
+/* A runtime on `root` and a spec of the test root filesystem; false (nothing left open) on failure. */
+static int open_with_spec(const char *root, sandlet_runtime_t **rt, sandlet_spec_t **spec) {
+  *rt = NULL;
+  *spec = NULL;
+  OK(sandlet_runtime_open(root, NULL, rt));
+  if (!*rt) return 0;
+  OK(sandlet_spec_new(spec));
+  if (*spec) OK(sandlet_spec_add_layer(*spec, SANDLET_TEST_ROOTFS));
+  if (*spec) return 1;
+  sandlet_runtime_close(*rt);
+  return 0;
+}
+
 static void test_sandbox_roundtrip(const char *root) {
   sandlet_runtime_t *rt = NULL;
   OK(sandlet_runtime_open(root, NULL, &rt));
@@ -152,12 +165,9 @@ static void test_sandbox_roundtrip(const char *root) {
 
 /* A fork()ed child (a worker process of the host program) cannot use, nor tear down, its parent's handles. */
 static void test_fork_child(const char *root) {
-  sandlet_runtime_t *rt = NULL;
-  OK(sandlet_runtime_open(root, NULL, &rt));
-  if (!rt) return;
-  sandlet_spec_t *spec = NULL;
-  OK(sandlet_spec_new(&spec));
-  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  sandlet_runtime_t *rt;
+  sandlet_spec_t *spec;
+  if (!open_with_spec(root, &rt, &spec)) return;
   sandlet_sandbox_t *sb = NULL;
   OK(sandlet_sandbox_create(rt, spec, &sb));
   sandlet_spec_delete(spec);
@@ -196,12 +206,9 @@ static void test_fork_child(const char *root) {
 
 /* sandlet_run: one command in a new sandbox, its stdout a pipe of ours; the sandbox is gone afterwards. */
 static void test_one_shot_run(const char *root) {
-  sandlet_runtime_t *rt = NULL;
-  OK(sandlet_runtime_open(root, NULL, &rt));
-  if (!rt) return;
-  sandlet_spec_t *spec = NULL;
-  OK(sandlet_spec_new(&spec));
-  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  sandlet_runtime_t *rt;
+  sandlet_spec_t *spec;
+  if (!open_with_spec(root, &rt, &spec)) return;
   int out[2];
   CHECK(pipe(out) == 0);
   const char *argv[] = {"sh", "-c", "echo $GREETING; exit 5", NULL};

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <set>
 
+#include <boost/json.hpp>
+
 #include "integration/harness.hpp"
 
 extern char** environ;
@@ -210,133 +212,20 @@ std::string expect_id(const CliResult& r) {
   return id;
 }
 
-// A minimal JSON reader, so that `ps --json` is checked by code independent of the CLI's own JSON writer.
-struct Json {
-  enum Type { kNull, kBool, kNumber, kString, kArray, kObject } type = kNull;
-  std::string text;               // a string's value, or a number's or literal's spelling
-  std::vector<Json> items;        // array elements, or object values
-  std::vector<std::string> keys;  // object keys: keys[i] names items[i]
-  const Json* get(const std::string& key) const {
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] == key) return &items[i];
-    return nullptr;
-  }
-  std::string str(const std::string& key) const {
-    const Json* v = get(key);
-    return v != nullptr && v->type == kString ? v->text : "<missing " + key + ">";
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& s) : s_(s) {}
-  Json document() {
-    Json v = value();
-    ws();
-    if (i_ != s_.size()) fail("trailing data");
-    return v;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) {
-    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(i_));
-  }
-  void ws() {
-    while (i_ < s_.size() && std::strchr(" \t\r\n", s_[i_]) != nullptr) ++i_;
-  }
-  bool eat(char c) {
-    ws();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) fail(std::string("expected '") + c + "'");
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (static_cast<unsigned char>(s_[i_]) < 0x20) fail("control character in a string");
-      if (s_[i_] != '\\') {
-        out += s_[i_++];
-        continue;
-      }
-      if (++i_ >= s_.size()) fail("unfinished escape");
-      const char c = s_[i_++];
-      static const std::string kEscapes = "\"\\/bfnrt", kMeanings = "\"\\/\b\f\n\r\t";
-      const size_t plain = kEscapes.find(c);
-      if (plain == std::string::npos && c != 'u') fail("bad escape");
-      if (c == 'u') {
-        if (i_ + 4 > s_.size() || s_.substr(i_, 4).find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-          fail("bad \\u escape");
-        out += "\\u" + s_.substr(i_, 4);  // kept as written: enough for comparisons in this file
-        i_ += 4;
-      } else {
-        out += kMeanings[plain];
-      }
-    }
-    if (i_ >= s_.size()) fail("unterminated string");
-    ++i_;
-    return out;
-  }
-  Json value() {
-    ws();
-    if (i_ >= s_.size()) fail("unexpected end");
-    Json v;
-    const char c = s_[i_];
-    if (c == '{') {
-      v.type = Json::kObject;
-      ++i_;
-      if (eat('}')) return v;
-      do {
-        ws();
-        v.keys.push_back(string());
-        expect(':');
-        v.items.push_back(value());
-      } while (eat(','));
-      expect('}');
-    } else if (c == '[') {
-      v.type = Json::kArray;
-      ++i_;
-      if (eat(']')) return v;
-      do v.items.push_back(value());
-      while (eat(','));
-      expect(']');
-    } else if (c == '"') {
-      v.type = Json::kString;
-      v.text = string();
-    } else {
-      const size_t end = s_.find_first_of(",]} \t\r\n", i_);
-      v.text = s_.substr(i_, end == std::string::npos ? std::string::npos : end - i_);
-      i_ += v.text.size();
-      if (v.text == "true" || v.text == "false") {
-        v.type = Json::kBool;
-      } else if (v.text == "null") {
-        v.type = Json::kNull;
-      } else {
-        char* stop = nullptr;
-        std::strtod(v.text.c_str(), &stop);
-        if (v.text.empty() || *stop != '\0' || !std::strchr("-0123456789", v.text[0])) fail("bad value '" + v.text + "'");
-        v.type = Json::kNumber;
-      }
-    }
-    return v;
-  }
-  const std::string& s_;
-  size_t i_ = 0;
-};
-
-Json parse_json(const std::string& text) {
+// `ps --json` is read with Boost.JSON: code independent of the CLI's own JSON writer (src/cli/json.cpp).
+boost::json::value parse_json(const std::string& text) {
   INFO("JSON text: " << text);
-  try {
-    return JsonReader(text).document();
-  } catch (const std::runtime_error& e) {
-    FAIL(e.what());
-  }
-  return {};
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  if (ec) FAIL("not JSON: " << ec.message());
+  return v;
+}
+
+// The string at `key` of a JSON object, "" when absent or not a string.
+std::string str(const boost::json::value& obj, const char* key) {
+  const auto* o = obj.if_object();
+  const auto* v = o != nullptr ? o->if_contains(key) : nullptr;
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
 std::set<std::string> lines(const std::string& text) {
@@ -628,34 +517,36 @@ TEST_CASE("cli: create prints an id; ps, ps -q and ps --json list it; --label fi
 
   r = cli(h, {"ps", "--json"});
   CHECK(r.status == 0);
-  Json all = parse_json(r.out);
-  REQUIRE(all.type == Json::kArray);
-  REQUIRE(all.items.size() == 2);
+  const boost::json::value all = parse_json(r.out);
+  REQUIRE(all.is_array());
+  REQUIRE(all.get_array().size() == 2);
   bool found_a = false;
-  for (const Json& rec : all.items) {
-    REQUIRE(rec.type == Json::kObject);
-    if (rec.str("id") != a) continue;
+  for (const boost::json::value& rec : all.get_array()) {
+    REQUIRE(rec.is_object());
+    if (str(rec, "id") != a) continue;
     found_a = true;
-    CHECK(rec.str("state") == "running");
-    const Json* spec = rec.get("spec");
+    CHECK(str(rec, "state") == "running");
+    const boost::json::value* spec = rec.get_object().if_contains("spec");
     REQUIRE(spec != nullptr);
-    const Json* labels = spec->get("labels");
+    const boost::json::value* labels = spec->is_object() ? spec->get_object().if_contains("labels") : nullptr;
     REQUIRE(labels != nullptr);
-    CHECK(labels->str("task") == "t1");
-    CHECK(labels->str("k") == "v");
-    CHECK(spec->str("lifetime") == "detached");
+    CHECK(str(*labels, "task") == "t1");
+    CHECK(str(*labels, "k") == "v");
+    CHECK(str(*spec, "lifetime") == "detached");
   }
   CHECK(found_a);
 
   // --label filters every form of the listing.
-  Json only_a = parse_json(cli(h, {"ps", "--json", "--label", "task=t1"}).out);
-  REQUIRE(only_a.items.size() == 1);
-  CHECK(only_a.items[0].str("id") == a);
+  const boost::json::value only_a = parse_json(cli(h, {"ps", "--json", "--label", "task=t1"}).out);
+  REQUIRE(only_a.is_array());
+  REQUIRE(only_a.get_array().size() == 1);
+  CHECK(str(only_a.get_array()[0], "id") == a);
   CHECK(cli(h, {"ps", "-q", "--label", "task=t2"}).out == b + "\n");
   r = cli(h, {"ps", "--json", "--label", "task=none"});
   CHECK(r.status == 0);
-  CHECK(parse_json(r.out).type == Json::kArray);
-  CHECK(parse_json(r.out).items.empty());
+  const boost::json::value none = parse_json(r.out);
+  CHECK(none.is_array());
+  CHECK(none.as_array().empty());
 
   r = cli(h, {"rm", a});
   CHECK(r.status == 0);
@@ -669,7 +560,8 @@ TEST_CASE("cli: create prints an id; ps, ps -q and ps --json list it; --label fi
   CHECK(r.status == 1);
   CHECK(contains(r.err, "rm " + a));
   CHECK(r.out == b + "\n");
-  CHECK(parse_json(cli(h, {"ps", "--json"}).out).items.empty());
+  const boost::json::value after_rm = parse_json(cli(h, {"ps", "--json"}).out);
+  CHECK((after_rm.is_array() && after_rm.get_array().empty()));
 
   r = cli(h, {"gc"});
   CHECK(r.status == 0);
