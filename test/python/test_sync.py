@@ -48,6 +48,39 @@ def test_exec_timeout_kill_and_output_limit(sb: sandlet.Sandbox) -> None:
     assert r.exit_code == -1 and r.signal == 9
 
 
+def test_run_one_shot(rt: sandlet.Runtime, rootfs: str, tmp_path) -> None:
+    out_path = tmp_path / "out"
+    with open(out_path, "wb") as out:
+        r = rt.run("echo $GREETING $FROM_SPEC; exit 3", layers=[rootfs], env={"GREETING": "hi"}, stdout=out)
+    assert r.exit_code == 3 and r.stdout == b"" and r.run_ns > 0
+    assert out_path.read_bytes() == b"hi\n"
+    # The spec as a dict (its env is the command's base), stdin and stderr as descriptors.
+    in_r, in_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        os.write(in_w, b"from the host")
+        os.close(in_w)
+        r = rt.run(["sh", "-c", "cat >&2; echo \" $FROM_SPEC\" >&2"], {"layers": [rootfs], "env": {"FROM_SPEC": "1"}},
+                   stdin=in_r, stderr=err_w)
+        os.close(err_w)
+        err_w = -1
+        assert r.ok and os.read(err_r, 100) == b"from the host 1\n"
+    finally:
+        for fd in (in_r, err_r, err_w):
+            if fd >= 0:
+                os.close(fd)
+    t0 = time.monotonic()
+    r = rt.run("sleep 30 & sleep 30", layers=[rootfs], timeout=0.3)
+    assert r.timed_out and r.signal == 9 and time.monotonic() - t0 < 10
+    with pytest.raises(sandlet.NotFound):
+        rt.run(["no-such-command"], layers=[rootfs])
+    with pytest.raises(sandlet.CommandFailed):
+        rt.run("exit 4", layers=[rootfs], check=True)
+    with pytest.raises(sandlet.InvalidArgument, match="stdout"):
+        rt.run("true", layers=[rootfs], stdout="not a file")
+    assert rt.list() == []  # each run's sandbox is gone from the listing when it returns
+
+
 def test_check_raises_command_failed(sb: sandlet.Sandbox) -> None:
     assert sb.exec("true", check=True).ok
     with pytest.raises(sandlet.CommandFailed) as e:
@@ -214,6 +247,27 @@ def test_ctrl_c_kills_the_command(root_dir: str, rootfs: str) -> None:
     assert "interrupted after" in out.stdout, out.stdout
     assert float(out.stdout.split("interrupted after")[1].split()[0]) < 5
     assert "sleep" not in out.stdout.split("left:")[1]
+
+
+def test_ctrl_c_ends_a_one_shot_run(root_dir: str, rootfs: str) -> None:
+    script = textwrap.dedent(f"""
+        import os, signal, threading, time, sandlet
+        with sandlet.Runtime({root_dir!r}) as rt:
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            t0 = time.monotonic()
+            try:
+                rt.run("sleep 30", layers=[{rootfs!r}])
+                print("not interrupted")
+            except KeyboardInterrupt:
+                print("interrupted after", round(time.monotonic() - t0, 1))
+            print("listed:", len(rt.list()))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], env=python_env(), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "interrupted after" in out.stdout, out.stdout
+    assert float(out.stdout.split("interrupted after")[1].split()[0]) < 5
+    assert "listed: 0" in out.stdout
 
 
 def test_layers_and_environments(rt: sandlet.Runtime, rootfs: str, tmp_path) -> None:

@@ -65,6 +65,51 @@ def exec_args(
     )
 
 
+def fd_of(stream: Any, name: str) -> int:
+    """A one-shot run's stdio: None (/dev/null inside the sandbox), a descriptor number, or an object with
+    ``fileno()`` (a file, a socket, ``sys.stdout``): the descriptor is passed into the sandbox."""
+    if stream is None:
+        return -1
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        fd = stream
+    elif hasattr(stream, "fileno"):
+        if hasattr(stream, "flush"):
+            stream.flush()  # what Python buffered goes out before the command's own output
+        fd = stream.fileno()
+    else:
+        raise InvalidArgument(f"{name}: expected None, a file descriptor or an object with fileno(), "
+                              f"got {type(stream).__name__}", 3)
+    if fd < 0:
+        raise InvalidArgument(f"{name}: {fd} is not a file descriptor", 3)
+    return fd
+
+
+def run_args(
+    cmd: Command,
+    env: Optional[Mapping[str, str]],
+    cwd: Optional[str],
+    user: Optional[str],
+    timeout: Optional[float],
+    stdin: Any,
+    stdout: Any,
+    stderr: Any,
+) -> Tuple[Any, ...]:
+    """The extension's one-shot run arguments after the spec, validated, positionally (the cancel fd comes
+    last, from the caller): argv, env, cwd, user, timeout_s, stdin_fd, stdout_fd, stderr_fd."""
+    if timeout is not None and timeout < 0:
+        raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)
+    return (
+        argv_of(cmd),
+        [f"{k}={v}" for k, v in env.items()] if env else [],
+        os.fspath(cwd) if cwd else "",
+        str(user) if user is not None else "",
+        float(timeout or 0.0),
+        fd_of(stdin, "stdin"),
+        fd_of(stdout, "stdout"),
+        fd_of(stderr, "stderr"),
+    )
+
+
 def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> Tuple[_sandlet.Spec, bool]:
     """A validated Spec from a Spec, a dict, a JSON string and/or keyword fields (fields win), and whether
     a sandbox of it is ``owned`` (dies with its runtime; the default) rather than detached.

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed
+from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed, run_args
 from ._errors import FailedPrecondition, InvalidArgument
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -205,6 +206,65 @@ class Runtime:
         ``labels={...}``, ``lifetime="detached"``, ...). On failure nothing is left behind."""
         s, owned = build_spec(spec, fields)
         return Sandbox(self._h.create(s), owned=owned)
+
+    def run(
+        self,
+        cmd: Command,
+        spec: SpecLike = None,
+        *,
+        stdin: Any = None,
+        stdout: Any = None,
+        stderr: Any = None,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        timeout: Optional[float] = None,
+        check: bool = False,
+        **fields: Any,
+    ) -> _sandlet.ExecResult:
+        """Runs one command in a new sandbox and destroys it (the library's one-shot run: the sandbox's init
+        starts the command itself, cheaper than create + exec + destroy). The spec is given as for
+        ``create`` and must be owned. ``stdin``/``stdout``/``stderr``: None (the sandbox's /dev/null), a file
+        descriptor, or an object with ``fileno()`` such as ``sys.stdout``: the command reads and writes it
+        directly, so the result's stdout/stderr are empty. A timeout kills every process of the sandbox;
+        Ctrl-C (KeyboardInterrupt, main thread) does too, and the sandbox is gone before it is raised.
+        """
+        s, _ = build_spec(spec, fields)
+        args = run_args(cmd, env, cwd, user, timeout, stdin, stdout, stderr)
+        if threading.current_thread() is not threading.main_thread():
+            r = self._h.run(s, *args, -1)  # signals reach only the main thread: nothing to cancel on
+            return r.check() if check else r
+        # The call blocks in the library; on a helper thread, this one can take Ctrl-C and cancel it through
+        # the cancel descriptor. (Waiting on an Event: a Thread.join interrupted by Ctrl-C may afterwards
+        # report the thread finished while it still runs, on Python 3.11.)
+        cancel_r, cancel_w = os.pipe()
+        outcome: Dict[str, Any] = {}
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome["result"] = self._h.run(s, *args, cancel_r)
+            except BaseException as e:  # noqa: B036 -- re-raised in the caller's thread
+                outcome["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="sandlet-run", daemon=True).start()
+        try:
+            while not done.wait(0.1):
+                pass
+        except KeyboardInterrupt:
+            os.write(cancel_w, b"x")
+            done.wait()  # the sandbox is gone when the library returns
+            raise
+        finally:
+            if done.is_set():
+                os.close(cancel_r)
+                os.close(cancel_w)
+        if "error" in outcome:
+            raise outcome["error"]
+        r = outcome["result"]
+        return r.check() if check else r
 
     def attach(self, sandbox_id: str) -> Sandbox:
         """A handle on an existing sandbox, also one created by another (maybe dead) process."""

@@ -138,6 +138,24 @@ void bind_runtime(py::module_& m) {
              });
            },
            py::arg("queue"), py::arg("token"), py::arg("spec"))
+      .def("run",
+           [](RuntimeHandle& h, const sandlet::Spec& spec, std::vector<std::string> argv, std::vector<std::string> env,
+              std::string cwd, std::string user, double timeout_s, int stdin_fd, int stdout_fd, int stderr_fd,
+              int cancel_fd) {
+             sandlet::RunOptions o(std::move(argv));
+             o.env = std::move(env);
+             o.cwd = std::move(cwd);
+             o.user = std::move(user);
+             o.timeout_s = timeout_s;
+             o.stdin_fd = stdin_fd;
+             o.stdout_fd = stdout_fd;
+             o.stderr_fd = stderr_fd;
+             o.cancel_fd = cancel_fd;
+             auto r = blocking(h, [&](sandlet::Runtime& rt) { return rt.run(spec, o); });
+             return PyExecResult::from(r);
+           },
+           py::arg("spec"), py::arg("argv"), py::arg("env"), py::arg("cwd"), py::arg("user"), py::arg("timeout_s"),
+           py::arg("stdin_fd"), py::arg("stdout_fd"), py::arg("stderr_fd"), py::arg("cancel_fd"))
       .def("attach",
            [](RuntimeHandle& h, const std::string& id) {
              auto sb = blocking(h, [&](sandlet::Runtime& rt) { return rt.attach(id); });
