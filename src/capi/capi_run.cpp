@@ -10,7 +10,8 @@ namespace {
 sandlet::RunOnceParams to_params(const sandlet_run_options_t* o) {
   using sandlet::Code;
   using sandlet::Error;
-  if (o->size < sizeof(sandlet_run_options_t))
+  // Every field so far is the first version's: a later one adding fields accepts this size too.
+  if (o->size < offsetof(sandlet_run_options_t, cancel_fd) + sizeof(int))
     throw Error(Code::kInvalidArgument, "sandlet_run_options_t.size is too small (use SANDLET_RUN_OPTIONS_INIT)");
   if (!o->argv || !o->argv[0]) throw Error(Code::kInvalidArgument, "invalid run field 'argv': a command is required");
   sandlet::RunOnceParams p;
