@@ -71,6 +71,7 @@ show sandlet env create swe-task --layer debian-bookworm --layer task-42 --workd
 show sandlet layer ls
 show sandlet run --env swe-task -- sh -c 'python3 -c "import calc; print(\"add(2, 3) =\", calc.add(2, 3))"; git --version'
 
+echo "  -- a one-shot run (sandlet_run): the sandbox's init starts the command with the CLI's own stdio"
 show sandlet run --layer "$layer" --hostname cli-demo --memory 64M -- sh -c 'echo hello from $(hostname)'
 printf '  $ id=$(sandlet create --layer %s --label task=cli --max-lifetime 60)\n' "$layer"
 id=$(sandlet create --layer "$layer" --label task=cli --max-lifetime 60)
