@@ -161,7 +161,9 @@ int status_for_start_error(const Error& e) {
   switch (e.code()) {
     case SANDLET_NOT_FOUND: return kExitNotFound;
     case SANDLET_PERMISSION_DENIED: return kExitCannotExecute;
-    case SANDLET_INVALID_ARGUMENT: return kExitUsage;  // e.g. a bad --user or --workdir
+    // A bad spec (run creates its sandbox in the same call) or option value. (A user or directory that does
+    // not exist in the sandbox is NOT_FOUND, hence 127, as for a missing command: how the agent reports it.)
+    case SANDLET_INVALID_ARGUMENT: return kExitUsage;
     default: return kExitRuntimeError;
   }
 }
