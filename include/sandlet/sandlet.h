@@ -316,6 +316,12 @@ typedef struct sandlet_run_options {
    flight (UNAVAILABLE). */
 SANDLET_API sandlet_error_t *sandlet_run(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
                                          const sandlet_run_options_t *opts, sandlet_exec_result_t **out);
+/* The same without blocking: the options are copied (the descriptors are used until the completion) and
+   `cb` is called exactly once, on the event-loop thread, with the error or the result (both owned by the
+   callback), unless this returns an error (invalid input: then `cb` is never called). */
+SANDLET_API sandlet_error_t *sandlet_run_async(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
+                                               const sandlet_run_options_t *opts, sandlet_exec_cb cb,
+                                               void *user_data);
 
 /* ---------------------------------------------------------------------------------------------------
  * Files, resolved inside the sandbox's root (symlinks cannot escape it).

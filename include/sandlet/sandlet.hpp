@@ -215,6 +215,34 @@ class CExecOptions {
   sandlet_exec_options_t c_ = SANDLET_EXEC_OPTIONS_INIT;
 };
 
+// sandlet_run_options_t over a RunOptions (which must outlive it).
+class CRunOptions {
+ public:
+  explicit CRunOptions(const RunOptions& o) {
+    for (const auto& a : o.argv) argv_.push_back(a.c_str());
+    argv_.push_back(nullptr);
+    for (const auto& e : o.env) env_.push_back(e.c_str());
+    env_.push_back(nullptr);
+    c_.argv = argv_.data();
+    c_.env = o.env.empty() ? nullptr : env_.data();
+    c_.cwd = o.cwd.empty() ? nullptr : o.cwd.c_str();
+    c_.user = o.user.empty() ? nullptr : o.user.c_str();
+    c_.timeout_s = o.timeout_s;
+    c_.stdin_fd = o.stdin_fd;
+    c_.stdout_fd = o.stdout_fd;
+    c_.stderr_fd = o.stderr_fd;
+    c_.cancel_fd = o.cancel_fd;
+  }
+  CRunOptions(const CRunOptions&) = delete;
+  CRunOptions& operator=(const CRunOptions&) = delete;
+  const sandlet_run_options_t* get() const noexcept { return &c_; }
+
+ private:
+  std::vector<const char*> argv_;
+  std::vector<const char*> env_;
+  sandlet_run_options_t c_ = SANDLET_RUN_OPTIONS_INIT;
+};
+
 }  // namespace detail
 
 // ---- spec ---------------------------------------------------------------------------------------------
@@ -632,26 +660,19 @@ class Runtime {
 
   // Creates a sandbox, runs one command in it with the given descriptors, destroys it (sandlet_run).
   ExecResult run(const Spec& spec, const RunOptions& opts) {
-    std::vector<const char*> argv, env;
-    for (const auto& a : opts.argv) argv.push_back(a.c_str());
-    argv.push_back(nullptr);
-    for (const auto& e : opts.env) env.push_back(e.c_str());
-    env.push_back(nullptr);
-    sandlet_run_options_t c = SANDLET_RUN_OPTIONS_INIT;
-    c.argv = argv.data();
-    c.env = opts.env.empty() ? nullptr : env.data();
-    c.cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str();
-    c.user = opts.user.empty() ? nullptr : opts.user.c_str();
-    c.timeout_s = opts.timeout_s;
-    c.stdin_fd = opts.stdin_fd;
-    c.stdout_fd = opts.stdout_fd;
-    c.stderr_fd = opts.stderr_fd;
-    c.cancel_fd = opts.cancel_fd;
+    detail::CRunOptions c(opts);
     sandlet_exec_result_t* r = nullptr;
-    detail::check(sandlet_run(rt_, spec.get(), &c, &r));
+    detail::check(sandlet_run(rt_, spec.get(), c.get(), &r));
     return ExecResult::take(r);
   }
-
+  // The same without blocking (sandlet_run_async): `cb` runs once, on the event-loop thread.
+  using RunCallback = std::function<void(const Error* err, ExecResult result)>;
+  void run_async(const Spec& spec, const RunOptions& opts, RunCallback cb) {
+    detail::CRunOptions c(opts);
+    auto ctx = std::make_unique<RunCallback>(std::move(cb));
+    detail::check(sandlet_run_async(rt_, spec.get(), c.get(), &run_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
   // `cb` gets the error (NULL on success, valid only during the call) or the new sandbox. If the request
   // cannot even be queued this throws and `cb` is never called.
   void create_async(const Spec& spec, CreateCallback cb) {
@@ -712,6 +733,24 @@ class Runtime {
     char* out = nullptr;
     detail::check(fn(rt_, &out));
     return detail::take_string(out);
+  }
+
+  static void run_trampoline(void* user_data, sandlet_error_t* err, sandlet_exec_result_t* result) noexcept {
+    std::unique_ptr<RunCallback> cb(static_cast<RunCallback*>(user_data));
+    try {
+      if (err != nullptr) {
+        sandlet_exec_result_delete(std::exchange(result, nullptr));  // NULL by contract; harmless otherwise
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e, ExecResult());
+      } else {
+        ExecResult r = ExecResult::take(std::exchange(result, nullptr));
+        if (*cb) (*cb)(nullptr, std::move(r));
+      }
+    } catch (...) {
+      // Never unwind into C. Free whatever was not handed over yet.
+      sandlet_error_delete(err);
+      sandlet_exec_result_delete(result);
+    }
   }
 
   static void create_trampoline(void* user_data, sandlet_error_t* err, sandlet_sandbox_t* sb) noexcept {

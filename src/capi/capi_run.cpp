@@ -30,6 +30,30 @@ sandlet::RunOnceParams to_params(const sandlet_run_options_t* o) {
 
 }  // namespace
 
+SANDLET_API sandlet_error_t* sandlet_run_async(sandlet_runtime_t* rt, const sandlet_spec_t* spec,
+                                               const sandlet_run_options_t* opts, sandlet_exec_cb cb,
+                                               void* user_data) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(spec);
+  SANDLET_REQUIRE(opts);
+  SANDLET_REQUIRE(cb);
+  return guard([&] {
+    rt->rt->run_once_async(spec->spec, to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome out) {
+      if (error) {
+        cb(user_data, sandlet::capi::error_from(error), nullptr);
+        return;
+      }
+      auto* r = new (std::nothrow) sandlet_exec_result;
+      if (!r) {
+        cb(user_data, sandlet::capi::make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM), nullptr);
+        return;
+      }
+      r->outcome = std::move(out);
+      cb(user_data, nullptr, r);
+    });
+  });
+}
+
 SANDLET_API sandlet_error_t* sandlet_run(sandlet_runtime_t* rt, const sandlet_spec_t* spec,
                                          const sandlet_run_options_t* opts, sandlet_exec_result_t** out) {
   SANDLET_REQUIRE_HANDLE(rt);

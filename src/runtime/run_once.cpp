@@ -18,6 +18,8 @@
 #include "runtime/exec_env.hpp"
 #include "runtime/runtime.hpp"
 
+namespace asio = boost::asio;
+
 namespace sandlet {
 namespace {
 
@@ -31,6 +33,11 @@ bool read_exact(int fd, char* p, size_t n) {
   while (n > 0) {
     const ssize_t r = ::read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) {  // the event loop's descriptors are non-blocking
+      pollfd w{fd, POLLIN, 0};
+      ::poll(&w, 1, -1);
+      continue;
+    }
     if (r <= 0) return false;
     p += r;
     n -= static_cast<size_t>(r);
@@ -68,8 +75,8 @@ ExecOutcome read_report(int fd, const std::string& id) {
 
 }  // namespace
 
-ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
-  check_not_on_loop("run");
+// The command of a one-shot run, validated (what fails here fails before anything is made).
+OneShot Runtime::one_shot_of(const Spec& spec, const RunOnceParams& params) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   if (params.argv.empty() || params.argv[0].empty())
     throw Error(Code::kInvalidArgument, "invalid run field 'argv': a command is required");
@@ -84,54 +91,56 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
     throw Error(Code::kInvalidArgument, "invalid run field 'cancel_fd': not an open descriptor");
   if (spec.lifetime != Lifetime::kOwned)
     throw Error(Code::kInvalidArgument, "invalid spec field 'lifetime': a one-shot run's sandbox is owned");
-  const uint64_t begin = now_ns();
-
+  (void)merge_env({}, params.env);  // rejects an entry without '='
   OneShot one_shot;
   one_shot.argv = params.argv;
   one_shot.env = params.env;
-  (void)merge_env({}, params.env);  // rejects an entry without '=' before anything is made
   one_shot.cwd = params.cwd;
   one_shot.user = params.user;
   one_shot.timeout_ms = static_cast<uint64_t>(std::ceil(params.timeout_s * 1000));
   for (int i = 0; i < 3; ++i) one_shot.stdio[i] = params.stdio[i];
+  return one_shot;
+}
 
-  // Started on a worker, as every create: the parent-death signal binds to the thread that clones.
-  // Registered there too, so that a close() (which joins the workers first) sees every started one.
+// On a worker, as every create: the parent-death signal binds to the thread that clones. Registered here,
+// so that close() (which joins the workers before waiting for one-shots) sees every started one; one
+// that starts while the runtime closes is killed at once (its caller then sees it end).
+Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
+  Started started = start_sandbox(spec, &one_shot);
+  std::lock_guard lock(mutex_);
+  one_shots_[started.rec.id] = started.rec;
+  reclaiming_.insert(started.rec.id);  // reclaimed by end_one_shot, not by an exit watcher
+  if (closed_) kill_init(started.rec);
+  return started;
+}
+
+ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
+  check_not_on_loop("run");
+  const uint64_t begin = now_ns();
+  OneShot one_shot = one_shot_of(spec, params);
   std::promise<Started> promise;
   auto future = promise.get_future();
   run_on_workers([this, &spec, &one_shot, &promise] {
     try {
-      Started started = start_sandbox(spec, &one_shot);
-      {
-        std::lock_guard lock(mutex_);
-        one_shots_[started.rec.id] = started.rec;
-        reclaiming_.insert(started.rec.id);  // reclaimed through wait_one_shot, not by an exit watcher
-      }
-      promise.set_value(std::move(started));
+      promise.set_value(start_one_shot(spec, one_shot));
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
   });
   host_.netns->prefetch_first();
   Started started = future.get();
-  ExecOutcome out = wait_one_shot(started, one_shot, params.cancel_fd);
-  out.duration_ns = now_ns() - begin;
-  return out;
-}
 
-ExecOutcome Runtime::wait_one_shot(Started& started, OneShot& one_shot, int cancel_fd) {
-  const SandboxRecord& rec = started.rec;
   ExecOutcome out;
   std::exception_ptr error;
   try {
-    pollfd p[2] = {{one_shot.report.get(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    pollfd p[2] = {{one_shot.report.get(), POLLIN, 0}, {params.cancel_fd, POLLIN, 0}};
     for (;;) {
-      if (::poll(p, cancel_fd >= 0 ? 2 : 1, -1) < 0) {
+      if (::poll(p, params.cancel_fd >= 0 ? 2 : 1, -1) < 0) {
         if (errno == EINTR) continue;
         throw_errno("poll a one-shot sandbox");
       }
       if (p[0].revents != 0) {
-        out = read_report(one_shot.report.get(), rec.id);
+        out = read_report(one_shot.report.get(), started.rec.id);
         break;
       }
       if (p[1].revents != 0) throw Error(Code::kCancelled, "cancelled by the caller");
@@ -139,9 +148,95 @@ ExecOutcome Runtime::wait_one_shot(Started& started, OneShot& one_shot, int canc
   } catch (...) {
     error = std::current_exception();
   }
-  // Killed (a no-op by now, unless cancelled) and hidden at once, as destroy() does; the rest -- reaping
-  // the init, our child, and removing its cgroups, directory and uid range -- on a worker, which close()
-  // waits for. (A closing runtime has no workers left: then here.)
+  end_one_shot(std::move(started));
+  if (error) std::rethrow_exception(error);
+  out.duration_ns = now_ns() - begin;
+  return out;
+}
+
+void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
+  // What one asynchronous run needs until its completion; its descriptors are watched on the loop.
+  struct State {
+    State(asio::io_context& io, Spec s, OneShot o, RunDone d)
+        : spec(std::move(s)), one_shot(std::move(o)), done(std::move(d)), report(io), cancel(io) {}
+    Spec spec;
+    OneShot one_shot;
+    RunDone done;
+    Started started;
+    asio::posix::stream_descriptor report, cancel;
+    uint64_t begin = now_ns();
+    bool concluded = false;
+  };
+  OneShot one_shot = one_shot_of(spec, params);
+  // The cancel descriptor is watched through a duplicate (the watcher owns and closes what it watches).
+  sys::UniqueFd cancel;
+  if (params.cancel_fd >= 0) {
+    cancel.reset(::fcntl(params.cancel_fd, F_DUPFD_CLOEXEC, 3));
+    if (!cancel) throw_errno("duplicate the cancel descriptor");
+  }
+  auto st = std::make_shared<State>(io_, std::move(spec), std::move(one_shot), std::move(done));
+  if (cancel) st->cancel.assign(cancel.release());
+
+  // Runs once, on the loop thread: the report (or the cancel) arrived.
+  auto conclude = [this, st](bool cancelled) {
+    if (st->concluded) return;
+    st->concluded = true;
+    boost::system::error_code ignored;
+    st->cancel.close(ignored);
+    ExecOutcome out;
+    std::exception_ptr error;
+    try {
+      if (cancelled) throw Error(Code::kCancelled, "cancelled by the caller");
+      out = read_report(st->report.native_handle(), st->started.rec.id);
+      out.duration_ns = now_ns() - st->begin;
+    } catch (...) {
+      error = std::current_exception();
+    }
+    st->report.close(ignored);
+    end_one_shot(std::move(st->started));
+    st->done(error, std::move(out));
+  };
+  // Posts `fn` to the loop while the loop is sure to run it (closed_ is set under mutex_ before the loop is
+  // let go); once the runtime is closing, runs `closing` here instead.
+  auto on_loop = [this](std::function<void()> fn, const std::function<void()>& closing) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!closed_) {
+        asio::post(io_, std::move(fn));
+        return;
+      }
+    }
+    closing();
+  };
+  run_on_workers([this, st, conclude, on_loop] {
+    try {
+      st->started = start_one_shot(st->spec, st->one_shot);
+      st->report.assign(st->one_shot.report.release());
+    } catch (...) {
+      auto report_error = [st, error = std::current_exception()] { st->done(error, ExecOutcome()); };
+      on_loop(report_error, report_error);
+      return;
+    }
+    auto watch = [st, conclude] {
+      st->report.async_wait(asio::posix::stream_descriptor::wait_read, [conclude](boost::system::error_code ec) {
+        if (!ec) conclude(false);
+      });
+      if (st->cancel.is_open())
+        st->cancel.async_wait(asio::posix::stream_descriptor::wait_read, [conclude](boost::system::error_code ec) {
+          if (!ec) conclude(true);
+        });
+    };
+    // Closing: the init was killed at registration, so its report socket is at EOF.
+    on_loop(watch, [conclude] { conclude(false); });
+  });
+  host_.netns->prefetch_first();
+}
+
+// Kills (a no-op by now, unless cancelled) and hides the sandbox at once, as destroy() does; the rest --
+// reaping the init, our child, and removing its cgroups, directory and uid range -- on a worker, which
+// close() waits for. (A closing runtime has no workers left: then here.)
+void Runtime::end_one_shot(Started started) {
+  const SandboxRecord rec = started.rec;
   sys::UniqueFd ignored = kill_and_retire(rec);
   auto finish = [this, rec, pidfd = std::make_shared<sys::UniqueFd>(std::move(started.pidfd))] {
     siginfo_t info;
@@ -165,8 +260,6 @@ ExecOutcome Runtime::wait_one_shot(Started& started, OneShot& one_shot, int canc
     if (on_worker) run_on_workers(finish);
   }
   if (!on_worker) finish();
-  if (error) std::rethrow_exception(error);
-  return out;
 }
 
 }  // namespace sandlet

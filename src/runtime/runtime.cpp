@@ -128,6 +128,7 @@ void Runtime::close() {
       child.watcher->cancel(ignored);
     }
   });
+  kill_one_shots();  // asynchronous ones conclude on the loop, which cannot stop before they do
   work_.reset();
   if (loop_.joinable()) loop_.join();
   workers_.join();  // reclaims in flight have waited for their sandbox's exit
@@ -402,15 +403,23 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   return Started{std::move(rec), std::move(pidfd)};
 }
 
-// One-shot runs in flight (every started one is registered: the workers are joined): their sandboxes are
-// killed here; their callers' threads see it, reclaim them and return. Waits for that.
+void Runtime::kill_init(const SandboxRecord& rec) {
+  sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
+  if (pidfd && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start))
+    ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+}
+
+// One-shot runs in flight: their sandboxes end; their callers' threads (or the loop, for asynchronous
+// ones) see it and reclaim them.
+void Runtime::kill_one_shots() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, rec] : one_shots_) kill_init(rec);
+}
+
+// Every started one-shot is registered by now (the workers are joined): wait until all are reclaimed.
 void Runtime::end_one_shots() {
+  kill_one_shots();
   std::unique_lock lock(mutex_);
-  for (const auto& [id, rec] : one_shots_) {
-    sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
-    if (pidfd && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start))
-      ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
-  }
   one_shots_done_.wait(lock, [this] { return one_shots_.empty(); });
 }
 

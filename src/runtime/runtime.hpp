@@ -76,6 +76,9 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   // this returns; host state reclaimed on a worker, as destroy() does); blocks the calling thread. The sandbox's init starts the command itself: no agent round trip (runtime/run_once.cpp).
   // A command that cannot be started is an error (NOT_FOUND / PERMISSION_DENIED), as with exec.
   ExecOutcome run_once(const Spec& spec, const RunOnceParams& params);
+  // The same without blocking: `done` runs on the loop thread (invalid input throws here instead).
+  using RunDone = std::function<void(std::exception_ptr, ExecOutcome)>;
+  void run_once_async(Spec spec, RunOnceParams params, RunDone done);
   std::vector<ListedSandbox> list(const std::string& label_filter);
   // Sweeps what crashed or expired runs left. `release_idle_cgroups`: also remove the node's "sandlet"
   // parent groups when no sandbox group is left in them (an explicit gc; the sweep at open keeps them).
@@ -113,8 +116,13 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
     sys::UniqueFd pidfd;
   };
   Started start_sandbox(const Spec& spec, OneShot* one_shot);
-  ExecOutcome wait_one_shot(Started& started, OneShot& one_shot, int cancel_fd);
-  void end_one_shots();
+  // One-shot runs (runtime/run_once.cpp).
+  OneShot one_shot_of(const Spec& spec, const RunOnceParams& params);
+  Started start_one_shot(const Spec& spec, OneShot& one_shot);
+  void end_one_shot(Started started);
+  void kill_init(const SandboxRecord& rec);  // SIGKILL to its init, if it is still that process
+  void kill_one_shots();                     // every one-shot in flight (close)
+  void end_one_shots();                      // waits until none is left (close)
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   void discard(const SandboxRecord& rec);
   struct WarmEntry {

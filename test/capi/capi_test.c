@@ -204,6 +204,16 @@ static void test_fork_child(const char *root) {
   sandlet_runtime_close(rt);
 }
 
+/* 1 + the exit code of the asynchronous run, once its completion came; 0 before. */
+static int run_done_code;
+static void on_run_done(void *user_data, sandlet_error_t *err, sandlet_exec_result_t *result) {
+  (void)user_data;
+  int code = err ? -1 : sandlet_exec_result_exit_code(result);
+  sandlet_error_delete(err);
+  sandlet_exec_result_delete(result);
+  __atomic_store_n(&run_done_code, 1 + code, __ATOMIC_RELEASE);
+}
+
 /* sandlet_run: one command in a new sandbox, its stdout a pipe of ours; the sandbox is gone afterwards. */
 static void test_one_shot_run(const char *root) {
   sandlet_runtime_t *rt;
@@ -235,6 +245,14 @@ static void test_one_shot_run(const char *root) {
   OK(sandlet_runtime_list(rt, NULL, &list));
   CHECK(list && sandlet_sandbox_list_count(list) == 0);
   sandlet_sandbox_list_delete(list);
+
+  /* The asynchronous form: the completion comes on the library's event-loop thread. */
+  const char *argv7[] = {"sh", "-c", "exit 7", NULL};
+  sandlet_run_options_t async_opts = SANDLET_RUN_OPTIONS_INIT;
+  async_opts.argv = argv7;
+  OK(sandlet_run_async(rt, spec, &async_opts, on_run_done, NULL));
+  for (int i = 0; i < 1000 && !__atomic_load_n(&run_done_code, __ATOMIC_ACQUIRE); ++i) usleep(10000);
+  CHECK(__atomic_load_n(&run_done_code, __ATOMIC_ACQUIRE) == 1 + 7);
 
   /* Without argv: INVALID_ARGUMENT, nothing made. */
   sandlet_run_options_t empty = SANDLET_RUN_OPTIONS_INIT;

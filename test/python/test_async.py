@@ -37,6 +37,29 @@ def test_create_exec_files_destroy(root_dir: str, rootfs: str) -> None:
     run(main())
 
 
+def test_one_shot_runs_in_flight_and_cancelled(root_dir: str, rootfs: str, tmp_path) -> None:
+    async def main() -> None:
+        async with await sandlet.AsyncRuntime.open(root_dir) as rt:
+            results = await asyncio.gather(*[rt.run(f"exit {i}", layers=[rootfs]) for i in range(6)])
+            assert [r.exit_code for r in results] == list(range(6))
+            with open(tmp_path / "out", "wb") as out:
+                assert (await rt.run(["echo", "to a file"], layers=[rootfs], stdout=out)).ok
+            assert (tmp_path / "out").read_bytes() == b"to a file\n"
+            task = asyncio.ensure_future(rt.run("sleep 30", layers=[rootfs]))
+            await asyncio.sleep(0.3)
+            t0 = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - t0 < 5
+            for _ in range(100):  # the cancelled run's sandbox is gone once the library has its cancel
+                if not await rt.list():
+                    break
+                await asyncio.sleep(0.05)
+            assert await rt.list() == []
+    run(main())
+
+
 def test_create_errors_are_raised(root_dir: str) -> None:
     async def main() -> None:
         async with await sandlet.AsyncRuntime.open(root_dir) as rt:

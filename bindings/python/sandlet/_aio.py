@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, exec_args
+from ._common import Command, SpecLike, build_spec, exec_args, run_args
 from ._errors import FailedPrecondition
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
@@ -294,6 +295,38 @@ class AsyncRuntime:
         s, owned = build_spec(spec, fields)
         _, fut = _start(lambda queue, token: self.sync._h.create_async(queue, token, s), on_orphan=_close_orphan)
         return AsyncSandbox(await fut, owned=owned)
+
+    async def run(
+        self,
+        cmd: Command,
+        spec: SpecLike = None,
+        *,
+        stdin: Any = None,
+        stdout: Any = None,
+        stderr: Any = None,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        timeout: Optional[float] = None,
+        check: bool = False,
+        **fields: Any,
+    ) -> _sandlet.ExecResult:
+        """One command in a new sandbox, destroyed afterwards (see Runtime.run). Cancelling the awaiting
+        task kills every process of it."""
+        s, _ = build_spec(spec, fields)
+        args = run_args(cmd, env, cwd, user, timeout, stdin, stdout, stderr)
+        cancel_r, cancel_w = os.pipe()  # the library watches a duplicate of the read end
+        try:
+            _, fut = _start(lambda queue, token: self.sync._h.run_async(queue, token, s, *args, cancel_r))
+            try:
+                result = await fut
+            except asyncio.CancelledError:
+                os.write(cancel_w, b"x")  # the late CANCELLED completion is dropped by the bridge
+                raise
+        finally:
+            os.close(cancel_r)
+            os.close(cancel_w)
+        return result.check() if check else result
 
     async def attach(self, sandbox_id: str) -> AsyncSandbox:
         h = await asyncio.to_thread(self.sync._h.attach, sandbox_id)

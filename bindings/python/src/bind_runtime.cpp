@@ -156,6 +156,27 @@ void bind_runtime(py::module_& m) {
            },
            py::arg("spec"), py::arg("argv"), py::arg("env"), py::arg("cwd"), py::arg("user"), py::arg("timeout_s"),
            py::arg("stdin_fd"), py::arg("stdout_fd"), py::arg("stderr_fd"), py::arg("cancel_fd"))
+      .def("run_async",
+           [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const sandlet::Spec& spec,
+              std::vector<std::string> argv, std::vector<std::string> env, std::string cwd, std::string user,
+              double timeout_s, int stdin_fd, int stdout_fd, int stderr_fd, int cancel_fd) {
+             sandlet::RunOptions o(std::move(argv));
+             o.env = std::move(env);
+             o.cwd = std::move(cwd);
+             o.user = std::move(user);
+             o.timeout_s = timeout_s;
+             o.stdin_fd = stdin_fd;
+             o.stdout_fd = stdout_fd;
+             o.stderr_fd = stderr_fd;
+             o.cancel_fd = cancel_fd;
+             h.get()->run_async(spec, o, [q, token](const sandlet::Error* e, sandlet::ExecResult r) {
+               if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
+               else q->push({token, CompletionKind::kResult, std::move(r)});
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("spec"), py::arg("argv"), py::arg("env"), py::arg("cwd"),
+           py::arg("user"), py::arg("timeout_s"), py::arg("stdin_fd"), py::arg("stdout_fd"), py::arg("stderr_fd"),
+           py::arg("cancel_fd"))
       .def("attach",
            [](RuntimeHandle& h, const std::string& id) {
              auto sb = blocking(h, [&](sandlet::Runtime& rt) { return rt.attach(id); });

@@ -2,6 +2,9 @@
 // caller's descriptors as its stdio, then nothing of the sandbox is left.
 #include <fcntl.h>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "integration/harness.hpp"
 
 namespace {
@@ -163,4 +166,65 @@ TEST_CASE("run: invalid input is rejected naming the field, and nothing is creat
   expect_invalid(Harness::spec().lifetime("detached"), sandlet::RunOptions({"true"}), "lifetime");
   CHECK(h.rt().list().empty());
   h.check_no_leaks();
+}
+
+TEST_CASE("run_async: many one-shot runs in flight from one thread, each result its own", "[run]") {
+  Harness h;
+  constexpr int kRuns = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<int> codes(kRuns, -100);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRuns; ++i) {
+    sandlet::RunOptions o({"sh", "-c", "sleep 0.2; exit " + std::to_string(i)});
+    h.rt().run_async(Harness::spec(), o, [&, i](const sandlet::Error* err, sandlet::ExecResult r) {
+      std::lock_guard lock(mu);
+      codes[i] = err != nullptr ? -200 : r.exit_code;
+      ++done;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done == kRuns; }));
+  }
+  for (int i = 0; i < kRuns; ++i) CHECK(codes[i] == i);
+  // In flight at once: eight 0.2 s sleeps take well under eight times 0.2 s.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1400));
+  CHECK(h.rt().list().empty());
+  h.check_no_leaks();
+}
+
+TEST_CASE("run_async: cancelled through its descriptor; a run in flight ends when the runtime closes", "[run]") {
+  Harness h;
+  Pipe cancel;
+  std::mutex mu;
+  std::condition_variable cv;
+  int cancelled = -1, closed = -1;
+  sandlet::RunOptions o({"sleep", "30"});
+  o.cancel_fd = cancel.r;
+  h.rt().run_async(Harness::spec(), o, [&](const sandlet::Error* err, sandlet::ExecResult) {
+    std::lock_guard lock(mu);
+    cancelled = err != nullptr ? static_cast<int>(err->code()) : 0;
+    cv.notify_all();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(::write(cancel.w, "x", 1) == 1);
+  {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return cancelled >= 0; }));
+  }
+  CHECK(cancelled == SANDLET_CANCELLED);
+
+  h.rt().run_async(Harness::spec(), sandlet::RunOptions({"sleep", "30"}), [&](const sandlet::Error* err, sandlet::ExecResult) {
+    std::lock_guard lock(mu);
+    closed = err != nullptr ? static_cast<int>(err->code()) : 0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  h.check_no_leaks();  // closes the runtime: the run ends, its callback has run, nothing is left
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  std::lock_guard lock(mu);
+  CHECK(closed == SANDLET_UNAVAILABLE);
 }
