@@ -182,16 +182,26 @@ inline void output_trampoline(void* user_data, int stream, const void* data, siz
   }
 }
 
+// A NULL-terminated array of pointers into `strings` (which must outlive it), as the C options want.
+class CStringArray {
+ public:
+  explicit CStringArray(const std::vector<std::string>& strings) {
+    for (const auto& str : strings) ptrs_.push_back(str.c_str());
+    ptrs_.push_back(nullptr);
+  }
+  const char* const* get() const noexcept { return ptrs_.data(); }
+  const char* const* get_or_null() const noexcept { return ptrs_.size() > 1 ? ptrs_.data() : nullptr; }
+
+ private:
+  std::vector<const char*> ptrs_;
+};
+
 // Owns the pointer arrays a sandlet_exec_options_t points into; valid while `opts` is alive.
 class CExecOptions {
  public:
-  CExecOptions(const ExecOptions& o, const OutputFn* output) {
-    for (const auto& a : o.argv) argv_.push_back(a.c_str());
-    argv_.push_back(nullptr);
-    for (const auto& e : o.env) env_.push_back(e.c_str());
-    env_.push_back(nullptr);
-    c_.argv = argv_.data();
-    c_.env = o.env.empty() ? nullptr : env_.data();
+  CExecOptions(const ExecOptions& o, const OutputFn* output) : argv_(o.argv), env_(o.env) {
+    c_.argv = argv_.get();
+    c_.env = env_.get_or_null();
     c_.cwd = o.cwd.empty() ? nullptr : o.cwd.c_str();
     c_.user = o.user.empty() ? nullptr : o.user.c_str();
     c_.stdin_data = o.stdin_data.empty() ? nullptr : o.stdin_data.data();
@@ -210,21 +220,16 @@ class CExecOptions {
   const sandlet_exec_options_t* get() const noexcept { return &c_; }
 
  private:
-  std::vector<const char*> argv_;
-  std::vector<const char*> env_;
+  CStringArray argv_, env_;
   sandlet_exec_options_t c_ = SANDLET_EXEC_OPTIONS_INIT;
 };
 
 // sandlet_run_options_t over a RunOptions (which must outlive it).
 class CRunOptions {
  public:
-  explicit CRunOptions(const RunOptions& o) {
-    for (const auto& a : o.argv) argv_.push_back(a.c_str());
-    argv_.push_back(nullptr);
-    for (const auto& e : o.env) env_.push_back(e.c_str());
-    env_.push_back(nullptr);
-    c_.argv = argv_.data();
-    c_.env = o.env.empty() ? nullptr : env_.data();
+  explicit CRunOptions(const RunOptions& o) : argv_(o.argv), env_(o.env) {
+    c_.argv = argv_.get();
+    c_.env = env_.get_or_null();
     c_.cwd = o.cwd.empty() ? nullptr : o.cwd.c_str();
     c_.user = o.user.empty() ? nullptr : o.user.c_str();
     c_.timeout_s = o.timeout_s;
@@ -238,8 +243,7 @@ class CRunOptions {
   const sandlet_run_options_t* get() const noexcept { return &c_; }
 
  private:
-  std::vector<const char*> argv_;
-  std::vector<const char*> env_;
+  CStringArray argv_, env_;
   sandlet_run_options_t c_ = SANDLET_RUN_OPTIONS_INIT;
 };
 

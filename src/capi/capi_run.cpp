@@ -39,17 +39,7 @@ SANDLET_API sandlet_error_t* sandlet_run_async(sandlet_runtime_t* rt, const sand
   SANDLET_REQUIRE(cb);
   return guard([&] {
     rt->rt->run_once_async(spec->spec, to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome out) {
-      if (error) {
-        cb(user_data, sandlet::capi::error_from(error), nullptr);
-        return;
-      }
-      auto* r = new (std::nothrow) sandlet_exec_result;
-      if (!r) {
-        cb(user_data, sandlet::capi::make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM), nullptr);
-        return;
-      }
-      r->outcome = std::move(out);
-      cb(user_data, nullptr, r);
+      sandlet::capi::complete_exec(cb, user_data, std::move(error), std::move(out));
     });
   });
 }

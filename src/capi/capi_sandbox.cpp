@@ -144,17 +144,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec_start(sandlet_sandbox_t* sb, c
     // Allocated first: once the exec is started, nothing here may fail any more.
     std::unique_ptr<sandlet_exec_control> handle(control ? new sandlet_exec_control{sandlet::ExecControl({})} : nullptr);
     auto started = sb->sb->exec_async(to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
-      if (error) {
-        cb(user_data, sandlet::capi::error_from(error), nullptr);
-        return;
-      }
-      auto* r = new (std::nothrow) sandlet_exec_result;
-      if (!r) {
-        cb(user_data, sandlet::capi::make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM), nullptr);
-        return;
-      }
-      r->outcome = std::move(outcome);
-      cb(user_data, nullptr, r);
+      sandlet::capi::complete_exec(cb, user_data, std::move(error), std::move(outcome));
     });
     if (handle) {
       handle->control = started;

@@ -99,6 +99,22 @@ inline sandlet_error_t* error_from(std::exception_ptr p) {
   }
 }
 
+// Hands an exec's or a one-shot run's outcome to its C completion: the error, or a new result; both
+// then owned by the callback.
+inline void complete_exec(sandlet_exec_cb cb, void* user_data, std::exception_ptr error, sandlet::ExecOutcome outcome) {
+  if (error) {
+    cb(user_data, error_from(error), nullptr);
+    return;
+  }
+  auto* r = new (std::nothrow) sandlet_exec_result;
+  if (!r) {
+    cb(user_data, make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM), nullptr);
+    return;
+  }
+  r->outcome = std::move(outcome);
+  cb(user_data, nullptr, r);
+}
+
 // Runs `f`; returns NULL on success or the error it threw.
 template <class F>
 sandlet_error_t* guard(F&& f) noexcept {

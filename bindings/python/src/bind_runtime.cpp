@@ -86,6 +86,22 @@ void raise_progress_error(const ImportOptions& o) {
   }
 }
 
+// The one-shot run's options, from the extension's positional arguments.
+sandlet::RunOptions run_options(std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
+                                std::string user, double timeout_s, int stdin_fd, int stdout_fd, int stderr_fd,
+                                int cancel_fd) {
+  sandlet::RunOptions o(std::move(argv));
+  o.env = std::move(env);
+  o.cwd = std::move(cwd);
+  o.user = std::move(user);
+  o.timeout_s = timeout_s;
+  o.stdin_fd = stdin_fd;
+  o.stdout_fd = stdout_fd;
+  o.stderr_fd = stderr_fd;
+  o.cancel_fd = cancel_fd;
+  return o;
+}
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
@@ -142,15 +158,8 @@ void bind_runtime(py::module_& m) {
            [](RuntimeHandle& h, const sandlet::Spec& spec, std::vector<std::string> argv, std::vector<std::string> env,
               std::string cwd, std::string user, double timeout_s, int stdin_fd, int stdout_fd, int stderr_fd,
               int cancel_fd) {
-             sandlet::RunOptions o(std::move(argv));
-             o.env = std::move(env);
-             o.cwd = std::move(cwd);
-             o.user = std::move(user);
-             o.timeout_s = timeout_s;
-             o.stdin_fd = stdin_fd;
-             o.stdout_fd = stdout_fd;
-             o.stderr_fd = stderr_fd;
-             o.cancel_fd = cancel_fd;
+             sandlet::RunOptions o = run_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
+                                                 timeout_s, stdin_fd, stdout_fd, stderr_fd, cancel_fd);
              auto r = blocking(h, [&](sandlet::Runtime& rt) { return rt.run(spec, o); });
              return PyExecResult::from(r);
            },
@@ -160,15 +169,8 @@ void bind_runtime(py::module_& m) {
            [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const sandlet::Spec& spec,
               std::vector<std::string> argv, std::vector<std::string> env, std::string cwd, std::string user,
               double timeout_s, int stdin_fd, int stdout_fd, int stderr_fd, int cancel_fd) {
-             sandlet::RunOptions o(std::move(argv));
-             o.env = std::move(env);
-             o.cwd = std::move(cwd);
-             o.user = std::move(user);
-             o.timeout_s = timeout_s;
-             o.stdin_fd = stdin_fd;
-             o.stdout_fd = stdout_fd;
-             o.stderr_fd = stderr_fd;
-             o.cancel_fd = cancel_fd;
+             sandlet::RunOptions o = run_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
+                                                 timeout_s, stdin_fd, stdout_fd, stderr_fd, cancel_fd);
              h.get()->run_async(spec, o, [q, token](const sandlet::Error* e, sandlet::ExecResult r) {
                if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
                else q->push({token, CompletionKind::kResult, std::move(r)});
