@@ -301,7 +301,8 @@ typedef struct sandlet_run_options {
   int stderr_fd;                 /*   runs in a new session, so a terminal given here is not its controlling one */
   int cancel_fd;                 /* -1, or a descriptor that becomes readable to cancel the run: everything is
                                     killed, the sandbox destroyed, and the call fails with CANCELLED. The
-                                    library only polls it (never reads it) */
+                                    library only polls it (never reads it); end of file counts as readable,
+                                    so closing a pipe's write end cancels too */
 } sandlet_run_options_t;
 #define SANDLET_RUN_OPTIONS_INIT {sizeof(sandlet_run_options_t), 0, 0, 0, 0, 0.0, -1, -1, -1, -1}
 
@@ -313,12 +314,13 @@ typedef struct sandlet_run_options {
    sandlet_exec_result_delete) holds exit_code, signal, timed_out, run_ns and duration_ns; its stdout and
    stderr are empty (output went to the descriptors). A command that cannot be started is an error
    (NOT_FOUND / PERMISSION_DENIED), as with exec. Closing the runtime from another thread ends a run in
-   flight (UNAVAILABLE). */
+   flight (UNAVAILABLE). Any thread but a completion callback's (the event-loop thread) may call it. */
 SANDLET_API sandlet_error_t *sandlet_run(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
                                          const sandlet_run_options_t *opts, sandlet_exec_result_t **out);
 /* The same without blocking: the options are copied (the descriptors are used until the completion) and
    `cb` is called exactly once, on the event-loop thread, with the error or the result (both owned by the
-   callback), unless this returns an error (invalid input: then `cb` is never called). */
+   callback), unless this returns an error (invalid input: then `cb` is never called). Any thread may call
+   it, completion callbacks included. */
 SANDLET_API sandlet_error_t *sandlet_run_async(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
                                                const sandlet_run_options_t *opts, sandlet_exec_cb cb,
                                                void *user_data);
