@@ -249,13 +249,18 @@ void Runtime::end_one_shot(Started started) {
     }
     {
       std::lock_guard lock(mutex_);
-      one_shots_.erase(rec.id);
+      --one_shot_reclaims_;
     }
     one_shots_done_.notify_all();
   };
   bool on_worker;
   {
-    std::lock_guard lock(mutex_);  // close() sets closed_ under it before joining the workers
+    // Out of the runs in flight at once: close() must not signal a pid that the reaping below frees for
+    // reuse. Counted until reclaimed instead. (close() sets closed_ under this lock before joining the
+    // workers.)
+    std::lock_guard lock(mutex_);
+    one_shots_.erase(rec.id);
+    ++one_shot_reclaims_;
     on_worker = !closed_;
     if (on_worker) run_on_workers(finish);
   }

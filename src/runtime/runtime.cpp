@@ -420,7 +420,7 @@ void Runtime::kill_one_shots() {
 void Runtime::end_one_shots() {
   kill_one_shots();
   std::unique_lock lock(mutex_);
-  one_shots_done_.wait(lock, [this] { return one_shots_.empty(); });
+  one_shots_done_.wait(lock, [this] { return one_shots_.empty() && one_shot_reclaims_ == 0; });
 }
 
 void Runtime::watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd) {

@@ -174,6 +174,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::set<std::string> reclaiming_;  // ids whose resources a worker is reclaiming
   // One-shot runs in flight (their callers' threads wait on them): close() kills them and waits.
   std::map<std::string, SandboxRecord> one_shots_;
+  size_t one_shot_reclaims_ = 0;  // ended one-shots whose host state a worker is still reclaiming
   std::condition_variable one_shots_done_;
 
   // Warm pool: prepared container sandboxes (see warm_loop); options_.warm_pool of them.
