@@ -403,10 +403,14 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   return Started{std::move(rec), std::move(pidfd)};
 }
 
-void Runtime::kill_init(const SandboxRecord& rec) {
-  sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
-  if (pidfd && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start))
-    ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+// Never throws: close() calls it, and a close() cut short would leave its threads running.
+void Runtime::kill_init(const SandboxRecord& rec) noexcept {
+  try {
+    sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
+    if (pidfd && sys::process_start_time(rec.init_pid) == std::optional<uint64_t>(rec.init_start))
+      ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+  } catch (...) {
+  }
 }
 
 // One-shot runs in flight: their sandboxes end; their callers' threads (or the loop, for asynchronous

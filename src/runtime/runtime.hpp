@@ -120,7 +120,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   OneShot one_shot_of(const Spec& spec, const RunOnceParams& params);
   Started start_one_shot(const Spec& spec, OneShot& one_shot);
   void end_one_shot(Started started);
-  void kill_init(const SandboxRecord& rec);  // SIGKILL to its init, if it is still that process
+  void kill_init(const SandboxRecord& rec) noexcept;  // SIGKILL to its init, if it is still that process
   void kill_one_shots();                     // every one-shot in flight (close)
   void end_one_shots();                      // waits until none is left (close)
   SandboxRecord new_record(const std::string& backend, SandboxState state);

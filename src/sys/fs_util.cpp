@@ -161,7 +161,13 @@ std::vector<std::string> list_subdirs(const std::string& path) { return read_dir
 std::optional<uint64_t> process_start_time(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  auto stat = read_file_if_exists(path, 4096);
+  std::optional<std::string> stat;
+  try {
+    stat = read_file_if_exists(path, 4096);
+  } catch (const Error&) {
+    // A process reaped between the open and the read answers ESRCH: it is not that process any more.
+    return std::nullopt;
+  }
   if (!stat) return std::nullopt;
   // The command name (field 2) may contain spaces and parentheses: parse after the last ')'.
   size_t p = stat->rfind(')');
@@ -180,7 +186,12 @@ bool process_alive(pid_t pid, uint64_t start) {
   if (pid <= 0) return false;
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  auto stat = read_file_if_exists(path, 4096);
+  std::optional<std::string> stat;
+  try {
+    stat = read_file_if_exists(path, 4096);
+  } catch (const Error&) {
+    return false;  // reaped while we read it (ESRCH)
+  }
   if (!stat) return false;
   size_t p = stat->rfind(')');
   if (p == std::string::npos || p + 2 >= stat->size()) return false;
