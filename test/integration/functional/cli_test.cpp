@@ -365,7 +365,7 @@ TEST_CASE("cli: run --timeout kills the command and what it started, exit 124", 
   CHECK(r.seconds < 5);  // far from the sleep's 30 s
   CHECK(contains(r.err, "timed out"));
   // run destroys its sandbox before it returns: no sleep is left anywhere on the host.
-  CHECK(host_pids({"sleep", secs}).empty());
+  CHECK(wait_until([&] { return host_pids({"sleep", secs}).empty(); }, 5));
   expect_nothing_left(h);
 }
 
@@ -473,7 +473,7 @@ TEST_CASE("cli: run ended by Ctrl-C destroys its sandbox, then dies by SIGINT", 
   const CliResult r = p.wait(10);
   CHECK(r.signal == SIGINT);
   CHECK(r.seconds < 10);
-  CHECK(host_pids({"sleep", secs}).empty());
+  CHECK(wait_until([&] { return host_pids({"sleep", secs}).empty(); }, 5));
   CHECK(h.gone(ids[0]));  // destroyed before the CLI died, not left for the next sweep
   expect_nothing_left(h, ids);
 }
@@ -495,7 +495,7 @@ TEST_CASE("cli: run whose reader goes away (| head) still destroys its sandbox",
   CHECK(r.signal == 0);
   CHECK(r.status == 128 + SIGPIPE);
   CHECK(h.gone(ids[0]));
-  CHECK(host_pids({"yes", token}).empty());
+  CHECK(wait_until([&] { return host_pids({"yes", token}).empty(); }, 5));
   expect_nothing_left(h, ids);
 }
 
@@ -615,10 +615,11 @@ TEST_CASE("cli: exec runs in a created sandbox: status, streams, options, timeou
   CHECK(exec({id, "--", "sh", "-c", "sleep " + bg + " &"}).status == 0);
   CHECK(wait_until([&] { return host_pids({"sleep", bg}).empty(); }, 5));
   CHECK(exec({"--keep-background", id, "--", "sh", "-c", "sleep " + bg + " &"}).status == 0);
-  CHECK(host_pids({"sleep", bg}).size() == 1);
+  // (The shell may exit before its background child has exec'd sleep: wait for it to show.)
+  CHECK(wait_until([&] { return host_pids({"sleep", bg}).size() == 1; }, 5));
 
   CHECK(cli(h, {"rm", id}).status == 0);
-  CHECK(host_pids({"sleep", bg}).empty());  // rm killed it
+  CHECK(wait_until([&] { return host_pids({"sleep", bg}).empty(); }, 5));  // rm killed it
   expect_nothing_left(h, {id});
 }
 
