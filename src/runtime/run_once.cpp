@@ -1,7 +1,8 @@
 // One-shot runs: a new sandbox whose init starts one command itself (with the caller's descriptors as its
 // stdio), reports its exit on the setup socket and ends; run_once returns then, the sandbox killed and
-// hidden, its host state reclaimed on a worker (as destroy() does). Compared with create + exec + destroy there is no agent connection, no request
-// round trip and no output relayed through this process: what `sandlet run` (and bwrap-style callers) need.
+// hidden, its host state reclaimed on a worker (as destroy() does). Compared with create + exec + destroy
+// there is no agent connection, no request round trip and no output relayed through this process: what
+// `sandlet run` (and bwrap-style callers) need.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <future>
 
@@ -17,16 +17,12 @@
 #include "proto/agent_protocol.hpp"
 #include "runtime/exec_env.hpp"
 #include "runtime/runtime.hpp"
+#include "sys/fs_util.hpp"
 
 namespace asio = boost::asio;
 
 namespace sandlet {
 namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 // Reads exactly n bytes; false at EOF or on error.
 bool read_exact(int fd, char* p, size_t n) {
@@ -116,7 +112,7 @@ Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
 
 ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   check_not_on_loop("run");
-  const uint64_t begin = now_ns();
+  const uint64_t begin = sys::now_monotonic_ns();
   OneShot one_shot = one_shot_of(spec, params);
   std::promise<Started> promise;
   auto future = promise.get_future();
@@ -150,7 +146,7 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   }
   end_one_shot(std::move(started));
   if (error) std::rethrow_exception(error);
-  out.duration_ns = now_ns() - begin;
+  out.duration_ns = sys::now_monotonic_ns() - begin;
   return out;
 }
 
@@ -164,7 +160,7 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     RunDone done;
     Started started;
     asio::posix::stream_descriptor report, cancel;
-    uint64_t begin = now_ns();
+    uint64_t begin = sys::now_monotonic_ns();
     bool concluded = false;
   };
   OneShot one_shot = one_shot_of(spec, params);
@@ -188,7 +184,7 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     try {
       if (cancelled) throw Error(Code::kCancelled, "cancelled by the caller");
       out = read_report(st->report.native_handle(), st->started.rec.id);
-      out.duration_ns = now_ns() - st->begin;
+      out.duration_ns = sys::now_monotonic_ns() - st->begin;
     } catch (...) {
       error = std::current_exception();
     }
