@@ -52,8 +52,10 @@ class Backend {
   // ahead of time, in a warm pool). Fills rec's runtime fields (cgroups, socket). Throws; on failure
   // nothing the backend made is left behind.
   // `stage_for` (may be null) names the spec it will most likely be finished with: the parts that depend
-  // only on its environment (layers, disk) are then done now too.
-  virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for) = 0;
+  // only on its environment (layers, disk) are then done now too. `limits` (may be null): the limits it
+  // will certainly be finished with (a create that is not pooled), so that nothing unneeded is made.
+  virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for,
+                                            const Limits* limits) = 0;
   // Completes the start with rec.spec. Returns a pidfd of the sandbox's top process (a child of this
   // process). Throws; on failure `prepared` and everything it owned are gone. With `one_shot`, the
   // sandbox runs that command instead of serving requests (UNIMPLEMENTED where a backend cannot).

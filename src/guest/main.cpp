@@ -3,7 +3,6 @@
 // requests on the listening socket the host handed in until the host stops it or a time limit expires.
 // When it exits, the kernel kills every process of the sandbox's pid namespace: that is the teardown.
 #include <fcntl.h>
-#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -53,10 +52,8 @@ int main() {
   sigprocmask(SIG_SETMASK, &set, nullptr);  // SETMASK: the host starts us with every signal blocked
   signal(SIGPIPE, SIG_IGN);
   ensure_std_fds();
-  // Output and stdin queues reach megabytes per connection: serve those from mmap so that memory goes
-  // back to the system when the connection ends (glibc's adaptive threshold would keep it in the heap).
-  mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  // (Output and stdin queues reach megabytes per connection: the init's allocator, rt/alloc.c, maps
+  // blocks above 128 KiB on their own, so that memory goes back to the system when the connection ends.)
 
   // Many concurrent execs need many fds; commands get the original limit back.
   static struct rlimit original;

@@ -345,7 +345,7 @@ Status setup_filesystem(const InitFds& fds) {
     Status s_ = (expr);                                                                             \
     struct timespec t1;                                                                             \
     clock_gettime(CLOCK_MONOTONIC, &t1);                                                            \
-    log_line("%-40s %7.1f us", #expr, ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3); \
+    log_line("%-40s %7lld ns", #expr, (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec)); \
     t0 = t1;                                                                                        \
     if (!s_.ok()) return s_;                                                                        \
   } while (0)

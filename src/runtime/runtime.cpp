@@ -290,7 +290,7 @@ void Runtime::warm_loop() {
       e.rec = new_record("container", SandboxState::kPooled);
       try {
         // Staged for the environment asked for last (its root filesystem ready too), or generic.
-        e.prepared = impl->second->prepare(e.rec, sandbox_dir(e.rec.id), key ? &*key : nullptr);
+        e.prepared = impl->second->prepare(e.rec, sandbox_dir(e.rec.id), key ? &*key : nullptr, nullptr);
       } catch (...) {
         discard(e.rec);
         throw;
@@ -372,7 +372,7 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   } else {
     rec = new_record(spec.backend, SandboxState::kCreating);
     try {
-      prepared = impl->second->prepare(rec, sandbox_dir(rec.id), nullptr);
+      prepared = impl->second->prepare(rec, sandbox_dir(rec.id), nullptr, &spec.limits);
     } catch (...) {
       discard(rec);
       throw;

@@ -125,7 +125,8 @@ CgroupPaths cgroup_paths_for(const CgroupSystem& sys, const std::string& id) {
   return p;
 }
 
-SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid) {
+SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid,
+                                    const Limits* known) {
   SandboxCgroup cg;
   cg.sys_ = &sys;
   cg.id_ = id;
@@ -141,8 +142,13 @@ SandboxCgroup SandboxCgroup::create(const CgroupSystem& sys, const std::string& 
       // Every v1 group the sandbox may need, made now (a few tens of microseconds each): its first
       // process joins them itself before it runs anything, and a CPU limit set later (a pooled sandbox)
       // is a write, not a migration of a running process.
-      for (const std::string& root : {sys.memory_v1, sys.pids_v1, sys.cpu_v1}) {
-        if (root.empty()) continue;
+      const std::pair<const std::string&, bool> controllers[] = {
+          {sys.memory_v1, !known || known->memory != 0},
+          {sys.pids_v1, !known || known->pids != 0},
+          {sys.cpu_v1, !known || known->cpus > 0},
+      };
+      for (const auto& [root, needed] : controllers) {
+        if (root.empty() || !needed) continue;
         std::string p = root + "/" + kParent + "/" + id;
         mkdir_group(sys, p);
         cg.paths_.v1.push_back(p);

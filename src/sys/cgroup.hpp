@@ -43,7 +43,11 @@ class SandboxCgroup final {
  public:
   // Creates the groups for sandbox `id` (no limits yet) and delegates the v2 directory to `owner_uid`
   // (the sandbox's root) so the agent can create per-exec child groups. On failure nothing remains.
-  static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid);
+  // `known` (may be null): the limits apply_limits will get, when known now (a create that is not
+  // pooled). On the hybrid layout a v1 group is then made only for a controller they set: each costs a
+  // mkdir and an rmdir of tens of microseconds, and nothing but a limit uses them.
+  static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid,
+                              const Limits* known = nullptr);
   // Applies the limits (to the v2 controllers, or to the v1 groups made at create).
   void apply_limits(const Limits& limits);
   SandboxCgroup(SandboxCgroup&& o) noexcept

@@ -150,9 +150,10 @@ class ContainerBackend final : public Backend {
  public:
   explicit ContainerBackend(const HostContext& host) : host_(host) {}
 
-  std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for) override {
+  std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for,
+                                    const Limits* limits) override {
     // 1. cgroup, delegated to the sandbox's root.
-    auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base);
+    auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base, limits);
     rec.cgroups = cgroup.paths();
 
     // 2. The init, paused in its new namespaces until ids are mapped. Every init starts with a parent-death
