@@ -233,7 +233,7 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
 // close() waits for. (A closing runtime has no workers left: then here.)
 void Runtime::end_one_shot(Started started) {
   const SandboxRecord rec = started.rec;
-  sys::UniqueFd ignored = kill_and_retire(rec);
+  kill_and_retire(rec, &started.pidfd);  // our child, not reaped yet: its pidfd is safe to signal
   auto finish = [this, rec, pidfd = std::make_shared<sys::UniqueFd>(std::move(started.pidfd))] {
     siginfo_t info;
     while (::waitid(P_PIDFD, static_cast<id_t>(pidfd->get()), &info, WEXITED | __WALL) < 0 && errno == EINTR) {

@@ -197,7 +197,7 @@ SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state
   rec.state = state;
   rec.created_at = sys::now_unix_seconds();
   rec.owner_pid = ::getpid();
-  rec.owner_start = sys::process_start_time(rec.owner_pid).value_or(0);
+  rec.owner_start = sys::own_start_time();
   std::string dir = sandbox_dir(rec.id);
   if (::mkdir(dir.c_str(), 0700) < 0) {
     // Another runtime on this root may have released the tmpfs state directory when it closed.
@@ -490,11 +490,13 @@ void Runtime::forget(const std::string& id) {
   handles_.erase(id);
 }
 
-sys::UniqueFd Runtime::kill_and_retire(const SandboxRecord& rec) {
-  // Kill PID 1 (the kernel then kills its whole pid namespace) and the cgroup. The pidfd is checked
-  // against the recorded start time so that a reused pid is never signalled.
+sys::UniqueFd Runtime::kill_and_retire(const SandboxRecord& rec, const sys::UniqueFd* own_pidfd) {
+  // Kill PID 1 (the kernel then kills its whole pid namespace) and the cgroup. A pidfd opened here is
+  // checked against the recorded start time so that a reused pid is never signalled.
   sys::UniqueFd pidfd;
-  if (rec.init_pid > 0) {
+  if (own_pidfd && *own_pidfd) {
+    ::syscall(SYS_pidfd_send_signal, own_pidfd->get(), SIGKILL, nullptr, 0);
+  } else if (rec.init_pid > 0) {
     pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, rec.init_pid, 0)));
     if (pidfd && sys::process_start_time(rec.init_pid) != std::optional<uint64_t>(rec.init_start)) pidfd.reset();
     if (pidfd) ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);

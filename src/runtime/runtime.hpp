@@ -133,7 +133,8 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   void warm_loop();
   void stop_warm_pool();
   void watch_child(const SandboxRecord& rec, sys::UniqueFd pidfd);
-  sys::UniqueFd kill_and_retire(const SandboxRecord& rec);
+  // `own_pidfd`: a pidfd of the init that this process holds and has not reaped (then no pid check).
+  sys::UniqueFd kill_and_retire(const SandboxRecord& rec, const sys::UniqueFd* own_pidfd = nullptr);
   void reclaim(const SandboxRecord& rec, sys::UniqueFd pidfd);
   size_t finish_reclaim(const std::string& id);
   void on_child_exit(const std::string& id);

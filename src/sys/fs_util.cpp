@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <ctime>
 
@@ -180,6 +181,18 @@ std::optional<uint64_t> process_start_time(pid_t pid) {
     ++s;
   }
   return std::strtoull(s, nullptr, 10);
+}
+
+uint64_t own_start_time() {
+  // Keyed by pid: a forked child reads its own. The start is stored before the pid that vouches for it.
+  static std::atomic<pid_t> cached_pid{0};
+  static std::atomic<uint64_t> cached_start{0};
+  const pid_t self = ::getpid();
+  if (cached_pid.load() == self) return cached_start.load();
+  const uint64_t start = process_start_time(self).value_or(0);
+  cached_start.store(start);
+  cached_pid.store(self);
+  return start;
 }
 
 bool process_alive(pid_t pid, uint64_t start) {

@@ -37,6 +37,8 @@ UniqueFd lock_file(const std::string& path, int how);
 // Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); nullopt if gone.
 // Together with the pid it identifies a process across pid reuse.
 std::optional<uint64_t> process_start_time(pid_t pid);
+// This process's start time, read once per process (every create records its owner).
+uint64_t own_start_time();
 // True when `pid` runs (not a zombie) and started at `start`.
 bool process_alive(pid_t pid, uint64_t start);
 double now_unix_seconds();
