@@ -53,7 +53,7 @@ int main() {
   signal(SIGPIPE, SIG_IGN);
   ensure_std_fds();
   // (Output and stdin queues reach megabytes per connection: the init's allocator, rt/alloc.c, maps
-  // blocks above 128 KiB on their own, so that memory goes back to the system when the connection ends.)
+  // blocks above 256 KiB on their own, so that memory goes back to the system when the connection ends.)
 
   // Many concurrent execs need many fds; commands get the original limit back.
   static struct rlimit original;

@@ -101,7 +101,7 @@ TEST_CASE("init formatter: truncation keeps the terminator and returns the full 
 
 TEST_CASE("init allocator: alignment, sizes, reuse, large blocks") {
   std::vector<void*> blocks;
-  for (size_t size : {0ul, 1ul, 15ul, 16ul, 17ul, 100ul, 4096ul, 65536ul, 131056ul, 131057ul, 1ul << 20}) {
+  for (size_t size : {0ul, 1ul, 15ul, 16ul, 17ul, 100ul, 4096ul, 65536ul, 262128ul, 262129ul, 1ul << 20}) {
     void* p = sandlet_rt_alloc(size);
     REQUIRE(p != nullptr);
     CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0);

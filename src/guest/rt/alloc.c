@@ -9,7 +9,7 @@
 enum {
   kHeader = 16,
   kMinShift = 5,              /* 32-byte blocks */
-  kMaxShift = 17,             /* 128 KiB blocks */
+  kMaxShift = 18,             /* 256 KiB blocks: an exec's 64 KiB pipe reads grow a queue to 128 KiB */
   kClasses = kMaxShift - kMinShift + 1,
   kChunk = 1 << 20,           /* small blocks are carved from mappings of this size */
   kPage = 4096,
