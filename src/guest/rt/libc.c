@@ -115,25 +115,24 @@ int snprintf(char *buf, size_t size, const char *fmt, ...) {
 
 /* ---- files and directories ------------------------------------------------------------------------ */
 
+/* The mode argument is there only when the flags create a file. */
+#define MODE_ARG(flags, mode)                                         \
+  do {                                                                \
+    va_list ap_;                                                      \
+    va_start(ap_, flags);                                             \
+    mode = (flags) & (O_CREAT | __O_TMPFILE) ? va_arg(ap_, mode_t) : 0; \
+    va_end(ap_);                                                      \
+  } while (0)
+
 int openat(int dirfd, const char *path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | __O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  mode_t mode;
+  MODE_ARG(flags, mode);
   return (int)SC(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
 }
 
 int open(const char *path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | __O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  mode_t mode;
+  MODE_ARG(flags, mode);
   return (int)SC(SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0);
 }
 
