@@ -107,8 +107,12 @@ typedef struct sandlet_runtime_options {
                                consecutive creates ask for the same environment — its root filesystem; when
                                they alternate between environments, without it) so that a create only
                                configures one */
+  int create_soon;          /* non-zero: a create follows this open at once (a one-shot run, like the CLI's
+                               `sandlet run`): the open starts making that sandbox's network namespace
+                               (~0.5 ms of kernel work) in the background. Costs that work for nothing if no
+                               create follows; the close then waits for it */
 } sandlet_runtime_options_t;
-#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0}
+#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0}
 
 /* Opens (creating if needed) the runtime rooted at `root`; NULL means $SANDLET_ROOT, else /var/lib/sandlet.
    `opts` may be NULL. On success *out is owned by the caller: release it with sandlet_runtime_close. */

@@ -522,6 +522,7 @@ struct RuntimeOptions {
   uint32_t worker_threads = 0;   // 0 = library default
   bool skip_gc_on_open = false;  // true: do not sweep leftovers at open (faster open)
   bool disable_warm_pool = false;  // true: no sandboxes prepared ahead (see sandlet.h)
+  bool create_soon = false;  // true: a create follows the open at once; prepare it meanwhile (see sandlet.h)
 };
 
 struct LayerImportOptions {
@@ -578,6 +579,7 @@ class Runtime {
     c.worker_threads = options.worker_threads;
     c.skip_gc_on_open = options.skip_gc_on_open ? 1 : 0;
     c.disable_warm_pool = options.disable_warm_pool ? 1 : 0;
+    c.create_soon = options.create_soon ? 1 : 0;
     sandlet_runtime_t* rt = nullptr;
     detail::check(sandlet_runtime_open(root, &c, &rt));
     return Runtime(rt);

@@ -66,6 +66,8 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
         options.gc_on_open = !opts->skip_gc_on_open;
       if (opts->size >= offsetof(sandlet_runtime_options_t, disable_warm_pool) + sizeof(int))
         options.warm_pool = opts->disable_warm_pool ? 0 : options.warm_pool;
+      if (opts->size >= offsetof(sandlet_runtime_options_t, create_soon) + sizeof(int))
+        options.create_soon = opts->create_soon != 0;
     }
     auto handle = std::make_unique<sandlet_runtime>();
     handle->rt = sandlet::Runtime::open(root ? root : "", options);

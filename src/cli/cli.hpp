@@ -37,7 +37,8 @@ bool parse_command(CommandContext& ctx, const std::vector<OptionDef>& defs, cons
 // Opens the runtime under --root. `sweep` = let the library collect leftovers at open: the commands that
 // create (run, create) and the inventory ones (ps, rm, gc) do; exec and cp, which act on one existing
 // sandbox, skip it (a sweep reads every record of the root: its cost grows with the sandboxes there).
-Runtime open_runtime(const Global& g, bool sweep);
+// `create_soon`: a create follows at once (run, create), so the open starts preparing it.
+Runtime open_runtime(const Global& g, bool sweep, bool create_soon = false);
 
 // Commands. Each returns the process exit status; sandlet::Error and UsageError propagate to main.
 int cmd_run(CommandContext& ctx, const std::vector<std::string>& args);

@@ -122,9 +122,10 @@ bool parse_command(CommandContext& ctx, const std::vector<OptionDef>& defs, cons
   return true;
 }
 
-Runtime open_runtime(const Global& g, bool sweep) {
+Runtime open_runtime(const Global& g, bool sweep, bool create_soon) {
   RuntimeOptions opts;
   opts.skip_gc_on_open = !sweep;
+  opts.create_soon = create_soon;
   return g.root ? Runtime::open(*g.root, opts) : Runtime::open(nullptr, opts);
 }
 

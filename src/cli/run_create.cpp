@@ -179,7 +179,7 @@ int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
   // Ctrl-C from here on: the library destroys the sandbox, then the CLI dies by the signal.
   SignalGuard guard;
   // Sweeps what crashed runs left, like create: on an idle root it costs nothing measurable (A/B, 400 runs).
-  Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true, /*create_soon=*/true);
   // A one-shot run: the sandbox's init starts the command with our own descriptors as its stdio, so
   // output goes straight to them (nothing relayed through this process).
   RunOptions opts(cmd.argv);
@@ -210,7 +210,7 @@ int cmd_create(CommandContext& ctx, const std::vector<std::string>& args) {
   if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
 
   Spec spec = build_spec(a, "detached");
-  Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true, /*create_soon=*/true);
   Sandbox sb = rt.create(spec);
   write_all(STDOUT_FILENO, sb.id() + "\n");
   return 0;

@@ -32,6 +32,7 @@ struct RuntimeOptions {
   unsigned worker_threads = 2;
   bool gc_on_open = true;
   size_t warm_pool = 2;  // prepared container sandboxes kept ready (from the second create on); 0 = off
+  bool create_soon = false;  // a create follows the open at once: make its network namespace meanwhile
 };
 
 // A one-shot run (Runtime::run_once): one command in a new sandbox, with the caller's descriptors as its

@@ -1,5 +1,7 @@
 /* The C ABI exercised from C: compiled as C11 against sandlet.h only. Prints "N passed, N failed". */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,11 +73,13 @@ static void wait_file(struct file_wait *w) {
   for (int i = 0; i < 5000 && !__atomic_load_n(&w->done, __ATOMIC_SEQ_CST); ++i) usleep(1000);
 }
 
-/* A runtime on `root` and a spec of the test root filesystem; false (nothing left open) on failure. */
-static int open_with_spec(const char *root, sandlet_runtime_t **rt, sandlet_spec_t **spec) {
+/* A runtime on `root` (options may be NULL) and a spec of the test root filesystem; false (nothing left
+   open) on failure. */
+static int open_with_spec(const char *root, const sandlet_runtime_options_t *options, sandlet_runtime_t **rt,
+                          sandlet_spec_t **spec) {
   *rt = NULL;
   *spec = NULL;
-  OK(sandlet_runtime_open(root, NULL, rt));
+  OK(sandlet_runtime_open(root, options, rt));
   if (!*rt) return 0;
   OK(sandlet_spec_new(spec));
   if (*spec) OK(sandlet_spec_add_layer(*spec, SANDLET_TEST_ROOTFS));
@@ -167,7 +171,7 @@ static void test_sandbox_roundtrip(const char *root) {
 static void test_fork_child(const char *root) {
   sandlet_runtime_t *rt;
   sandlet_spec_t *spec;
-  if (!open_with_spec(root, &rt, &spec)) return;
+  if (!open_with_spec(root, NULL, &rt, &spec)) return;
   sandlet_sandbox_t *sb = NULL;
   OK(sandlet_sandbox_create(rt, spec, &sb));
   sandlet_spec_delete(spec);
@@ -218,7 +222,10 @@ static void on_run_done(void *user_data, sandlet_error_t *err, sandlet_exec_resu
 static void test_one_shot_run(const char *root) {
   sandlet_runtime_t *rt;
   sandlet_spec_t *spec;
-  if (!open_with_spec(root, &rt, &spec)) return;
+  /* As the CLI's `sandlet run` opens: a create follows at once. */
+  sandlet_runtime_options_t options = SANDLET_RUNTIME_OPTIONS_INIT;
+  options.create_soon = 1;
+  if (!open_with_spec(root, &options, &rt, &spec)) return;
   int out[2];
   CHECK(pipe(out) == 0);
   const char *argv[] = {"sh", "-c", "echo $GREETING; exit 5", NULL};
@@ -264,12 +271,39 @@ static void test_one_shot_run(const char *root) {
   sandlet_runtime_close(rt);
 }
 
+static int count_open_fds(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (readdir(d)) ++n;
+  closedir(d);
+  return n;
+}
+
+/* create_soon without a create: the namespace made ahead is released at close, nothing stays open. */
+static void test_create_soon_unused(const char *root) {
+  const int before = count_open_fds();
+  sandlet_runtime_options_t options = SANDLET_RUNTIME_OPTIONS_INIT;
+  options.create_soon = 1;
+  sandlet_runtime_t *rt = NULL;
+  OK(sandlet_runtime_open(root, &options, &rt));
+  sandlet_runtime_close(rt);
+  CHECK(count_open_fds() == before);
+  /* An options struct from before the field existed (smaller size) is still accepted. */
+  sandlet_runtime_options_t old = SANDLET_RUNTIME_OPTIONS_INIT;
+  old.size = offsetof(sandlet_runtime_options_t, create_soon);
+  rt = NULL;
+  OK(sandlet_runtime_open(root, &old, &rt));
+  sandlet_runtime_close(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/sandlet-capi-XXXXXX";
   if (!mkdtemp(root)) return 1;
   test_errors_and_versions();
   test_sandbox_roundtrip(root);
   test_one_shot_run(root);
+  test_create_soon_unused(root);
   test_fork_child(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);

@@ -133,6 +133,14 @@ def test_destroy_and_close_semantics(rt: sandlet.Runtime, rootfs: str) -> None:
     assert sid not in [s["id"] for s in rt.list()]
 
 
+def test_create_soon_open_then_run(root_dir: str, rootfs: str) -> None:
+    # The hint of a one-shot script: the open prepares the create that follows (or wastes it at close).
+    with sandlet.Runtime(root_dir, create_soon=True) as rt:
+        assert rt.run("exit 4", layers=[rootfs]).exit_code == 4
+    with sandlet.Runtime(root_dir, create_soon=True) as rt:
+        assert rt.list() == []
+
+
 def test_runtime_close_destroys_owned(root_dir: str, rootfs: str) -> None:
     with sandlet.Runtime(root_dir) as rt:
         sb = rt.create(layers=[rootfs])

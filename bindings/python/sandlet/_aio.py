@@ -270,16 +270,17 @@ class AsyncRuntime:
     blocking in the C ABI (attach, list, gc, the layer store) run in a worker thread."""
 
     def __init__(self, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
-                 warm_pool: bool = True) -> None:
+                 warm_pool: bool = True, create_soon: bool = False) -> None:
         # Opening is quick, but its sweep of a crashed run's leftovers may take longer: see open().
-        self.sync = Runtime(root, worker_threads=worker_threads, gc_on_open=gc_on_open, warm_pool=warm_pool)
+        self.sync = Runtime(root, worker_threads=worker_threads, gc_on_open=gc_on_open, warm_pool=warm_pool,
+                            create_soon=create_soon)
 
     @classmethod
     async def open(cls, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
-                   warm_pool: bool = True) -> "AsyncRuntime":
+                   warm_pool: bool = True, create_soon: bool = False) -> "AsyncRuntime":
         """Opens the runtime in a worker thread, so that the event loop never waits on the sweep at open."""
         return await asyncio.to_thread(cls, root, worker_threads=worker_threads, gc_on_open=gc_on_open,
-                                       warm_pool=warm_pool)
+                                       warm_pool=warm_pool, create_soon=create_soon)
 
     @property
     def root(self) -> str:

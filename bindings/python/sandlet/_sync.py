@@ -188,9 +188,12 @@ class Runtime:
         worker_threads: int = 0,
         gc_on_open: bool = True,
         warm_pool: bool = True,
+        create_soon: bool = False,
     ) -> None:
+        # create_soon: a create follows at once (a one-shot script); its network namespace is made
+        # during the open.
         self._h = _sandlet.Runtime(os.fspath(root) if root is not None else None, worker_threads,
-                                   not gc_on_open, not warm_pool)
+                                   not gc_on_open, not warm_pool, create_soon)
 
     @property
     def root(self) -> str:

@@ -107,11 +107,12 @@ sandlet::RunOptions run_options(std::vector<std::string> argv, std::vector<std::
 void bind_runtime(py::module_& m) {
   py::class_<RuntimeHandle>(m, "Runtime", "A runtime handle (low level; use sandlet.Runtime).")
       .def(py::init([](std::optional<std::string> root, uint32_t worker_threads, bool skip_gc_on_open,
-                       bool disable_warm_pool) {
+                       bool disable_warm_pool, bool create_soon) {
              sandlet::RuntimeOptions o;
              o.worker_threads = worker_threads;
              o.skip_gc_on_open = skip_gc_on_open;
              o.disable_warm_pool = disable_warm_pool;
+             o.create_soon = create_soon;
              std::shared_ptr<sandlet::Runtime> rt;
              {
                py::gil_scoped_release release;
@@ -121,7 +122,7 @@ void bind_runtime(py::module_& m) {
              return RuntimeHandle(std::move(rt));
            }),
            py::arg("root") = py::none(), py::arg("worker_threads") = 0, py::arg("skip_gc_on_open") = false,
-           py::arg("disable_warm_pool") = false)
+           py::arg("disable_warm_pool") = false, py::arg("create_soon") = false)
       .def_property_readonly("root", &RuntimeHandle::root)
       .def_property_readonly("closed", &RuntimeHandle::closed)
       .def("close", &RuntimeHandle::close)

@@ -55,7 +55,7 @@ pub const SANDLET_INTERNAL: sandlet_code_t = 13;
 pub const SANDLET_UNAVAILABLE: sandlet_code_t = 14;
 pub const SANDLET_DATA_LOSS: sandlet_code_t = 15;
 
-/// `struct sandlet_runtime_options` (16 bytes). Null options mean the defaults, which this example uses.
+/// `struct sandlet_runtime_options` (20 bytes). Null options mean the defaults, which this example uses.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sandlet_runtime_options_t {
@@ -63,6 +63,7 @@ pub struct sandlet_runtime_options_t {
     pub worker_threads: u32,
     pub skip_gc_on_open: c_int,
     pub disable_warm_pool: c_int,
+    pub create_soon: c_int,
 }
 
 impl Default for sandlet_runtime_options_t {
@@ -73,6 +74,7 @@ impl Default for sandlet_runtime_options_t {
             worker_threads: 0,
             skip_gc_on_open: 0,
             disable_warm_pool: 0,
+            create_soon: 0,
         }
     }
 }
@@ -131,7 +133,7 @@ impl Default for sandlet_exec_options_t {
 const _: () = assert!(std::mem::size_of::<sandlet_exec_options_t>() == 104);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::align_of::<sandlet_exec_options_t>() == 8);
-const _: () = assert!(std::mem::size_of::<sandlet_runtime_options_t>() == 16);
+const _: () = assert!(std::mem::size_of::<sandlet_runtime_options_t>() == 20);
 
 extern "C" {
     // Errors.
