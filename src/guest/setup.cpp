@@ -107,45 +107,16 @@ Status mount_proc() {
   return Status::Ok();
 }
 
-// mknod is not allowed in a user namespace: bind the host's device nodes onto empty files instead.
-Status bind_device(const char* name, bool required) {
-  char host[64], inside[64];
-  snprintf(host, sizeof host, "/dev/%s", name);
-  snprintf(inside, sizeof inside, "dev/%s", name);
-  if (!required && access(host, F_OK) != 0) return Status::Ok();
-  if (mknod(inside, S_IFREG | 0666, 0) != 0 && errno != EEXIST) return errno_statusf(errno, "create /%s", inside);
-  if (mount(host, inside, nullptr, MS_BIND, nullptr) != 0) return errno_statusf(errno, "bind-mount /%s", inside);
-  return Status::Ok();
-}
-
-Status make_symlink(const char* target, const char* path) {
-  if (symlink(target, path) != 0 && errno != EEXIST) return errno_statusf(errno, "symlink /%s", path);
-  return Status::Ok();
-}
-
-Status mount_dev() {
-  if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k") != 0)
-    return errno_status(errno, "mount /dev");
-  for (const char* d : {"null", "zero", "full", "random", "urandom"})
-    if (Status s = bind_device(d, true); !s.ok()) return s;
-  if (Status s = bind_device("tty", false); !s.ok()) return s;
-
-  if (mkdir("dev/pts", 0755) != 0) return errno_status(errno, "mkdir /dev/pts");
+// /dev comes from the host, nodes and all (mknod is not allowed in a user namespace); devpts and shm are
+// this sandbox's own, mounted here so that they belong to its user namespace.
+Status mount_dev(int devfd) {
+  if (move_mount(devfd, "", AT_FDCWD, "dev", MOVE_MOUNT_F_EMPTY_PATH) != 0) return errno_status(errno, "attach /dev");
+  close(devfd);
   if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5") != 0 &&
       mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
     return errno_status(errno, "mount /dev/pts");
-  if (Status s = make_symlink("pts/ptmx", "dev/ptmx"); !s.ok()) return s;
-
-  if (mkdir("dev/shm", 01777) != 0) return errno_status(errno, "mkdir /dev/shm");
   if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
     return errno_status(errno, "mount /dev/shm");
-
-  static const char* const kLinks[][2] = {{"/proc/self/fd", "dev/fd"},
-                                          {"/proc/self/fd/0", "dev/stdin"},
-                                          {"/proc/self/fd/1", "dev/stdout"},
-                                          {"/proc/self/fd/2", "dev/stderr"}};
-  for (const auto& l : kLinks)
-    if (Status s = make_symlink(l[0], l[1]); !s.ok()) return s;
   return Status::Ok();
 }
 
@@ -231,17 +202,18 @@ bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload) {
 }
 
 namespace {
-// One setup frame of `type` with up to 3 SCM_RIGHTS fds (closed again on error).
+// One setup frame of `type` with up to kMaxSetupFds SCM_RIGHTS fds (closed again on error).
+constexpr size_t kMaxSetupFds = 4;
 Status receive_setup_frame(int sock, proto::Msg type, std::string* payload, int* got_fds, size_t* nfds,
                            bool* ctrunc) {
   char hdr[proto::kHeaderSize];
-  Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, nfds, 3, ctrunc);
+  Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, nfds, kMaxSetupFds, ctrunc);
   proto::FrameHeader h{};
   if (st.ok() && (!proto::decode_header(hdr, &h) || h.type != type))
     st = make_status(SANDLET_INTERNAL, EPROTO, "read setup frame: bad frame header");
   if (st.ok()) {
     payload->resize(h.len);
-    st = recv_exact(sock, payload->data(), payload->size(), got_fds, nfds, 3, ctrunc);
+    st = recv_exact(sock, payload->data(), payload->size(), got_fds, nfds, kMaxSetupFds, ctrunc);
   }
   if (!st.ok()) {
     for (size_t i = 0; i < *nfds; ++i) close(got_fds[i]);
@@ -252,7 +224,7 @@ Status receive_setup_frame(int sock, proto::Msg type, std::string* payload, int*
 }  // namespace
 
 Status receive_stage(int sock, InitFds* fds) {
-  int got_fds[3];
+  int got_fds[kMaxSetupFds];
   size_t nfds = 0;
   bool ctrunc = false;
   std::string payload;
@@ -260,20 +232,21 @@ Status receive_stage(int sock, InitFds* fds) {
   if (!st.ok()) return st;
   wire::Reader r(payload);
   uint32_t flags = r.u32();
-  size_t want = (flags & proto::kInitHasCgroup) ? 3 : 2;
+  size_t want = (flags & proto::kInitHasCgroup) ? 4 : 3;
   if (!r.ok() || ctrunc || nfds != want) {
     for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);
     return make_status(SANDLET_INTERNAL, EBADF,
                        "read init stage: expected " + std::to_string(want) + " fds, got " + std::to_string(nfds));
   }
   fds->rootfs = got_fds[0];
-  fds->listener = got_fds[1];
-  fds->cgroup = want == 3 ? got_fds[2] : -1;
+  fds->dev = got_fds[1];
+  fds->listener = got_fds[2];
+  fds->cgroup = want == 4 ? got_fds[3] : -1;
   return Status::Ok();
 }
 
 Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3]) {
-  int got_fds[3];
+  int got_fds[kMaxSetupFds];
   size_t nfds = 0;
   bool ctrunc = false;
   std::string payload;
@@ -371,7 +344,7 @@ Status setup_filesystem(const InitFds& fds) {
   STEP(ensure_dir("dev", 0755));
   STEP(ensure_dir("tmp", 01777));
   STEP(mount_proc());
-  STEP(mount_dev());
+  STEP(mount_dev(fds.dev));
   STEP(pivot_into_cwd());
   STEP(make_nonblocking(fds.listener));
   STEP(forbid_new_namespaces());

@@ -11,6 +11,7 @@ constexpr int kSetupFd = 3;
 
 struct InitFds {
   int rootfs = -1;    // detached mount to pivot into
+  int dev = -1;       // detached /dev to attach
   int listener = -1;  // agent listening socket (made non-blocking here)
   int cgroup = -1;    // sandbox cgroup2 dir, or -1
 };

@@ -81,21 +81,31 @@ void NetnsPool::prefetch_first() {
   });
 }
 
+UniqueFd NetnsPool::pop_ready_locked() {
+  // Only a process that creates more than one sandbox gets the refill thread.
+  if (++takes_ == 2 && !stopping_ && target_ > 0) thread_ = std::thread([this] { refill_loop(); });
+  UniqueFd fd;
+  if (!ready_.empty()) {
+    fd = std::move(ready_.front());
+    ready_.pop_front();
+  }
+  wake_.notify_one();
+  return fd;
+}
+
 UniqueFd NetnsPool::take() {
   {
     std::unique_lock lock(mutex_);
     prefetched_.wait(lock, [this] { return !prefetching_; });  // the first one is on its way
-    // Only a process that creates more than one sandbox gets the refill thread.
-    if (++takes_ == 2 && !stopping_ && target_ > 0) thread_ = std::thread([this] { refill_loop(); });
-    if (!ready_.empty()) {
-      UniqueFd fd = std::move(ready_.front());
-      ready_.pop_front();
-      wake_.notify_one();
-      return fd;
-    }
+    if (UniqueFd fd = pop_ready_locked()) return fd;
   }
-  wake_.notify_one();
   return make();
+}
+
+UniqueFd NetnsPool::try_take() {
+  std::lock_guard lock(mutex_);
+  if (ready_.empty()) return UniqueFd();
+  return pop_ready_locked();
 }
 
 void NetnsPool::refill_loop() {

@@ -24,6 +24,9 @@ class NetnsPool final {
 
   // A ready namespace: from the pool, or made on the spot (same properties) when the pool is empty.
   UniqueFd take();
+  // A namespace if one is ready now, else an empty fd: nothing waited for, nothing made. (A caller with
+  // other work can do it first, then take().)
+  UniqueFd try_take();
   // Starts making the first namespace on a background thread, so that it overlaps the rest of the
   // first create's work (a namespace costs ~0.5 ms); the next take() waits for it. Does nothing after
   // the first take(): from the second on, the refill thread keeps the pool.
@@ -33,6 +36,7 @@ class NetnsPool final {
 
  private:
   void refill_loop();
+  UniqueFd pop_ready_locked();  // counts the take; empty when none is ready
 
   const size_t target_;
   std::mutex mutex_;

@@ -113,7 +113,9 @@ PausedInit PausedInit::spawn(const InitSpawnParams& params) {
   if (::pipe2(go, O_CLOEXEC) < 0) throw_errno("pipe for init start");
   UniqueFd go_read(go[0]), go_write(go[1]);
 
-  auto block = std::make_unique<ChildBlock>();
+  // Default-initialised: the members get their initialisers, the 64 KiB stack is not zeroed (zeroing
+  // it faulted in 16 pages per create; the child touches one or two).
+  auto block = std::make_unique_for_overwrite<ChildBlock>();
   block->go_read = go_read.get();
   block->go_write = go_write.get();
   block->setup_fd = params.setup_fd;

@@ -22,6 +22,7 @@
 #include "runtime/exec_env.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/mount_api.hpp"
+#include "sys/sandbox_dev.hpp"
 #include "sys/seccomp_filter.hpp"
 #include "sys/spawn_init.hpp"
 #include "sys/unix_socket.hpp"
@@ -80,6 +81,7 @@ struct ContainerPrepared final : Backend::Prepared {
   sys::SandboxCgroup cgroup;
   sys::PausedInit init;
   sys::UniqueFd setup;     // host end of the init's fd 3
+  sys::UniqueFd dev;       // the sandbox's /dev, when made ahead (handed to the init when staged)
   sys::UniqueFd listener;  // the agent's socket (handed to the init when staged)
   sys::UniqueFd userns;
   // Staged: the init has its root filesystem (these layers, this disk size) and sits pivoted into it.
@@ -120,16 +122,18 @@ void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step)
   if (h.type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
 }
 
-// Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace. Sent, then
-// awaited separately, so that a cold create can queue its configuration behind it (one round trip).
+// Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace, and its /dev.
+// Sent, then awaited separately, so that a cold create can queue its configuration behind it (one round
+// trip). Built while the init execs (it has not asked for them yet), so off the critical path.
 void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid,
                 const HostContext& host) {
+  sys::UniqueFd dev = p.dev ? std::move(p.dev) : sys::build_sandbox_dev(root_uid, root_uid);
   sys::OverlayRootfs rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
   if (host.close_in_background) host.close_in_background(std::move(rootfs.sources));
   wire::Writer w;
   w.u32(proto::kInitHasCgroup);
   sys::send_with_fds(p.setup.get(), proto::frame(proto::Msg::kInitStage, w.data()),
-                     {rootfs.root.get(), p.listener.get(), p.cgroup.v2_fd()});
+                     {rootfs.root.get(), dev.get(), p.listener.get(), p.cgroup.v2_fd()});
   p.listener.reset();
 }
 
@@ -156,7 +160,19 @@ class ContainerBackend final : public Backend {
     auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base, limits);
     rec.cgroups = cgroup.paths();
 
-    // 2. The init, paused in its new namespaces until ids are mapped. Every init starts with a parent-death
+    // 2. The agent's listening socket, on a host path only the runtime can reach; the network namespace.
+    //    A process's first create usually waits for its namespace (made on another thread): the sandbox's
+    //    /dev is made meanwhile. Otherwise /dev is made while the init execs (send_stage).
+    rec.agent_socket = dir + "/agent.sock";
+    sys::UniqueFd listener = sys::listen_unix(rec.agent_socket);
+    sys::UniqueFd dev;
+    sys::UniqueFd netns = host_.netns->try_take();
+    if (!netns) {
+      dev = sys::build_sandbox_dev(rec.uid_base, rec.uid_base);
+      netns = host_.netns->take();
+    }
+
+    // 3. The init, paused in its new namespaces until ids are mapped. Every init starts with a parent-death
     //    signal (bound to this long-lived runtime thread); a detached sandbox's init drops it on config.
     sys::UniqueFd setup_host, setup_child;
     sys::socket_pair(setup_host, setup_child);
@@ -167,7 +183,6 @@ class ContainerBackend final : public Backend {
     params.join_v1_fds = cgroup.v1_join_fds();
     params.die_with_parent = true;
     params.new_netns = false;
-    sys::UniqueFd netns = host_.netns->take();
     std::optional<sys::PausedInit> spawned;
     {
       sys::ScopedNetns in_sandbox_net(netns.get());  // the child inherits this thread's network namespace
@@ -175,20 +190,19 @@ class ContainerBackend final : public Backend {
     }
     auto prepared = std::make_unique<ContainerPrepared>(std::move(cgroup), std::move(*spawned));
     prepared->setup = std::move(setup_host);
+    prepared->listener = std::move(listener);
+    prepared->dev = std::move(dev);
     setup_child.reset();
     sys::PausedInit& init = prepared->init;
 
-    // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
-    // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
-    // tiny init is then still the OOM killer's last choice by size.
-    (void)sys::try_write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
     prepared->cgroup.close_v1_join_fds();  // the child holds its own copies until it has joined
     init.map_ids(rec.uid_base, kIdsPerSandbox);
     init.resume();  // the init execs and waits for its configuration
-
-    // 3. The agent's listening socket, on a host path only the runtime can reach.
-    rec.agent_socket = dir + "/agent.sock";
-    prepared->listener = sys::listen_unix(rec.agent_socket);
+    // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
+    // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
+    // tiny init is then still the OOM killer's last choice by size. (Written while the init execs: nothing
+    // of the sandbox runs before its configuration.)
+    (void)sys::try_write_existing("/proc/" + std::to_string(init.pid()) + "/oom_score_adj", "-1000");
     prepared->userns.reset(::open(("/proc/" + std::to_string(init.pid()) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
     if (!prepared->userns) throw_errno("open user namespace of sandbox init");
     rec.init_pid = init.pid();
@@ -203,8 +217,8 @@ class ContainerBackend final : public Backend {
     p->cgroup.apply_limits(spec.limits);
     rec.cgroups = p->cgroup.paths();
 
-    // 4. Root filesystem (unless staged ahead with the same environment): sent now, its reply read after
-    //    the configuration has been queued behind it.
+    // 4. Root filesystem and /dev (unless staged ahead with the same environment): sent now, the reply
+    //    read after the configuration has been queued behind it.
     const bool stage_now = !p->staged;
     if (stage_now) send_stage(*p, spec.layers, spec.limits.disk, rec.uid_base, host_);
     else if (!p->fits(spec)) throw Error(Code::kInternal, "prepared sandbox staged for other layers");

@@ -37,6 +37,25 @@ TEST_CASE("host processes and files are invisible; writes never reach the layers
   h.check_no_leaks();
 }
 
+TEST_CASE("a minimal /dev: working nodes, the sandbox's own, no new devices", "[isolation][fs]") {
+  Harness h;
+  auto a = h.rt().create(Harness::spec());
+  auto b = h.rt().create(Harness::spec());
+  CHECK(run_out(a, "ls /dev | tr '\\n' ' '") ==
+        "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ");
+  CHECK(run_out(a, "echo x > /dev/null && head -c 3 /dev/zero | od -An -tx1 && head -c 16 /dev/urandom | wc -c") ==
+        " 00 00 00\n16\n");
+  CHECK(a.exec({"sh", "-c", "echo x > /dev/full"}).exit_code != 0);  // ENOSPC: it is the real full device
+  // devpts and shm are this sandbox's own mounts.
+  CHECK(run_out(a, "grep -c ' /dev/pts devpts \\| /dev/shm tmpfs ' /proc/self/mounts") == "2\n");
+  // /dev belongs to the sandbox (a file it adds stays its own); root inside cannot make device nodes.
+  run_out(a, "echo mine > /dev/note && echo shared > /dev/shm/note");
+  CHECK(b.exec({"sh", "-c", "test -e /dev/note || test -e /dev/shm/note"}).exit_code == 1);
+  CHECK(a.exec({"mknod", "/dev/disk", "b", "8", "0"}).exit_code != 0);
+  CHECK(a.exec({"mknod", "/tmp/null2", "c", "1", "3"}).exit_code != 0);
+  h.check_no_leaks();
+}
+
 TEST_CASE("two sandboxes cannot see each other", "[isolation]") {
   Harness h;
   auto a = h.rt().create(Harness::spec());
