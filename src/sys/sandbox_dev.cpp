@@ -21,8 +21,8 @@ struct DeviceNode {
 constexpr DeviceNode kNodes[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
                                  {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
 
-// Made by mkdirat/mknodat, which apply this process's umask: the mode is set again (the umask is
-// process-wide, not ours to change).
+// mknodat applies this process's umask: the mode is set again (the umask is process-wide, not ours to
+// change).
 void set_mode(int dir, const char* name, mode_t mode) {
   if (::fchmodat(dir, name, mode, 0) < 0) throw_errno(std::string("chmod /dev/") + name);
 }
