@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Where one `sandlet run --layer ROOTFS -- /bin/true` spends its time, from kernel tracepoints.
 
-    bench/timeline.py SANDLET_CLI ROOTFS [RUNS]      (root; needs perf)
+    bench/timeline.py SANDLET_CLI ROOTFS [RUNS [IDLE_S]]      (root; needs perf)
 
 Records scheduler and system-call tracepoints system-wide (`perf record -a`) over RUNS runs (default 60),
 splits each run at the milestones below (first thread, network namespace, the init's exec, pivot_root,
 its "staged" and "ready" reports, the command's fork/exec/exit, the init's exit, the reaping, the
-process exit) and prints the median of each segment. Tracing adds ~10% to the total.
+process exit) and prints the median of each segment, then how long the CLI's first thread waited from
+its creation to its first run. IDLE_S (default 0): seconds of sleep before each run (the machine idle,
+as in sandlet-bench --idle-ms). Tracing adds ~10% to the total.
 """
+import os
 import re
 import statistics
 import subprocess
@@ -17,14 +20,16 @@ import tempfile
 EVENTS = ["sched:sched_process_exec", "sched:sched_process_exit", "sched:sched_process_fork",
           "syscalls:sys_enter_unshare", "syscalls:sys_exit_unshare", "syscalls:sys_enter_clone3",
           "syscalls:sys_enter_execveat", "syscalls:sys_enter_pivot_root", "syscalls:sys_enter_sendto",
-          "syscalls:sys_enter_exit_group", "syscalls:sys_exit_waitid"]
+          "syscalls:sys_enter_exit_group", "syscalls:sys_exit_waitid", "sched:sched_wakeup_new",
+          "sched:sched_switch"]
 LINE = re.compile(r"\s*(\S+)\s+\d+\s+([\d.]+):\s+(\S+):\s*(.*)")
 
 
-def record(cli, rootfs, runs):
+def record(cli, rootfs, runs, idle_s):
     with tempfile.TemporaryDirectory() as tmp:
         data = f"{tmp}/perf.data"
-        loop = f"for i in $(seq {runs}); do {cli} run --layer {rootfs} -- /bin/true; done"
+        pause = f"sleep {idle_s}; " if idle_s > 0 else ""
+        loop = f"for i in $(seq {runs}); do {pause}{cli} run --layer {rootfs} -- /bin/true; done"
         cmd = ["perf", "record", "-q", "-o", data, "-a"]
         for e in EVENTS:
             cmd += ["-e", e]
@@ -46,7 +51,7 @@ def record(cli, rootfs, runs):
     return runs_seen
 
 
-def milestones(run):
+def milestones(run, cli_comm):
     ev = run["ev"]
 
     def first(pred, after=0.0):
@@ -55,7 +60,7 @@ def milestones(run):
     init = lambda c: c.startswith("init-")
     staged = first(lambda c, e, tr: init(c) and e.endswith("sys_enter_sendto"))
     last_exit = [t for t, c, e, tr in ev if e == "sched:sched_process_exit" and "group_dead=true" in tr
-                 and not init(c) and c != "true"]
+                 and c == cli_comm]
     return [
         ("process start to first thread", first(lambda c, e, tr: e.endswith("enter_clone3") and not init(c))),
         ("to the network namespace's start", first(lambda c, e, tr: e.endswith("enter_unshare") and "0x40000000" in tr)),
@@ -73,24 +78,40 @@ def milestones(run):
     ]
 
 
+def first_thread_wait(run, cli_comm):
+    """From the creation of the CLI's first thread (sched_wakeup_new) to its first run (sched_switch)."""
+    created = next(((t, tr) for t, c, e, tr in run["ev"] if e == "sched:sched_wakeup_new" and c == cli_comm), None)
+    if created is None:
+        return None
+    pid = re.search(r"pid=(\d+)", created[1]).group(1)
+    return next((t - created[0] for t, c, e, tr in run["ev"]
+                 if e == "sched:sched_switch" and t >= created[0] and f"next_pid={pid} " in tr + " "), None)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     cli, rootfs = sys.argv[1], sys.argv[2]
-    runs = record(cli, rootfs, int(sys.argv[3]) if len(sys.argv) > 3 else 60)
+    cli_comm = os.path.basename(cli)[:15]  # the kernel's comm: the file name, cut to 15 characters
+    runs = record(cli, rootfs, int(sys.argv[3]) if len(sys.argv) > 3 else 60,
+                  float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     segments, totals = {}, []
     for run in runs:
         prev = run["start"]
-        for name, t in milestones(run):
+        for name, t in milestones(run, cli_comm):
             if t is None:
                 continue
             segments.setdefault(name, []).append(t - prev)
             prev = t
         totals.append(prev - run["start"])
     print(f"{len(runs)} runs, total median {statistics.median(totals):.3f} ms")
-    for name, _ in milestones(runs[0]):
+    for name, _ in milestones(runs[0], cli_comm):
         if name in segments:
             print(f"  {name:<34} {statistics.median(segments[name]):.3f} ms")
+    waits = [w for w in (first_thread_wait(r, cli_comm) for r in runs) if w is not None]
+    if waits:
+        print(f"first thread, creation to first run: median {statistics.median(waits):.3f} ms "
+              f"(p90 {sorted(waits)[int(len(waits) * 0.9)]:.3f}, {len(waits)} runs)")
 
 
 if __name__ == "__main__":
