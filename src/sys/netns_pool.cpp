@@ -66,19 +66,23 @@ NetnsPool::~NetnsPool() {
 void NetnsPool::prefetch_first() {
   std::lock_guard lock(mutex_);
   if (takes_ > 0 || prefetching_ || prefetch_thread_.joinable() || stopping_) return;
-  prefetching_ = true;
-  prefetch_thread_ = std::thread([this] {
-    UniqueFd fd;
-    try {
-      fd = make();
-    } catch (const Error&) {
-      // take() then makes its own and reports the error.
-    }
-    std::lock_guard done(mutex_);
-    if (fd) ready_.push_back(std::move(fd));
-    prefetching_ = false;
-    prefetched_.notify_all();
-  });
+  try {
+    prefetch_thread_ = SideThread([this] {
+      UniqueFd fd;
+      try {
+        fd = make();
+      } catch (const Error&) {
+        // take() then makes its own and reports the error.
+      }
+      std::lock_guard done(mutex_);
+      if (fd) ready_.push_back(std::move(fd));
+      prefetching_ = false;
+      prefetched_.notify_all();
+    });
+    prefetching_ = true;
+  } catch (const Error&) {
+    // No thread to spare: the first take() makes its namespace itself.
+  }
 }
 
 UniqueFd NetnsPool::pop_ready_locked() {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sys/fd.hpp"
+#include "sys/side_thread.hpp"
 
 namespace sandlet::sys {
 
@@ -47,7 +48,7 @@ class NetnsPool final {
   std::thread thread_;  // started on the second take(): a process creating one sandbox pays nothing
   bool prefetching_ = false;
   std::condition_variable prefetched_;
-  std::thread prefetch_thread_;
+  SideThread prefetch_thread_;  // off the opener's CPU, so that it overlaps the open
 };
 
 // Moves the calling thread into network namespace `target` for its lifetime (e.g. around clone3, whose
