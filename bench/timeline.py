@@ -6,8 +6,10 @@
 Records scheduler and system-call tracepoints system-wide (`perf record -a`) over RUNS runs (default 60),
 splits each run at the milestones below (first thread, network namespace, the init's exec, pivot_root,
 its "staged" and "ready" reports, the command's fork/exec/exit, the init's exit, the reaping, the
-process exit) and prints the median of each segment, then how long the CLI's first thread waited from
-its creation to its first run. IDLE_S (default 0): seconds of sleep before each run (the machine idle,
+process exit) and prints the median of each segment, then how long the CLI's main thread was runnable
+but not running before the init's exec (threads it started took its CPU). (Session 8's "first thread,
+creation to first run" is gone: a thread picked up at once by an idle CPU often had no switch event
+recorded, so it read a later run.) IDLE_S (default 0): seconds of sleep before each run (the machine idle,
 as in sandlet-bench --idle-ms). Tracing adds ~10% to the total.
 """
 import os
@@ -20,8 +22,7 @@ import tempfile
 EVENTS = ["sched:sched_process_exec", "sched:sched_process_exit", "sched:sched_process_fork",
           "syscalls:sys_enter_unshare", "syscalls:sys_exit_unshare", "syscalls:sys_enter_clone3",
           "syscalls:sys_enter_execveat", "syscalls:sys_enter_pivot_root", "syscalls:sys_enter_sendto",
-          "syscalls:sys_enter_exit_group", "syscalls:sys_exit_waitid", "sched:sched_wakeup_new",
-          "sched:sched_switch"]
+          "syscalls:sys_enter_exit_group", "syscalls:sys_exit_waitid", "sched:sched_switch"]
 LINE = re.compile(r"\s*(\S+)\s+\d+\s+([\d.]+):\s+(\S+):\s*(.*)")
 
 
@@ -44,7 +45,7 @@ def record(cli, rootfs, runs, idle_s):
         comm, t, ev, tr = m.groups()
         t = float(t) * 1000
         if ev == "sched:sched_process_exec" and tr.startswith("filename=" + cli):
-            cur = {"start": t, "ev": []}
+            cur = {"start": t, "pid": re.search(r" pid=(\d+)", tr).group(1), "ev": []}
             runs_seen.append(cur)
         elif cur is not None:
             cur["ev"].append((t, comm, ev, tr))
@@ -78,14 +79,21 @@ def milestones(run, cli_comm):
     ]
 
 
-def first_thread_wait(run, cli_comm):
-    """From the creation of the CLI's first thread (sched_wakeup_new) to its first run (sched_switch)."""
-    created = next(((t, tr) for t, c, e, tr in run["ev"] if e == "sched:sched_wakeup_new" and c == cli_comm), None)
-    if created is None:
-        return None
-    pid = re.search(r"pid=(\d+)", created[1]).group(1)
-    return next((t - created[0] for t, c, e, tr in run["ev"]
-                 if e == "sched:sched_switch" and t >= created[0] and f"next_pid={pid} " in tr + " "), None)
+def main_thread_preempted(run):
+    """How long the CLI's main thread was runnable but not running (preempted, waiting for a CPU) between
+    its exec and the init's exec: what the opener lost to threads placed on its own CPU."""
+    pid, lost, since = run["pid"], 0.0, None
+    for t, c, e, tr in run["ev"]:
+        if e.endswith("sys_enter_execveat"):
+            return lost
+        if e != "sched:sched_switch":
+            continue
+        m = re.search(r"prev_pid=(\d+) .*prev_state=(\S+) ==> .*next_pid=(\d+)", tr)
+        if m.group(1) == pid and m.group(2).startswith("R"):
+            since = t
+        elif m.group(3) == pid and since is not None:
+            lost, since = lost + t - since, None
+    return None
 
 
 def main():
@@ -108,10 +116,9 @@ def main():
     for name, _ in milestones(runs[0], cli_comm):
         if name in segments:
             print(f"  {name:<34} {statistics.median(segments[name]):.3f} ms")
-    waits = [w for w in (first_thread_wait(r, cli_comm) for r in runs) if w is not None]
-    if waits:
-        print(f"first thread, creation to first run: median {statistics.median(waits):.3f} ms "
-              f"(p90 {sorted(waits)[int(len(waits) * 0.9)]:.3f}, {len(waits)} runs)")
+    lost = [x for x in (main_thread_preempted(r) for r in runs) if x is not None]
+    if lost:
+        print(f"main thread runnable but not running, before the init's exec: median {statistics.median(lost):.3f} ms")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 // the thread that created it when it lands on the same CPU. After an idle spell the scheduler often
 // does exactly that (the other CPUs look no emptier than ours), so a side job such as making a network
 // namespace (~0.5 ms of kernel work) ran while its creator waited runnable: no overlap at all
-// (bench/timeline.py; 0.65 ms of the CLI's time after 200 ms idle). Starting the thread with the
+// (bench/timeline.py; 0.67 ms of the CLI's time after 200 ms idle). Starting the thread with the
 // caller's CPUs minus the current one keeps the creator running. A caller allowed a single CPU gets a
 // plain thread.
 #pragma once
