@@ -100,7 +100,9 @@ UniqueFd NetnsPool::pop_ready_locked() {
 UniqueFd NetnsPool::take() {
   {
     std::unique_lock lock(mutex_);
-    prefetched_.wait(lock, [this] { return !prefetching_; });  // the first one is on its way
+    // The first one is on its way. (Still running while prefetching_: it clears that under this lock.)
+    if (prefetching_) prefetch_thread_.allow_all_cpus();  // our CPU is free while we wait
+    prefetched_.wait(lock, [this] { return !prefetching_; });
     if (UniqueFd fd = pop_ready_locked()) return fd;
   }
   return make();

@@ -17,13 +17,14 @@ void* run_body(void* arg) {
   return nullptr;
 }
 
-// The calling thread's CPUs without the one it runs on now; false when that leaves none (or the
-// kernel would not tell): the thread then goes wherever the scheduler puts it.
-bool cpus_other_than_current(cpu_set_t* set) {
+// The calling thread's CPUs (`all`) and the same without the one it runs on now (`elsewhere`); false
+// when that leaves none (or the kernel would not tell): the thread then goes where the scheduler puts it.
+bool cpus_other_than_current(cpu_set_t* all, cpu_set_t* elsewhere) {
   const int here = ::sched_getcpu();
-  if (here < 0 || ::sched_getaffinity(0, sizeof(*set), set) < 0) return false;
-  CPU_CLR(here, set);
-  return CPU_COUNT(set) > 0;
+  if (here < 0 || ::sched_getaffinity(0, sizeof(*all), all) < 0) return false;
+  *elsewhere = *all;
+  CPU_CLR(here, elsewhere);
+  return CPU_COUNT(elsewhere) > 0;
 }
 
 }  // namespace
@@ -32,12 +33,13 @@ SideThread::SideThread(std::function<void()> body) {
   auto arg = std::make_unique<std::function<void()>>(std::move(body));
   cpu_set_t elsewhere;
   int err = EINVAL;
-  if (cpus_other_than_current(&elsewhere)) {
+  if (cpus_other_than_current(&creators_cpus_, &elsewhere)) {
     pthread_attr_t attr;
     if (::pthread_attr_init(&attr) == 0) {
       ::pthread_attr_setaffinity_np(&attr, sizeof(elsewhere), &elsewhere);
       err = ::pthread_create(&thread_, &attr, run_body, arg.get());
       ::pthread_attr_destroy(&attr);
+      kept_off_ = err == 0;
     }
   }
   // (EINVAL: the set changed under us, e.g. a CPU went offline; anywhere will do.)
@@ -47,20 +49,33 @@ SideThread::SideThread(std::function<void()> body) {
   started_ = true;
 }
 
-SideThread::SideThread(SideThread&& o) noexcept : thread_(o.thread_), started_(std::exchange(o.started_, false)) {}
+SideThread::SideThread(SideThread&& o) noexcept
+    : thread_(o.thread_),
+      started_(std::exchange(o.started_, false)),
+      kept_off_(std::exchange(o.kept_off_, false)),
+      creators_cpus_(o.creators_cpus_) {}
 
 SideThread& SideThread::operator=(SideThread&& o) noexcept {
   if (this != &o) {
     join();
     thread_ = o.thread_;
     started_ = std::exchange(o.started_, false);
+    kept_off_ = std::exchange(o.kept_off_, false);
+    creators_cpus_ = o.creators_cpus_;
   }
   return *this;
+}
+
+void SideThread::allow_all_cpus() {
+  if (!started_ || !kept_off_) return;
+  ::pthread_setaffinity_np(thread_, sizeof(creators_cpus_), &creators_cpus_);  // best effort
+  kept_off_ = false;
 }
 
 void SideThread::join() {
   if (started_) ::pthread_join(thread_, nullptr);
   started_ = false;
+  kept_off_ = false;
 }
 
 }  // namespace sandlet::sys

@@ -6,9 +6,11 @@
 // namespace (~0.5 ms of kernel work) ran while its creator waited runnable: no overlap at all
 // (bench/timeline.py; 0.67 ms of the CLI's time after 200 ms idle). Starting the thread with the
 // caller's CPUs minus the current one keeps the creator running. A caller allowed a single CPU gets a
-// plain thread.
+// plain thread. A creator about to wait for the thread's result calls allow_all_cpus(): its own CPU is
+// then free, and on a busy host the other CPUs may not be.
 #pragma once
 #include <pthread.h>
+#include <sched.h>
 
 #include <functional>
 
@@ -27,10 +29,15 @@ class SideThread final {
 
   bool joinable() const { return started_; }
   void join();
+  // Lets the thread run on every CPU its creator could. Only while the thread is known to be running
+  // its body (e.g. it has not yet signalled completion under a lock the caller holds).
+  void allow_all_cpus();
 
  private:
   pthread_t thread_{};
   bool started_ = false;
+  bool kept_off_ = false;  // started with the creator's CPUs minus one
+  cpu_set_t creators_cpus_{};
 };
 
 }  // namespace sandlet::sys

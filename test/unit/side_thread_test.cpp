@@ -67,3 +67,28 @@ TEST_CASE("a caller allowed one CPU still gets its side thread, on that CPU", "[
   cpu_set_t seen = affinity_seen_by_side_thread();
   CHECK(CPU_EQUAL(&seen, &one));
 }
+
+TEST_CASE("allow_all_cpus lets a running side thread use the creator's CPU too", "[thread]") {
+  KeepAffinity keep;
+  cpu_set_t all;
+  ::sched_getaffinity(0, sizeof all, &all);
+  if (CPU_COUNT(&all) < 2) {
+    WARN("SKIP: this process may use a single CPU");
+    return;
+  }
+  std::atomic<bool> started{false}, go{false};
+  cpu_set_t before, after;
+  sys::SideThread t([&] {
+    ::sched_getaffinity(0, sizeof before, &before);
+    started = true;
+    while (!go) ::sched_yield();
+    ::sched_getaffinity(0, sizeof after, &after);
+  });
+  while (!started) ::sched_yield();
+  t.allow_all_cpus();
+  go = true;
+  t.join();
+  CHECK(CPU_COUNT(&before) == CPU_COUNT(&all) - 1);
+  CHECK(CPU_EQUAL(&after, &all));
+  t.allow_all_cpus();  // joined: nothing to do, nothing happens
+}
