@@ -65,12 +65,12 @@ bench-python: build
 	  --rootfs "$(CURDIR)/$(BUILD_DIR)/test-rootfs" $(BENCH_ARGS)
 
 # Latency CDFs and summary.png (bench/plots) from recorded results (JSON Lines from `make bench`).
-# One result per scenario (the committed plots' names): the CLI's from session 8, the rest as recorded.
+# One result per scenario (the committed plots' names): the CLI's from session 9 (the median runs), the rest as recorded.
 BENCH_RESULTS := bench/results
 PLOT_RESULTS ?= $(addprefix $(BENCH_RESULTS)/, \
                   2026-11-29-oneshot/exec.json 2026-11-29-oneshot/lifecycle.json \
                   2026-11-29-oneshot/lifecycle-cold-idle200.json 2026-11-29-cdf/idle-density.json \
-                  2026-11-29-session8/lifecycle-cli-s8-3.json 2026-11-29-session8/lifecycle-cli-idle200-s8.json \
+                  2026-11-29-session9/lifecycle-cli-s9-1.json 2026-11-29-session9/lifecycle-cli-idle200-s9-2.json \
                   2026-11-29/import.json 2026-11-29-py/python.json 2026-11-29/workspace-provision.json)
 PLOTS_DIR    ?= bench/plots
 plots: setup
