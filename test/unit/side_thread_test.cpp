@@ -26,6 +26,14 @@ cpu_set_t affinity_seen_by_side_thread() {
   return seen;
 }
 
+// The calling thread's CPUs; false (the test skips) when it may use only one.
+bool two_cpus_or_skip(cpu_set_t* all) {
+  REQUIRE(::sched_getaffinity(0, sizeof *all, all) == 0);
+  if (CPU_COUNT(all) >= 2) return true;
+  WARN("SKIP: this process may use a single CPU");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("a side thread runs its work; join and destruction wait for it; it can be moved", "[thread]") {
@@ -46,11 +54,7 @@ TEST_CASE("a side thread runs its work; join and destruction wait for it; it can
 TEST_CASE("a side thread starts on the caller's CPUs except the one the caller runs on", "[thread]") {
   KeepAffinity keep;
   cpu_set_t all;
-  ::sched_getaffinity(0, sizeof all, &all);
-  if (CPU_COUNT(&all) < 2) {
-    WARN("SKIP: this process may use a single CPU");
-    return;
-  }
+  if (!two_cpus_or_skip(&all)) return;
   cpu_set_t seen = affinity_seen_by_side_thread();
   CHECK(CPU_COUNT(&seen) == CPU_COUNT(&all) - 1);
   cpu_set_t outside;
@@ -71,11 +75,7 @@ TEST_CASE("a caller allowed one CPU still gets its side thread, on that CPU", "[
 TEST_CASE("allow_all_cpus lets a running side thread use the creator's CPU too", "[thread]") {
   KeepAffinity keep;
   cpu_set_t all;
-  ::sched_getaffinity(0, sizeof all, &all);
-  if (CPU_COUNT(&all) < 2) {
-    WARN("SKIP: this process may use a single CPU");
-    return;
-  }
+  if (!two_cpus_or_skip(&all)) return;
   std::atomic<bool> started{false}, go{false};
   cpu_set_t before, after;
   sys::SideThread t([&] {
