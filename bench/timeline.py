@@ -10,7 +10,8 @@ process exit) and prints the median of each segment, then how long the CLI's mai
 but not running before the init's exec (threads it started took its CPU). (Session 8's "first thread,
 creation to first run" is gone: a thread picked up at once by an idle CPU often had no switch event
 recorded, so it read a later run.) IDLE_S (default 0): seconds of sleep before each run (the machine idle,
-as in sandlet-bench --idle-ms). Tracing adds ~10% to the total.
+as in sandlet-bench --idle-ms). The runs use a throw-away runtime root, gc'd and removed at the end.
+Tracing adds ~10% to the total.
 """
 import os
 import re
@@ -28,13 +29,14 @@ LINE = re.compile(r"\s*(\S+)\s+\d+\s+([\d.]+):\s+(\S+):\s*(.*)")
 
 def record(cli, rootfs, runs, idle_s):
     with tempfile.TemporaryDirectory() as tmp:
-        data = f"{tmp}/perf.data"
+        data, root = f"{tmp}/perf.data", f"{tmp}/root"  # a throw-away runtime root, gc'd below
         pause = f"sleep {idle_s}; " if idle_s > 0 else ""
-        loop = f"for i in $(seq {runs}); do {pause}{cli} run --layer {rootfs} -- /bin/true; done"
+        loop = f"for i in $(seq {runs}); do {pause}{cli} --root {root} run --layer {rootfs} -- /bin/true; done"
         cmd = ["perf", "record", "-q", "-o", data, "-a"]
         for e in EVENTS:
             cmd += ["-e", e]
         subprocess.run(cmd + ["--", "sh", "-c", loop], check=True, stderr=subprocess.DEVNULL)
+        subprocess.run([cli, "--root", root, "gc"], check=True, stdout=subprocess.DEVNULL)
         out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,time,event,trace"],
                              check=True, capture_output=True, text=True).stdout
     runs_seen, cur = [], None
