@@ -10,7 +10,7 @@
 #include "runtime/record.hpp"
 #include "sys/cgroup.hpp"
 #include "sys/fd.hpp"
-#include "sys/netns_pool.hpp"
+#include "backends/container/netns_pool.hpp"
 
 namespace sandlet {
 
@@ -18,7 +18,7 @@ namespace sandlet {
 struct HostContext {
   std::string root;                // runtime root directory
   sys::CgroupSystem cgroups;
-  std::unique_ptr<sys::NetnsPool> netns;  // network namespaces made ahead of time
+  std::unique_ptr<container::NetnsPool> netns;  // network namespaces made ahead of time
   std::string init_cache_dir;             // where the init binary may be cached ("" = memfd only)
   // Closes descriptors whose last close is slow (detached mounts) on a runtime worker, off the create
   // (unset: they are closed where they are dropped).

@@ -209,7 +209,7 @@ struct FileDone {
 // Start-up is two exchanges on the setup socket (the init's fd 3), so that the first can happen ahead of
 // time in a warm pool: kInitStage carries these SCM_RIGHTS fds, in this order:
 //   [0] the root filesystem: a detached mount (fsmount/open_tree fd) to attach and pivot into
-//   [1] the sandbox's /dev: a detached tmpfs with the device nodes (sys/sandbox_dev.hpp) to attach on /dev
+//   [1] the sandbox's /dev: a detached tmpfs with the device nodes (backends/container/sandbox_dev.hpp) to attach on /dev
 //   [2] the agent's listening Unix socket (already bound and listening, on a host path)
 //   [3] optional (kInitHasCgroup): an O_DIRECTORY fd of the sandbox's cgroup2 directory, delegated to the
 //       sandbox root, under which the agent creates one child cgroup per exec (to kill whole trees)

@@ -38,7 +38,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   // The network namespace is the costliest part of a create and needs nothing from the rest of the open:
   // a caller about to create (a one-shot run) gets it made while the open does its file-system work.
   // (First thing: before the runtime's own threads are started.)
-  auto netns = std::make_unique<sys::NetnsPool>(4);
+  auto netns = std::make_unique<container::NetnsPool>(4);
   if (options.create_soon && ::geteuid() == 0) netns->prefetch_first();
   std::shared_ptr<Runtime> rt(new Runtime(options));
   rt->host_.netns = std::move(netns);
@@ -52,7 +52,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);
   rt->state_ = prepare_state(root);
   rt->host_.init_cache_dir = rt->state_.tmpfs_base;
-  rt->slots_ = std::make_unique<SlotTable>(rt->state_.slots);
+  rt->slots_ = std::make_unique<container::SlotTable>(rt->state_.slots);
   rt->layer_store_ = std::make_unique<image::LayerStore>(root + "/layers");
   rt->layer_mounts_ = std::make_unique<image::LayerMounts>(*rt->layer_store_, root + "/layers/mounts");
   // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
@@ -212,7 +212,7 @@ SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state
   }
   try {
     rec.slot = slots_->claim(dir);
-    rec.uid_base = SlotTable::uid_base(rec.slot);
+    rec.uid_base = container::SlotTable::uid_base(rec.slot);
     // Recorded before any kernel object exists, so a crash from here on is visible to gc.
     sys::write_file_atomic(dir + "/record.json", rec.to_json());
   } catch (...) {

@@ -19,7 +19,7 @@
 #include "image/layer_store.hpp"
 #include "runtime/record.hpp"
 #include "runtime/sandbox.hpp"
-#include "runtime/slots.hpp"
+#include "backends/container/slots.hpp"
 #include "runtime/state_dir.hpp"
 #include "spec/spec.hpp"
 #include "sys/fd.hpp"
@@ -153,7 +153,7 @@ class Runtime final : public std::enable_shared_from_this<Runtime> {
   std::vector<BackendStatus> backends_;
   std::map<std::string, std::unique_ptr<Backend>> backend_impls_;
   StateLayout state_;
-  std::unique_ptr<SlotTable> slots_;
+  std::unique_ptr<container::SlotTable> slots_;
   std::unique_ptr<image::LayerStore> layer_store_;
   std::unique_ptr<image::LayerMounts> layer_mounts_;
 

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "spec/spec.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet::sys {
@@ -26,6 +25,11 @@ struct CgroupSystem {
   // outlive runtimes (a create that finds them gone prepares them again).
   void release() const;
   std::string describe() const;
+  // The directory of sandbox `id`'s group under our parent in `hierarchy` (a mount point above; "" for
+  // an absent hierarchy gives "").
+  static std::string group_path(const std::string& hierarchy, const std::string& id);
+  // mkdir of a sandbox group; re-creates the parent groups if another runtime released them meanwhile.
+  void make_group(const std::string& path) const;
 };
 
 // The groups a sandbox `id` may have on this host (whether or not they exist): lets gc clean up after
@@ -37,43 +41,6 @@ CgroupPaths cgroup_paths_for(const CgroupSystem& sys, const std::string& id);
 struct CgroupPaths {
   std::string v2;               // cgroup2 directory
   std::vector<std::string> v1;  // v1 directories (hybrid only)
-};
-
-class SandboxCgroup final {
- public:
-  // Creates the groups for sandbox `id` (no limits yet) and delegates the v2 directory to `owner_uid`
-  // (the sandbox's root) so the agent can create per-exec child groups. On failure nothing remains.
-  // `known` (may be null): the limits apply_limits will get, when known now (a create that is not
-  // pooled). On the hybrid layout a v1 group is then made only for a controller they set: each costs a
-  // mkdir and an rmdir of tens of microseconds, and nothing but a limit uses them.
-  static SandboxCgroup create(const CgroupSystem& sys, const std::string& id, uid_t owner_uid,
-                              const Limits* known = nullptr);
-  // Applies the limits (to the v2 controllers, or to the v1 groups made at create).
-  void apply_limits(const Limits& limits);
-  SandboxCgroup(SandboxCgroup&& o) noexcept
-      : sys_(o.sys_), id_(std::move(o.id_)), paths_(std::move(o.paths_)), v2_fd_(std::move(o.v2_fd_)),
-        v1_join_(std::move(o.v1_join_)), released_(std::exchange(o.released_, true)) {}
-  SandboxCgroup& operator=(SandboxCgroup&&) = delete;
-  ~SandboxCgroup();
-
-  int v2_fd() const { return v2_fd_.get(); }
-  const CgroupPaths& paths() const { return paths_; }
-  // v1 membership is not set by CLONE_INTO_CGROUP: these `tasks` files (open for writing) are for the
-  // sandbox's first process to join by itself (see InitSpawnParams::join_v1_fds). Empty on pure v2.
-  std::vector<int> v1_join_fds() const;
-  // Once that process has joined (or died): the files are no longer needed.
-  void close_v1_join_fds() { v1_join_.clear(); }
-  // Keep the groups when this object goes away (the sandbox was created).
-  void release() { released_ = true; }
-
- private:
-  SandboxCgroup() = default;
-  const CgroupSystem* sys_ = nullptr;
-  std::string id_;
-  CgroupPaths paths_;
-  UniqueFd v2_fd_;
-  std::vector<UniqueFd> v1_join_;
-  bool released_ = false;
 };
 
 // Kills every process in the groups and removes them (nested groups first). Missing groups are fine.

@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "seccomp/baseline_rules.hpp"
-#include "sys/seccomp_filter.hpp"
+#include "policy/seccomp/baseline_rules.hpp"
+#include "policy/seccomp_profile.hpp"
 
 TEST_CASE("the embedded baseline seccomp program is what its rules compile to", "[seccomp]") {
-  const std::string& embedded = sandlet::sys::baseline_seccomp_bpf();
+  const std::string& embedded = sandlet::policy::baseline_seccomp_bpf();
   REQUIRE(!embedded.empty());
   CHECK(embedded.size() % sizeof(sock_filter) == 0);
   // A stale build (rules edited, program not regenerated) or a different libseccomp shows up here.

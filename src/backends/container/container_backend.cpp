@@ -18,13 +18,15 @@
 #include "common/error.hpp"
 #include "proto/agent_protocol.hpp"
 #include "proto/wire.hpp"
-#include "runtime/embedded_init.hpp"
+#include "backends/container/embedded_init.hpp"
 #include "runtime/exec_env.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/mount_api.hpp"
-#include "sys/sandbox_dev.hpp"
-#include "sys/seccomp_filter.hpp"
-#include "sys/spawn_init.hpp"
+#include "backends/container/sandbox_dev.hpp"
+#include "policy/seccomp_profile.hpp"
+#include "backends/container/sandbox_cgroup.hpp"
+#include "backends/container/init_setup.hpp"
+#include "backends/container/spawn_init.hpp"
 #include "sys/unix_socket.hpp"
 
 namespace sandlet {
@@ -33,53 +35,14 @@ namespace {
 constexpr uint32_t kIdsPerSandbox = 65536;
 constexpr int kReadyTimeoutMs = 20000;
 
-// What a stuck init is doing, for the error message: state and kernel wait channel.
-std::string describe_stuck(pid_t pid) {
-  std::string base = "/proc/" + std::to_string(pid);
-  auto stat = sys::read_file_if_exists(base + "/stat", 4096).value_or("?");
-  auto wchan = sys::read_file_if_exists(base + "/wchan", 256).value_or("?");
-  auto stack = sys::read_file_if_exists(base + "/stack", 4096).value_or("");
-  size_t p = stat.rfind(')');
-  std::string state = p != std::string::npos && p + 2 < stat.size() ? stat.substr(p + 2, 1) : "?";
-  for (auto& c : stack)
-    if (c == '\n') c = ' ';
-  return "init pid " + std::to_string(pid) + " state " + state + ", waiting in " + wchan + " [" + stack + "]";
-}
-
-// Reads one frame from the setup socket, waiting at most `timeout_ms`.
-bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int timeout_ms, pid_t pid) {
-  std::string buf;
-  auto fill = [&](size_t want) {
-    while (buf.size() < want) {
-      pollfd p{fd, POLLIN, 0};
-      int r = ::poll(&p, 1, timeout_ms);
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0)
-        throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
-                                                 std::to_string(timeout_ms / 1000) + " s (" + describe_stuck(pid) + ")");
-      char tmp[4096];
-      ssize_t n = ::read(fd, tmp, std::min(sizeof tmp, want - buf.size()));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      buf.append(tmp, static_cast<size_t>(n));
-    }
-    return true;
-  };
-  if (!fill(proto::kHeaderSize)) return false;
-  if (!proto::decode_header(buf.data(), &h)) throw Error(Code::kInternal, "sandbox init sent a malformed frame");
-  if (!fill(proto::kHeaderSize + h.len)) return false;
-  payload = buf.substr(proto::kHeaderSize);
-  return true;
-}
-
 // A started init waiting for its configuration, and everything it needs.
 struct ContainerPrepared final : Backend::Prepared {
-  ContainerPrepared(sys::SandboxCgroup cg, sys::PausedInit in) : cgroup(std::move(cg)), init(std::move(in)) {}
+  ContainerPrepared(container::SandboxCgroup cg, container::PausedInit in) : cgroup(std::move(cg)), init(std::move(in)) {}
   bool fits(const Spec& spec) const override {
     return !staged || (layers == spec.layers && disk == spec.limits.disk);
   }
-  sys::SandboxCgroup cgroup;
-  sys::PausedInit init;
+  container::SandboxCgroup cgroup;
+  container::PausedInit init;
   sys::UniqueFd setup;     // host end of the init's fd 3
   sys::UniqueFd dev;       // the sandbox's /dev, when made ahead (handed to the init when staged)
   sys::UniqueFd listener;  // the agent's socket (handed to the init when staged)
@@ -90,36 +53,9 @@ struct ContainerPrepared final : Backend::Prepared {
   uint64_t disk = 0;
 };
 
-std::string describe_exit(const sys::PausedInit& init) {
-  siginfo_t info = {};
-  if (::waitid(P_PIDFD, static_cast<id_t>(init.pidfd()), &info, WEXITED | WNOWAIT | WNOHANG | __WALL) == 0 &&
-      info.si_pid != 0) {
-    if (info.si_code == CLD_EXITED) {
-      switch (info.si_status) {
-        case 119: return "could not join its v1 cgroups";
-        case 120: return "could not be started";
-        case 121: return "could not switch to root inside its user namespace";
-        case 126: return "could not exec the embedded init";
-        default: return "exit status " + std::to_string(info.si_status);
-      }
-    }
-    return "killed by signal " + std::to_string(info.si_status);
-  }
-  return "no exit status";
-}
-
 // Reads the init's answer to a setup step; a kError carries the init's own message.
 void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step) {
-  proto::FrameHeader h;
-  std::string payload;
-  if (!read_setup_frame(p.setup.get(), h, payload, kReadyTimeoutMs, p.init.pid()))
-    throw Error(Code::kInternal, std::string("sandbox init exited during ") + step + " (" + describe_exit(p.init) + ")");
-  if (h.type == proto::Msg::kError) {
-    proto::ErrorReply err;
-    proto::ErrorReply::decode(payload, &err);
-    throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
-  }
-  if (h.type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
+  container::expect_setup_reply(p.setup.get(), p.init.pidfd(), p.init.pid(), want, step, kReadyTimeoutMs);
 }
 
 // Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace, and its /dev.
@@ -127,7 +63,7 @@ void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step)
 // trip). Built while the init execs (it has not asked for them yet), so off the critical path.
 void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk, uid_t root_uid,
                 const HostContext& host) {
-  sys::UniqueFd dev = p.dev ? std::move(p.dev) : sys::build_sandbox_dev(root_uid, root_uid);
+  sys::UniqueFd dev = p.dev ? std::move(p.dev) : container::build_sandbox_dev(root_uid, root_uid);
   sys::OverlayRootfs rootfs = sys::build_overlay_rootfs(layers, p.userns.get(), root_uid, disk);
   if (host.close_in_background) host.close_in_background(std::move(rootfs.sources));
   wire::Writer w;
@@ -157,7 +93,7 @@ class ContainerBackend final : public Backend {
   std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for,
                                     const Limits* limits) override {
     // 1. cgroup, delegated to the sandbox's root.
-    auto cgroup = sys::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base, limits);
+    auto cgroup = container::SandboxCgroup::create(host_.cgroups, rec.id, rec.uid_base, limits);
     rec.cgroups = cgroup.paths();
 
     // 2. The agent's listening socket, on a host path only the runtime can reach; the network namespace.
@@ -168,7 +104,7 @@ class ContainerBackend final : public Backend {
     sys::UniqueFd dev;
     sys::UniqueFd netns = host_.netns->try_take();
     if (!netns) {
-      dev = sys::build_sandbox_dev(rec.uid_base, rec.uid_base);
+      dev = container::build_sandbox_dev(rec.uid_base, rec.uid_base);
       netns = host_.netns->take();
     }
 
@@ -176,24 +112,24 @@ class ContainerBackend final : public Backend {
     //    signal (bound to this long-lived runtime thread); a detached sandbox's init drops it on config.
     sys::UniqueFd setup_host, setup_child;
     sys::socket_pair(setup_host, setup_child);
-    sys::InitSpawnParams params;
-    params.exec_fd = embedded_init_fd(host_.init_cache_dir);
+    container::InitSpawnParams params;
+    params.exec_fd = container::embedded_init_fd(host_.init_cache_dir);
     params.setup_fd = setup_child.get();
     params.cgroup_fd = cgroup.v2_fd();
     params.join_v1_fds = cgroup.v1_join_fds();
     params.die_with_parent = true;
     params.new_netns = false;
-    std::optional<sys::PausedInit> spawned;
+    std::optional<container::PausedInit> spawned;
     {
-      sys::ScopedNetns in_sandbox_net(netns.get());  // the child inherits this thread's network namespace
-      spawned.emplace(sys::PausedInit::spawn(params));
+      container::ScopedNetns in_sandbox_net(netns.get());  // the child inherits this thread's network namespace
+      spawned.emplace(container::PausedInit::spawn(params));
     }
     auto prepared = std::make_unique<ContainerPrepared>(std::move(cgroup), std::move(*spawned));
     prepared->setup = std::move(setup_host);
     prepared->listener = std::move(listener);
     prepared->dev = std::move(dev);
     setup_child.reset();
-    sys::PausedInit& init = prepared->init;
+    container::PausedInit& init = prepared->init;
 
     prepared->cgroup.close_v1_join_fds();  // the child holds its own copies until it has joined
     init.map_ids(rec.uid_base, kIdsPerSandbox);
@@ -229,7 +165,7 @@ class ContainerBackend final : public Backend {
     config.workdir = spec.workdir;
     config.user = spec.user;
     config.env = base_env(spec);
-    config.seccomp_bpf = sys::baseline_seccomp_bpf();
+    config.seccomp_bpf = policy::baseline_seccomp_bpf();
     config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
     config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
     config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace

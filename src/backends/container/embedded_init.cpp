@@ -1,4 +1,4 @@
-#include "runtime/embedded_init.hpp"
+#include "backends/container/embedded_init.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -16,7 +16,7 @@ extern "C" const char sandlet_init_blob[];
 extern "C" const char sandlet_init_blob_end[];
 extern "C" const char sandlet_init_sha256[];
 
-namespace sandlet {
+namespace sandlet::container {
 namespace {
 
 size_t blob_size() { return static_cast<size_t>(sandlet_init_blob_end - sandlet_init_blob); }
@@ -113,4 +113,4 @@ int embedded_init_fd(const std::string& cache_dir) {
   return fd;
 }
 
-}  // namespace sandlet
+}  // namespace sandlet::container

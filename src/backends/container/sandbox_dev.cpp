@@ -1,4 +1,4 @@
-#include "sys/sandbox_dev.hpp"
+#include "backends/container/sandbox_dev.hpp"
 
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -11,7 +11,7 @@
 #include "common/error.hpp"
 #include "sys/mount_api.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::container {
 namespace {
 
 struct DeviceNode {
@@ -30,7 +30,7 @@ void set_mode(int dir, const char* name, mode_t mode) {
 }  // namespace
 
 UniqueFd build_sandbox_dev(uid_t root_uid, gid_t root_gid) {
-  UniqueFd dev = FsContext("tmpfs")
+  UniqueFd dev = sys::FsContext("tmpfs")
                      .set("size", "64m")
                      .set("mode", "0755")
                      .set("uid", std::to_string(root_uid))
@@ -54,4 +54,4 @@ UniqueFd build_sandbox_dev(uid_t root_uid, gid_t root_gid) {
   return dev;
 }
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::container

@@ -1,4 +1,4 @@
-#include "sys/spawn_init.hpp"
+#include "backends/container/spawn_init.hpp"
 
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -16,7 +16,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::container {
 
 // Everything the child reads. It shares our memory (CLONE_VM), so this block must outlive the child's
 // exec: PausedInit owns it until then.
@@ -61,7 +61,7 @@ inline long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, 
 #endif
 
 // The child: waits for "go", becomes root inside its user namespace, execs the init. Raw system calls
-// only (see raw_syscall); every failure exits with a distinct status that describe_exit() decodes.
+// only (see raw_syscall); every failure exits with a distinct status that describe_init_exit() (init_setup.cpp) decodes.
 int child_main(void* p) {
   auto* b = static_cast<PausedInit::ChildBlock*>(p);
   auto die = [](int code) {
@@ -186,9 +186,9 @@ void PausedInit::map_ids(uid_t base, uint32_t count) const {
   char path[64];
   std::string map = "0 " + std::to_string(base) + " " + std::to_string(count) + "\n";
   std::snprintf(path, sizeof path, "/proc/%d/uid_map", pid_);
-  write_existing(path, map);
+  sys::write_existing(path, map);
   std::snprintf(path, sizeof path, "/proc/%d/gid_map", pid_);
-  write_existing(path, map);
+  sys::write_existing(path, map);
 }
 
 void PausedInit::resume() {
@@ -204,4 +204,4 @@ UniqueFd PausedInit::release() {
   return std::move(pidfd_);
 }
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::container

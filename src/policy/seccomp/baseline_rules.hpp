@@ -1,4 +1,4 @@
-// The baseline seccomp filter's rules (see sys/seccomp_filter.hpp), compiled with libseccomp.
+// The baseline seccomp filter's rules (see policy/seccomp_profile.hpp), compiled with libseccomp.
 // Build-time only: the library carries the compiled program, not libseccomp.
 #pragma once
 #include <string>

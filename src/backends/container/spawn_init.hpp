@@ -11,7 +11,9 @@
 
 #include "sys/fd.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::container {
+
+using sys::UniqueFd;
 
 struct InitSpawnParams {
   int exec_fd = -1;         // the init binary (a memfd), run with execveat(AT_EMPTY_PATH)
@@ -54,4 +56,4 @@ class PausedInit final {
   bool released_ = false;
 };
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::container

@@ -1,4 +1,4 @@
-#include "runtime/slots.hpp"
+#include "backends/container/slots.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet {
+namespace sandlet::container {
 namespace {
 std::mutex g_hint_mutex;
 }
@@ -76,4 +76,4 @@ size_t SlotTable::sweep() {
   return removed;
 }
 
-}  // namespace sandlet
+}  // namespace sandlet::container

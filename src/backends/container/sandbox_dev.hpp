@@ -7,7 +7,9 @@
 
 #include "sys/fd.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::container {
+
+using sys::UniqueFd;
 
 // A detached tmpfs (nosuid, noexec, 64 MiB) whose root is owned by `root_uid`/`root_gid` (root inside), so
 // the sandbox may add files; it holds null, zero, full, random, urandom and tty (mode 0666, made by the
@@ -15,4 +17,4 @@ namespace sandlet::sys {
 // mount points pts and shm, and the usual symlinks (ptmx, fd, stdin, stdout, stderr).
 UniqueFd build_sandbox_dev(uid_t root_uid, gid_t root_gid);
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::container

@@ -14,7 +14,10 @@
 #include "sys/fd.hpp"
 #include "sys/side_thread.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::container {
+
+using sys::UniqueFd;
+using sys::SideThread;
 
 class NetnsPool final {
  public:
@@ -64,4 +67,4 @@ class ScopedNetns final {
   UniqueFd home_;
 };
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::container

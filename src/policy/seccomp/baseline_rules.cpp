@@ -1,7 +1,7 @@
 // The rules of the baseline seccomp filter, compiled with libseccomp. Used at build time only (by
 // sandlet-seccomp-gen, which embeds the result in the library) and by the unit test that checks the
 // embedded program is what these rules compile to.
-#include "seccomp/baseline_rules.hpp"
+#include "policy/seccomp/baseline_rules.hpp"
 
 #include <seccomp.h>
 #include <sched.h>

@@ -5,10 +5,10 @@
 #pragma once
 #include <string>
 
-namespace sandlet {
+namespace sandlet::container {
 
 // An fd of the init binary, for execveat(AT_EMPTY_PATH); valid for the life of the process. `cache_dir`
 // ("" = none) is a root-only directory on an exec-capable tmpfs. Thread-safe; the first call decides.
 int embedded_init_fd(const std::string& cache_dir = "");
 
-}  // namespace sandlet
+}  // namespace sandlet::container

@@ -1,4 +1,4 @@
-#include "sys/netns_pool.hpp"
+#include "backends/container/netns_pool.hpp"
 
 #include <fcntl.h>
 #include <net/if.h>
@@ -12,7 +12,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::container {
 namespace {
 
 UniqueFd open_own_netns() {
@@ -30,8 +30,8 @@ void configure_current() {
   if (::ioctl(sock.get(), SIOCGIFFLAGS, &ifr) < 0) throw_errno("get flags of lo");
   ifr.ifr_flags |= IFF_UP;
   if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) < 0) throw_errno("bring lo up");
-  write_existing("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
-  write_existing("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+  sys::write_existing("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
+  sys::write_existing("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
 }
 
 }  // namespace
@@ -142,4 +142,4 @@ ScopedNetns::ScopedNetns(int target) : home_(open_own_netns()) {
 
 ScopedNetns::~ScopedNetns() { ::setns(home_.get(), CLONE_NEWNET); }
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::container

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace sandlet {
+namespace sandlet::container {
 
 constexpr uint32_t kUidRangeStart = 1u << 28;  // far above ordinary users and systemd's dynamic ranges
 constexpr int kMaxSlots = 60000;
@@ -30,4 +30,4 @@ class SlotTable final {
   int hint_ = 0;
 };
 
-}  // namespace sandlet
+}  // namespace sandlet::container

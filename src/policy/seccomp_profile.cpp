@@ -1,9 +1,9 @@
-#include "sys/seccomp_filter.hpp"
+#include "policy/seccomp_profile.hpp"
 
-namespace sandlet::sys {
+namespace sandlet::policy {
 namespace {
 
-// kBaselineSeccompBpf: the rules of src/seccomp/baseline_rules.cpp, compiled at build time.
+// kBaselineSeccompBpf: the rules of src/policy/seccomp/baseline_rules.cpp, compiled at build time.
 #include "seccomp_baseline.inc"
 
 }  // namespace
@@ -13,4 +13,4 @@ const std::string& baseline_seccomp_bpf() {
   return bpf;
 }
 
-}  // namespace sandlet::sys
+}  // namespace sandlet::policy

@@ -1,0 +1,88 @@
+#include "backends/container/init_setup.hpp"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet::container {
+namespace {
+
+// What a stuck init is doing, for the error message: state and kernel wait channel.
+std::string describe_stuck(pid_t pid) {
+  std::string base = "/proc/" + std::to_string(pid);
+  auto stat = sys::read_file_if_exists(base + "/stat", 4096).value_or("?");
+  auto wchan = sys::read_file_if_exists(base + "/wchan", 256).value_or("?");
+  auto stack = sys::read_file_if_exists(base + "/stack", 4096).value_or("");
+  size_t p = stat.rfind(')');
+  std::string state = p != std::string::npos && p + 2 < stat.size() ? stat.substr(p + 2, 1) : "?";
+  for (auto& c : stack)
+    if (c == '\n') c = ' ';
+  return "init pid " + std::to_string(pid) + " state " + state + ", waiting in " + wchan + " [" + stack + "]";
+}
+
+// Reads one frame from the setup socket, waiting at most `timeout_ms`.
+bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int timeout_ms, pid_t pid) {
+  std::string buf;
+  auto fill = [&](size_t want) {
+    while (buf.size() < want) {
+      pollfd p{fd, POLLIN, 0};
+      int r = ::poll(&p, 1, timeout_ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0)
+        throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
+                                                 std::to_string(timeout_ms / 1000) + " s (" + describe_stuck(pid) + ")");
+      char tmp[4096];
+      ssize_t n = ::read(fd, tmp, std::min(sizeof tmp, want - buf.size()));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      buf.append(tmp, static_cast<size_t>(n));
+    }
+    return true;
+  };
+  if (!fill(proto::kHeaderSize)) return false;
+  if (!proto::decode_header(buf.data(), &h)) throw Error(Code::kInternal, "sandbox init sent a malformed frame");
+  if (!fill(proto::kHeaderSize + h.len)) return false;
+  payload = buf.substr(proto::kHeaderSize);
+  return true;
+}
+
+}  // namespace
+
+std::string describe_init_exit(int pidfd) {
+  siginfo_t info = {};
+  if (::waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED | WNOWAIT | WNOHANG | __WALL) == 0 &&
+      info.si_pid != 0) {
+    if (info.si_code == CLD_EXITED) {
+      switch (info.si_status) {
+        case 119: return "could not join its v1 cgroups";
+        case 120: return "could not be started";
+        case 121: return "could not switch to root inside its user namespace";
+        case 126: return "could not exec the embedded init";
+        default: return "exit status " + std::to_string(info.si_status);
+      }
+    }
+    return "killed by signal " + std::to_string(info.si_status);
+  }
+  return "no exit status";
+}
+
+void expect_setup_reply(int setup_fd, int init_pidfd, pid_t init_pid, proto::Msg want, const char* step,
+                        int timeout_ms) {
+  proto::FrameHeader h;
+  std::string payload;
+  if (!read_setup_frame(setup_fd, h, payload, timeout_ms, init_pid))
+    throw Error(Code::kInternal, std::string("sandbox init exited during ") + step + " (" + describe_init_exit(init_pidfd) + ")");
+  if (h.type == proto::Msg::kError) {
+    proto::ErrorReply err;
+    proto::ErrorReply::decode(payload, &err);
+    throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
+  }
+  if (h.type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
+}
+
+}  // namespace sandlet::container

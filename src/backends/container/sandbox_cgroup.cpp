@@ -1,0 +1,108 @@
+#include "backends/container/sandbox_cgroup.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet::container {
+
+SandboxCgroup SandboxCgroup::create(const sys::CgroupSystem& sys, const std::string& id, uid_t owner_uid,
+                                    const Limits* known) {
+  SandboxCgroup cg;
+  cg.sys_ = &sys;
+  cg.id_ = id;
+  cg.paths_.v2 = sys::CgroupSystem::group_path(sys.v2_root, id);
+  sys.make_group(cg.paths_.v2);
+  try {
+    cg.v2_fd_.reset(::open(cg.paths_.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!cg.v2_fd_) throw_errno("open cgroup " + cg.paths_.v2);
+    // Delegate: the agent (root inside = owner_uid) creates per-exec child groups and moves processes.
+    for (const char* f : {".", "cgroup.procs"})
+      if (::fchownat(cg.v2_fd_.get(), f, owner_uid, owner_uid, 0) < 0) throw_errno("chown cgroup " + cg.paths_.v2 + "/" + f);
+    if (!sys.unified) {
+      // Every v1 group the sandbox may need, made now (a few tens of microseconds each): its first
+      // process joins them itself before it runs anything, and a CPU limit set later (a pooled sandbox)
+      // is a write, not a migration of a running process.
+      const std::pair<const std::string&, bool> controllers[] = {
+          {sys.memory_v1, !known || known->memory != 0},
+          {sys.pids_v1, !known || known->pids != 0},
+          {sys.cpu_v1, !known || known->cpus > 0},
+      };
+      for (const auto& [root, needed] : controllers) {
+        if (root.empty() || !needed) continue;
+        std::string p = sys::CgroupSystem::group_path(root, id);
+        sys.make_group(p);
+        cg.paths_.v1.push_back(p);
+        sys::UniqueFd tasks(::open((p + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+        if (!tasks) throw_errno("open " + p + "/tasks");
+        cg.v1_join_.push_back(std::move(tasks));
+      }
+    }
+  } catch (...) {
+    sys::kill_and_remove_cgroups(cg.paths_);
+    cg.paths_ = {};
+    throw;
+  }
+  return cg;
+}
+
+void SandboxCgroup::apply_limits(const Limits& limits) {
+  const sys::CgroupSystem& sys = *sys_;
+  auto quota = static_cast<uint64_t>(std::llround(limits.cpus * 100000));
+  if (sys.unified) {
+    // On cgroup v2 a limit file exists only where its controller is enabled: say which one is missing.
+    const std::string parent = sys::CgroupSystem::group_path(sys.v2_root, "");
+    auto write_limit = [&](const char* file, const std::string& value, const char* field, const char* controller) {
+      try {
+        sys::write_existing_at(v2_fd_.get(), file, value);
+      } catch (const Error& e) {
+        if (e.err_no() != ENOENT) throw;
+        throw Error(Code::kUnimplemented,
+                    std::string(field) + ": the " + controller + " cgroup controller is not available under " + parent +
+                        " (sandlet enables it there when " + sys.v2_root +
+                        "/cgroup.controllers lists it; on a delegated subtree, the delegating manager must)");
+      }
+    };
+    if (limits.memory) {
+      write_limit("memory.max", std::to_string(limits.memory), "limits.memory", "memory");
+      write_limit("memory.swap.max", "0", "limits.memory", "memory");
+    }
+    if (limits.pids) write_limit("pids.max", std::to_string(limits.pids), "limits.pids", "pids");
+    if (limits.cpus > 0) write_limit("cpu.max", std::to_string(quota) + " 100000", "limits.cpus", "cpu");
+    return;
+  }
+  auto v1 = [&](const std::string& root) { return sys::CgroupSystem::group_path(root, id_); };
+  if (limits.memory) {
+    if (sys.memory_v1.empty()) throw Error(Code::kUnimplemented, "limits.memory: no memory cgroup controller on this host");
+    sys::write_existing(v1(sys.memory_v1) + "/memory.limit_in_bytes", std::to_string(limits.memory));
+  }
+  if (limits.pids) {
+    if (sys.pids_v1.empty()) throw Error(Code::kUnimplemented, "limits.pids: no pids cgroup controller on this host");
+    sys::write_existing(v1(sys.pids_v1) + "/pids.max", std::to_string(limits.pids));
+  }
+  if (limits.cpus > 0) {
+    if (sys.cpu_v1.empty()) throw Error(Code::kUnimplemented, "limits.cpus: no cpu cgroup controller on this host");
+    std::string cpu = v1(sys.cpu_v1);
+    sys::write_existing(cpu + "/cpu.cfs_period_us", "100000");
+    sys::write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota));
+  }
+}
+
+SandboxCgroup::~SandboxCgroup() {
+  if (!released_ && !paths_.v2.empty()) {
+    v2_fd_.reset();
+    sys::kill_and_remove_cgroups(paths_);
+  }
+}
+
+std::vector<int> SandboxCgroup::v1_join_fds() const {
+  std::vector<int> fds;
+  for (const auto& fd : v1_join_) fds.push_back(fd.get());
+  return fds;
+}
+
+}  // namespace sandlet::container
