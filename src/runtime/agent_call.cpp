@@ -1,7 +1,6 @@
 #include "runtime/agent_call.hpp"
 
 #include "common/error.hpp"
-#include "sys/unix_socket.hpp"
 
 namespace asio = boost::asio;
 
@@ -10,9 +9,8 @@ namespace sandlet {
 AgentCall::AgentCall(asio::io_context& io, FrameHandler on_frame, Done done)
     : socket_(io), on_frame_(std::move(on_frame)), done_(std::move(done)) {}
 
-std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, const std::string& socket_path,
-                                            std::string request_frames, FrameHandler on_frame, Done done) {
-  sys::UniqueFd fd = sys::connect_unix(socket_path);
+std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, sys::UniqueFd fd, std::string request_frames,
+                                            FrameHandler on_frame, Done done) {
   auto call = std::make_shared<AgentCall>(io, std::move(on_frame), std::move(done));
   call->socket_.assign(asio::local::stream_protocol(), fd.release());
   call->outgoing_.push_back(std::move(request_frames));

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "proto/agent_protocol.hpp"
+#include "sys/fd.hpp"
 
 namespace sandlet {
 
@@ -20,9 +21,9 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   using FrameHandler = std::function<bool(proto::Msg type, std::string_view payload)>;
   using Done = std::function<void(std::exception_ptr)>;
 
-  // Connects (synchronously: a local connect never blocks) and starts the exchange on `io`'s thread.
-  // `done` runs exactly once, on the loop thread. Throws only if the connection cannot be made.
-  static std::shared_ptr<AgentCall> start(boost::asio::io_context& io, const std::string& socket_path,
+  // Starts the exchange on `io`'s thread over `connected`, a stream connected to the agent (the backend
+  // made it: a Unix socket for containers). `done` runs exactly once, on the loop thread.
+  static std::shared_ptr<AgentCall> start(boost::asio::io_context& io, sys::UniqueFd connected,
                                           std::string request_frames, FrameHandler on_frame, Done done);
   // Closes the connection; the agent then kills whatever the call started. The call completes with
   // CANCELLED (unless it already completed). Thread-safe.

@@ -11,6 +11,7 @@
 #include "runtime/exec_env.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
+#include "sys/unix_socket.hpp"
 
 namespace sandlet {
 namespace {
@@ -154,7 +155,7 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
     done(error, std::move(state->outcome));
   };
   return ExecControl(
-      AgentCall::start(rt->io(), record_.agent_socket, std::move(frames), std::move(on_frame), std::move(on_done)));
+      AgentCall::start(rt->io(), sys::connect_unix(record_.agent_socket), std::move(frames), std::move(on_frame), std::move(on_done)));
 }
 
 ExecOutcome Sandbox::exec(ExecParams params) {
@@ -175,7 +176,7 @@ void Sandbox::call_async(std::string frames, std::function<bool(uint8_t, std::st
                          std::function<void(std::exception_ptr)> done) {
   auto rt = runtime_checked();
   AgentCall::start(
-      rt->io(), record_.agent_socket, std::move(frames),
+      rt->io(), sys::connect_unix(record_.agent_socket), std::move(frames),
       [on_frame = std::move(on_frame)](proto::Msg type, std::string_view payload) {
         if (type == proto::Msg::kError) throw_agent_error(payload);
         return on_frame(static_cast<uint8_t>(type), payload);
