@@ -141,6 +141,18 @@ SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, con
    receives how many sandboxes were cleaned up. */
 SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *removed);
 
+/* Every kernel feature the container backend and the layer store use, probed on this host (never inferred
+   from the kernel's version), as a JSON object; free *out with sandlet_free. What `sandlet doctor` prints:
+     {"kernel": "<release, informational>",
+      "container_backend": "" when this kernel can run it, else what is missing,
+      "features": [{"name", "present", "used_for", "probe": what the kernel answered,
+                    "path": the mechanism sandlet takes here (or what fails without it)}, ...],
+      "weaker_guarantees": [{"name", "guarantee", "why"}, ...]: what a create refuses with UNIMPLEMENTED
+                           unless its spec accepts the name (sandlet_spec_accept_weaker),
+      "paths": {"overlay": "...", "store_layers": "..."}}
+   Takes a few milliseconds (some probes make and drop a user namespace). */
+SANDLET_API sandlet_error_t *sandlet_runtime_features_json(sandlet_runtime_t *rt, char **out);
+
 /* ---------------------------------------------------------------------------------------------------
  * Spec: what a sandbox looks like. Build from JSON or field by field; every setter validates and names the
  * field in its error. JSON schema (all fields optional except layers):
@@ -150,7 +162,8 @@ SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *r
  *     "limits": {"cpus": 1.5, "memory": "512M"|bytes, "pids": 256, "disk": "1G"|bytes},
  *     "network": "none",
  *     "labels": {"task": "t1"},
- *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0 }
+ *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
+ *     "accept_weaker": ["memory_swap"] }        guarantees this sandbox may get in a weaker form (below)
  * ------------------------------------------------------------------------------------------------- */
 typedef struct sandlet_spec sandlet_spec_t;
 
@@ -181,6 +194,12 @@ SANDLET_API sandlet_error_t *sandlet_spec_set_label(sandlet_spec_t *spec, const 
 SANDLET_API sandlet_error_t *sandlet_spec_set_lifetime(sandlet_spec_t *spec, const char *policy);
 SANDLET_API sandlet_error_t *sandlet_spec_set_max_lifetime(sandlet_spec_t *spec, double seconds);
 SANDLET_API sandlet_error_t *sandlet_spec_set_idle_timeout(sandlet_spec_t *spec, double seconds);
+/* Accepts one guarantee in a weaker form where this host cannot give it in full (repeatable; a repeat is a
+   no-op). Without it such a create fails with UNIMPLEMENTED naming the guarantee and why. Names:
+   "exec_kill_descendants" (a kill of a command reaches every process it started: needs cgroup.kill),
+   "memory_swap" (limits.memory bounds swap too: needs swap accounting where the host has swap).
+   An unknown name is INVALID_ARGUMENT. sandlet_runtime_features_json says which ones this host weakens. */
+SANDLET_API sandlet_error_t *sandlet_spec_accept_weaker(sandlet_spec_t *spec, const char *guarantee);
 
 /* ---------------------------------------------------------------------------------------------------
  * Sandboxes.

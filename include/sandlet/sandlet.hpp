@@ -309,6 +309,9 @@ class Spec {
   SANDLET_SPEC_SETTER_(lifetime, (const std::string& policy), sandlet_spec_set_lifetime(spec_, policy.c_str()))
   SANDLET_SPEC_SETTER_(max_lifetime, (double seconds), sandlet_spec_set_max_lifetime(spec_, seconds))
   SANDLET_SPEC_SETTER_(idle_timeout, (double seconds), sandlet_spec_set_idle_timeout(spec_, seconds))
+  // A guarantee this sandbox may get in a weaker form on this host ("memory_swap", ...; see sandlet.h).
+  SANDLET_SPEC_SETTER_(accept_weaker, (const std::string& guarantee),
+                       sandlet_spec_accept_weaker(spec_, guarantee.c_str()))
 #undef SANDLET_SPEC_SETTER_
 
   const sandlet_spec_t* get() const noexcept { return spec_; }
@@ -628,6 +631,13 @@ class Runtime {
       out.push_back(std::move(b));
     }
     return out;
+  }
+
+  // Every kernel feature the library uses on this host, as JSON (see sandlet_runtime_features_json).
+  std::string features_json() const {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_features_json(rt_, &out));
+    return detail::take_string(out);
   }
 
   // Sweeps what crashed or expired runs left behind; returns how many sandboxes were removed.

@@ -63,5 +63,6 @@ SANDLET_KV_SETTER(set_label, spec_set_label)
 SANDLET_STRING_SETTER(set_lifetime, spec_set_lifetime)
 SANDLET_VALUE_SETTER(set_max_lifetime, spec_set_max_lifetime, double)
 SANDLET_VALUE_SETTER(set_idle_timeout, spec_set_idle_timeout, double)
+SANDLET_STRING_SETTER(accept_weaker, spec_accept_weaker)
 
 }  // extern "C"

@@ -50,6 +50,7 @@ int cmd_gc(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_cp(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args);  // layer_env.cpp
 int cmd_env(CommandContext& ctx, const std::vector<std::string>& args);
+int cmd_doctor(CommandContext& ctx, const std::vector<std::string>& args);  // doctor.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

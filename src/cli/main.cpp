@@ -27,6 +27,7 @@ constexpr std::string_view kUsage =
     "  cp        Copy a file into or out of a sandbox\n"
     "  layer     Manage the layer store (import, ls, inspect, rm, gc, merge)\n"
     "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"
+    "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
     "  version   Print the version\n"
     "  help      Show help for a command\n"
     "\n"
@@ -54,7 +55,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
-    {"env", cmd_env},
+    {"env", cmd_env}, {"doctor", cmd_doctor},
 };
 
 CommandFn find_command(std::string_view name) {

@@ -13,6 +13,8 @@
 #include "image/erofs_format.hpp"
 #include "image/store_files.hpp"
 #include "sys/fs_util.hpp"
+#include "sys/kernel_features.hpp"
+#include "sys/loop_device.hpp"
 #include "sys/mount_api.hpp"
 
 namespace sandlet::image {
@@ -40,25 +42,93 @@ std::string LayerMounts::acquire(const std::string& digest, sys::UniqueFd* hold)
   return target;
 }
 
+namespace {
+
+constexpr unsigned kLayerMountAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID;
+
+// An EROFS mount of `meta` with `devices` as its extra devices (paths of regular files, or of block
+// devices when `meta` is one).
+sys::UniqueFd mount_erofs(const std::string& meta, const std::vector<std::string>& devices) {
+  sys::FsContext ctx("erofs");
+  ctx.set_flag("ro");  // a read-only block device (a loop device) takes only a read-only superblock
+  ctx.set("source", meta);
+  for (const auto& d : devices) ctx.set("device", d);
+  return ctx.mount(kLayerMountAttrs);
+}
+
+// The same through loop devices, one per file. The mount holds them; they go when it goes.
+sys::UniqueFd mount_erofs_on_loop(const std::string& meta, const std::vector<std::string>& blobs) {
+  std::vector<sys::LoopDevice> loops;  // each keeps its device bound until the mount holds it
+  loops.push_back(sys::attach_loop_device(meta));
+  std::vector<std::string> devices;
+  for (const auto& b : blobs) {
+    loops.push_back(sys::attach_loop_device(b));
+    devices.push_back(loops.back().path);
+  }
+  return mount_erofs(loops.front().path, devices);
+}
+
+}  // namespace
+
+const LayerMounts::Backing& LayerMounts::backing() const {
+  std::call_once(backing_once_, [this] {
+    Backing b;
+    b.loop_unavailable = sys::loop_devices_unavailable();
+    long fs = ::syscall(SYS_fsopen, "erofs", FSOPEN_CLOEXEC);
+    if (fs < 0) {
+      b.answer = "fsopen(erofs) = " + sys::errno_name(errno);
+      backing_ = b;
+      return;
+    }
+    sys::UniqueFd ctx(static_cast<int>(fs));
+    b.erofs = true;
+    // An empty file: a kernel that can mount files opens it and finds no superblock (EINVAL); one that
+    // cannot (or a filesystem it cannot read pages from, like tmpfs) asks for a block device (ENOTBLK).
+    const std::string probe = dir_ + "/.erofs-probe";
+    sys::UniqueFd f(::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!f) {
+      b.answer = "cannot make " + probe + ": " + sys::errno_name(errno);
+      backing_ = b;
+      return;
+    }
+    f.reset();
+    ::syscall(SYS_fsconfig, ctx.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0);
+    long rc = ::syscall(SYS_fsconfig, ctx.get(), FSCONFIG_SET_STRING, "source", probe.c_str(), 0);
+    if (rc == 0) rc = ::syscall(SYS_fsconfig, ctx.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0);
+    int e = errno;
+    b.file_backed = rc < 0 && e != ENOTBLK;
+    b.answer = "erofs mount of an empty file in " + dir_ + " = " + (rc < 0 ? sys::errno_name(e) : std::string("0"));
+    backing_ = b;
+  });
+  return backing_;
+}
+
 void LayerMounts::mount_locked(const std::string& digest, const std::string& target) {
   auto layer = store_.find(digest);
   if (!layer) throw Error(Code::kNotFound, "layer " + digest + " not found in " + store_.dir());
   store_.verify(*layer);
-  sys::FsContext ctx("erofs");
-  ctx.set("source", store_.meta_path(digest));
-  for (const auto& b : layer->blobs) ctx.set("device", store_.blob_path(b));
+  const Backing& how = backing();
+  if (!how.erofs)
+    throw Error(Code::kUnimplemented, "layer " + digest + ": the kernel has no EROFS filesystem (" + how.answer + ")");
+  std::vector<std::string> blobs;
+  for (const auto& b : layer->blobs) blobs.push_back(store_.blob_path(b));
   sys::UniqueFd mnt;
-  try {
-    mnt = ctx.mount(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
-  } catch (const Error& e) {
-    // EROFS mounts a regular file only when its filesystem reads pages through the page cache; tmpfs
-    // does not, and the kernel then asks for a block device.
-    if (e.err_no() != ENOTBLK) throw;
-    throw Error(Code::kUnimplemented,
-                "layer " + digest + ": the layer store " + store_.dir() +
-                    " is on a filesystem that cannot back EROFS file mounts (tmpfs cannot); put the runtime root "
-                    "on a disk filesystem such as ext4, xfs or btrfs (" + e.what() + ")",
-                e.err_no());
+  bool loop = !how.file_backed;
+  if (!loop) {
+    try {
+      mnt = mount_erofs(store_.meta_path(digest), blobs);
+    } catch (const Error& e) {
+      if (e.err_no() != ENOTBLK) throw;
+      loop = true;  // (the probe said otherwise; the mount is what counts)
+    }
+  }
+  if (loop) {
+    if (!how.loop_unavailable.empty())
+      throw Error(Code::kUnimplemented,
+                  "layer " + digest + ": EROFS cannot mount files of " + store_.dir() +
+                      " here (file-backed mounts need Linux 6.12 or later and a store on a filesystem such as ext4, "
+                      "xfs or btrfs), and " + how.loop_unavailable);
+    mnt = mount_erofs_on_loop(store_.meta_path(digest), blobs);
   }
   sys::mkdir_p(target, 0755);
   if (::syscall(SYS_move_mount, mnt.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {

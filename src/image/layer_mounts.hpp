@@ -1,9 +1,15 @@
-// Node-wide mounts of store layers: each layer is mounted once (file-backed EROFS, read-only, no loop
-// device) at <mount dir>/<digest> and shared by every sandbox that uses it — sandboxes take private
-// clones of that mount, so the page cache of a layer is shared. The first mount of a layer verifies its
-// metadata image and blobs against their digests: corrupted data is never mounted.
+// Node-wide mounts of store layers: each layer is mounted once (EROFS, read-only) at <mount dir>/<digest>
+// and shared by every sandbox that uses it — sandboxes take private clones of that mount, so the page
+// cache of a layer is shared. The first mount of a layer verifies its metadata image and blobs against
+// their digests: corrupted data is never mounted.
+// EROFS reads the store's files directly where the kernel can (file-backed mounts; the store's
+// filesystem must read pages through the page cache, as ext4, xfs and btrfs do). Elsewhere (older
+// kernels, a store on tmpfs) each image and blob goes through a read-only loop device that the kernel
+// detaches once the mount is gone (see sys/loop_device.hpp): no device outlives its mount, even
+// after a crash.
 #pragma once
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,10 +38,22 @@ class LayerMounts final {
 
   const std::string& dir() const { return dir_; }
 
+  // How this store's layers are mounted, probed once (the first mount or report asks) with an empty
+  // file on the store's filesystem: no mount is made.
+  struct Backing {
+    bool erofs = false;        // the kernel has EROFS (fsopen loads its module when needed)
+    bool file_backed = false;  // EROFS mounts the store's files directly
+    std::string answer;        // what the kernel answered to the probe
+    std::string loop_unavailable;  // why loop devices cannot be used ("" = they can)
+  };
+  const Backing& backing() const;
+
  private:
   void mount_locked(const std::string& digest, const std::string& target);
   const LayerStore& store_;
   std::string dir_;
+  mutable std::once_flag backing_once_;
+  mutable Backing backing_;
 };
 
 }  // namespace sandlet::image

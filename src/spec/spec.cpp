@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "spec/weaker_guarantees.hpp"
 
 namespace sandlet {
 namespace {
@@ -420,6 +421,20 @@ uint64_t parse_size(std::string_view text, const std::string& field) {
   return bytes;
 }
 
+void spec_accept_weaker(Spec& s, std::string_view guarantee) {
+  std::string known;
+  for (const auto& g : kWeakerGuarantees) {
+    if (g.name == guarantee) {
+      for (const auto& have : s.accept_weaker)
+        if (have == guarantee) return;
+      s.accept_weaker.emplace_back(guarantee);
+      return;
+    }
+    known += std::string(known.empty() ? "" : ", ") + "\"" + std::string(g.name) + "\"";
+  }
+  throw_invalid("accept_weaker", "unknown guarantee " + quoted(guarantee) + " (known: " + known + ")");
+}
+
 // ---- whole-spec checks ---------------------------------------------------------------------------------
 
 void validate_spec(const Spec& spec) {
@@ -443,6 +458,7 @@ void validate_spec(const Spec& spec) {
   }
   spec_set_max_lifetime(check, spec.max_lifetime_s);
   spec_set_idle_timeout(check, spec.idle_timeout_s);
+  for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
 
   if (spec.layers.empty() && spec.environment.empty()) {
     throw_invalid("layers", "at least one layer (or an environment) is required");

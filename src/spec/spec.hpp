@@ -37,6 +37,9 @@ struct Spec {
   Lifetime lifetime = Lifetime::kOwned;
   double max_lifetime_s = 86400;             // > 0, <= 30 days; a lost owner never leaves a sandbox forever
   double idle_timeout_s = 0;                 // 0 = none; else destroyed after this long idle (<= 30 days)
+  // Guarantees this sandbox may get in a weaker form where the host cannot give them in full (names of
+  // spec/weaker_guarantees.hpp, each once). Without the name, such a create fails (UNIMPLEMENTED).
+  std::vector<std::string> accept_weaker;
 };
 
 // Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields and duplicate keys are errors;
@@ -68,6 +71,7 @@ void spec_set_label(Spec& s, std::string_view key, std::string_view value);
 void spec_set_lifetime(Spec& s, std::string_view v);
 void spec_set_max_lifetime(Spec& s, double seconds);
 void spec_set_idle_timeout(Spec& s, double seconds);
+void spec_accept_weaker(Spec& s, std::string_view guarantee);  // adds one name (a repeat is a no-op)
 
 // "512M" -> 536870912; throws Error(kInvalidArgument) naming `field` on bad input. Grammar: digits, an
 // optional fraction (only with a suffix; rounded down to whole bytes), an optional k/M/G/T (1024-based,

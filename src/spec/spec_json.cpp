@@ -161,6 +161,14 @@ void parse_limits(Spec& s, const json::value& v) {
   }
 }
 
+void parse_accept_weaker(Spec& s, const json::value& v) {
+  if (!v.is_array()) throw_type("accept_weaker", "an array of guarantee names", v);
+  s.accept_weaker.clear();
+  const json::array& names = v.get_array();
+  for (size_t i = 0; i < names.size(); ++i)
+    spec_accept_weaker(s, as_string(names[i], "accept_weaker[" + std::to_string(i) + "]"));
+}
+
 using FieldParser = void (*)(Spec&, const json::value&);
 struct Field {
   std::string_view name;
@@ -187,6 +195,7 @@ const Field kFields[] = {
      [](Spec& s, const json::value& v) {
        spec_set_idle_timeout(s, as_number(v, "idle_timeout_s", "a number of seconds"));
      }},
+    {"accept_weaker", parse_accept_weaker},
 };
 
 // ---- reading the document ------------------------------------------------------------------------------
@@ -453,6 +462,10 @@ std::string spec_to_json(const Spec& spec) {
   w.field("lifetime", spec.lifetime == Lifetime::kDetached ? "detached" : "owned");
   w.key("max_lifetime_s"), w.number(spec.max_lifetime_s);
   w.key("idle_timeout_s"), w.number(spec.idle_timeout_s);
+  w.key("accept_weaker");
+  w.begin_array();
+  for (const auto& g : spec.accept_weaker) w.string(g);
+  w.end_array();
   w.end_object();
   return w.take();
 }

@@ -1,12 +1,19 @@
 #include "sys/mount_api.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "common/error.hpp"
+#include "sys/kernel_features.hpp"
+#include "sys/private_mount_ns.hpp"
 
 namespace sandlet::sys {
 namespace {
@@ -33,6 +40,13 @@ UniqueFd idmapped_clone(const std::string& path, int userns_fd) {
   attr.userns_fd = static_cast<uint64_t>(userns_fd);
   if (sys_mount_setattr(fd.get(), "", AT_EMPTY_PATH, &attr) < 0) {
     int e = errno;
+    struct statfs fs;
+    if ((e == EINVAL || e == EOPNOTSUPP) && ::fstatfs(fd.get(), &fs) == 0 && fs.f_type == TMPFS_MAGIC)
+      throw Error(Code::kUnimplemented,
+                  "layer " + path + " is on tmpfs, which this kernel cannot idmap (MOUNT_ATTR_IDMAP on tmpfs: " +
+                      errno_name(e) + "; Linux 6.3 or later can): import it into the layer store or put it on "
+                      "ext4, xfs or btrfs",
+                  e);
     if (e == EINVAL || e == EOPNOTSUPP)
       throw Error(Code::kUnimplemented,
                   "layer " + path + ": its filesystem does not support idmapped mounts (mount_setattr: " +
@@ -65,6 +79,11 @@ FsContext& FsContext::set(const char* key, const std::string& value) {
   return *this;
 }
 
+FsContext& FsContext::set_flag(const char* key) {
+  if (sys_fsconfig(fd_.get(), FSCONFIG_SET_FLAG, key, nullptr, 0) < 0) fail(std::string("option ") + key);
+  return *this;
+}
+
 FsContext& FsContext::set_fd(const char* key, int fd) {
   if (sys_fsconfig(fd_.get(), FSCONFIG_SET_FD, key, nullptr, fd) < 0) fail(std::string("option ") + key);
   return *this;
@@ -76,6 +95,82 @@ UniqueFd FsContext::mount(unsigned attr_flags) {
   if (!m) fail("fsmount");
   return m;
 }
+
+namespace {
+
+// The overlay from detached layer mounts handed over as descriptors (kernels whose OverlayFS takes them).
+UniqueFd overlay_from_descriptors(const std::vector<UniqueFd>& lowers, int upper, int work) {
+  FsContext ovl("overlay");
+  // lowerdir+ appends below the previous ones, so the topmost layer goes first.
+  for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) ovl.set_fd("lowerdir+", it->get());
+  ovl.set_fd("upperdir", upper).set_fd("workdir", work);
+  return ovl.mount(MOUNT_ATTR_NODEV);
+}
+
+// The same where OverlayFS takes layers only as paths, which it resolves and privately clones in the
+// mounting thread's mount namespace: the detached mounts are attached in a namespace of our own (never
+// the host's) under one per-build tmpfs, the overlay is mounted from their paths, and detaching that
+// tmpfs drops them all at once (one RCU wait instead of one per layer). The overlay keeps its clones.
+UniqueFd overlay_by_path(std::vector<UniqueFd>& lowers, int upper_mnt) {
+  UniqueFd root;
+  PrivateMountNamespace::get().run([&] {
+    static unsigned builds = 0;  // (jobs run one at a time)
+    const std::string dir = "/" + std::to_string(builds++);
+    if (::mkdir(dir.c_str(), 0700) != 0) throw_errno("overlay staging: mkdir " + dir);
+    if (::mount("sandlet-stage", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64k") != 0) {
+      int e = errno;
+      ::rmdir(dir.c_str());
+      throw_errno("overlay staging: mount tmpfs", e);
+    }
+    struct Cleanup {
+      const std::string& dir;
+      ~Cleanup() {
+        ::umount2(dir.c_str(), MNT_DETACH);
+        ::rmdir(dir.c_str());
+      }
+    } cleanup{dir};
+    auto attach = [](int mnt, const std::string& at) {
+      if (::mkdir(at.c_str(), 0700) != 0) throw_errno("overlay staging: mkdir " + at);
+      if (::syscall(SYS_move_mount, mnt, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        throw_errno("overlay staging: attach a layer at " + at);
+    };
+    std::string lowerdir;  // topmost first, ':'-separated (our names need no escaping)
+    for (size_t i = 0; i < lowers.size(); ++i) {
+      std::string at = dir + "/" + std::to_string(i);
+      attach(lowers[i].get(), at);
+      lowerdir = i == 0 ? at : at + ":" + lowerdir;
+    }
+    attach(upper_mnt, dir + "/u");
+    root = FsContext("overlay")
+               .set("lowerdir", lowerdir)
+               .set("upperdir", dir + "/u/upper")
+               .set("workdir", dir + "/u/work")
+               .mount(MOUNT_ATTR_NODEV);
+  });
+  return root;
+}
+
+// How this process's kernel takes layers: -1 not known yet, 1 as descriptors, 0 only by path. The first
+// build tries descriptors (the fast path costs no separate probe); if that fails, the probe decides
+// whether the kernel lacks them (then by path, from now on) or the failure was the layers' own.
+std::atomic<int> g_layer_fds{-1};
+
+UniqueFd overlay_root(std::vector<UniqueFd>& lowers, int upper_mnt, int upper, int work) {
+  const int mode = g_layer_fds.load(std::memory_order_relaxed);
+  if (mode != 0) {
+    try {
+      UniqueFd root = overlay_from_descriptors(lowers, upper, work);
+      g_layer_fds.store(1, std::memory_order_relaxed);
+      return root;
+    } catch (const Error&) {
+      if (mode == 1 || overlay_layer_fds_probe().present) throw;
+      g_layer_fds.store(0, std::memory_order_relaxed);
+    }
+  }
+  return overlay_by_path(lowers, upper_mnt);
+}
+
+}  // namespace
 
 OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int userns_fd, uid_t root_uid,
                                    uint64_t disk_bytes) {
@@ -101,21 +196,8 @@ OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int u
   UniqueFd work(::openat(upper_mnt.get(), "work", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!upper || !work) throw_errno("open rootfs upper/work");
 
-  FsContext ovl("overlay");
-  try {
-    // lowerdir+ appends below the previous ones, so the topmost layer goes first.
-    for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) ovl.set_fd("lowerdir+", it->get());
-    ovl.set_fd("upperdir", upper.get()).set_fd("workdir", work.get());
-  } catch (const Error& e) {
-    // OverlayFS takes layers as descriptors since Linux 6.13, as O_PATH ones (ours) since 6.15.
-    if (e.err_no() != EBADF) throw;
-    throw Error(Code::kUnimplemented,
-                std::string("this kernel's OverlayFS does not take layers as O_PATH descriptors (Linux 6.15 or "
-                            "later does): ") + e.what(),
-                e.err_no());
-  }
   OverlayRootfs out;
-  out.root = ovl.mount(MOUNT_ATTR_NODEV);
+  out.root = overlay_root(lowers, upper_mnt.get(), upper.get(), work.get());
   out.sources = std::move(lowers);
   out.sources.push_back(std::move(upper_mnt));
   return out;

@@ -21,6 +21,7 @@ class FsContext final {
   explicit FsContext(const char* fstype);
   FsContext& set(const char* key, const std::string& value);
   FsContext& set_fd(const char* key, int fd);
+  FsContext& set_flag(const char* key);
   UniqueFd mount(unsigned attr_flags = 0);  // FSCONFIG_CMD_CREATE + fsmount
 
  private:
@@ -38,7 +39,9 @@ struct OverlayRootfs {
 };
 
 // The sandbox root: OverlayFS of `layers` (lowest first, each idmapped into the sandbox's user namespace)
-// and a per-sandbox tmpfs upper of `disk_bytes`, owned by `root_uid` (root inside). Detached.
+// and a per-sandbox tmpfs upper of `disk_bytes`, owned by `root_uid` (root inside). Detached. Where the
+// kernel's OverlayFS takes no layer descriptors (found by the first build; sys/kernel_features), the layers are handed to it by
+// path from a private mount namespace (sys/private_mount_ns): the result is the same detached mount.
 OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int userns_fd, uid_t root_uid,
                                    uint64_t disk_bytes);
 

@@ -29,7 +29,7 @@ bool same(const Spec& a, const Spec& b) {
          a.limits.memory == b.limits.memory && a.limits.pids == b.limits.pids &&
          a.limits.disk == b.limits.disk && a.network == b.network && a.labels == b.labels &&
          a.lifetime == b.lifetime && a.max_lifetime_s == b.max_lifetime_s &&
-         a.idle_timeout_s == b.idle_timeout_s;
+         a.idle_timeout_s == b.idle_timeout_s && a.accept_weaker == b.accept_weaker;
 }
 
 // A temporary directory (removed at scope exit) where the tests make empty files.
@@ -123,7 +123,7 @@ TEST_CASE("random doubles round-trip exactly and numbers read naturally", "[spec
   const std::string text = spec_to_json(s);
   CHECK_THAT(text, Catch::Contains("\"cpus\":0.5,"));
   CHECK_THAT(text, Catch::Contains("\"max_lifetime_s\":3600,"));
-  CHECK_THAT(text, Catch::Contains("\"idle_timeout_s\":1e-09}"));
+  CHECK_THAT(text, Catch::Contains("\"idle_timeout_s\":1e-09,"));
 }
 
 TEST_CASE("parsing a valid spec", "[spec]") {

@@ -26,6 +26,7 @@
 #include "policy/seccomp_profile.hpp"
 #include "backends/container/sandbox_cgroup.hpp"
 #include "backends/container/init_setup.hpp"
+#include "backends/container/kernel_support.hpp"
 #include "backends/container/spawn_init.hpp"
 #include "sys/unix_socket.hpp"
 
@@ -150,6 +151,7 @@ class ContainerBackend final : public Backend {
   sys::UniqueFd finish(std::unique_ptr<Prepared> base, SandboxRecord& rec, OneShot* one_shot) override {
     std::unique_ptr<ContainerPrepared> p(static_cast<ContainerPrepared*>(base.release()));
     const Spec& spec = rec.spec;
+    container::require_accepted_guarantees(container::host_guarantees(host_.cgroups), spec);
     p->cgroup.apply_limits(spec.limits);
     rec.cgroups = p->cgroup.paths();
 
@@ -212,8 +214,7 @@ std::unique_ptr<Backend> make_container_backend(const HostContext& host) {
 std::string probe_container() {
   auto max_userns = sys::read_file_if_exists("/proc/sys/user/max_user_namespaces", 64);
   if (max_userns && std::atol(max_userns->c_str()) == 0) return "user namespaces are disabled (user.max_user_namespaces = 0)";
-  auto fs = sys::read_file_if_exists("/proc/filesystems", 1 << 16);
-  if (!fs || fs->find("\toverlay\n") == std::string::npos) return "the kernel has no OverlayFS";
+  if (std::string why = container::kernel_unsupported(); !why.empty()) return why;
   if (::geteuid() != 0) return "the container backend needs root (CAP_SYS_ADMIN) on the host";
   try {
     sys::CgroupSystem::detect();

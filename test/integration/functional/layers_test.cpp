@@ -219,29 +219,3 @@ TEST_CASE("a layer stays mounted while a sandbox uses it, layer gc unmounts it a
   CHECK(mount_count() == mounts_before);
   CHECK_FALSE(fs::exists(root));
 }
-
-TEST_CASE("a layer store on tmpfs: a create from it says why it cannot mount the layer", "[layers]") {
-  // /dev/shm is tmpfs, whose files EROFS cannot mount (it asks for a block device instead).
-  char tmpl[] = "/dev/shm/sandlet-it-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string root = tmpl;
-  {
-    sandlet::RuntimeOptions o;
-    o.disable_warm_pool = true;
-    auto rt = sandlet::Runtime::open(root, o);
-    sandlet::LayerImportOptions import;
-    import.name = "busybox";
-    rt.layer_import(SANDLET_TEST_ROOTFS, import);
-    try {
-      rt.create(sandlet::Spec().layer("busybox"));
-      FAIL("created from a layer store on tmpfs");
-    } catch (const sandlet::Error& e) {
-      INFO(e.what());
-      CHECK(e.code() == SANDLET_UNIMPLEMENTED);
-      CHECK(std::string(e.what()).find("tmpfs cannot") != std::string::npos);
-    }
-    rt.close();
-  }
-  std::error_code ec;
-  fs::remove_all(root, ec);
-}

@@ -1,0 +1,74 @@
+#!/bin/sh
+# Runs inside a VM of test/vm/run-in-vm.sh: a pure cgroup v2 host on a stock Debian kernel. First what the
+# kernel offers and the paths sandlet takes there (`sandlet doctor`, checked against the paths this kernel
+# is known to need), then the integration tests (layer tests included) and the C tests, the conformance
+# suite when it is built, explicit checks of the v2 layout and of store layers through the CLI, and that
+# nothing is left behind: mounts, cgroups, loop devices. busybox sh.
+# usage: kernel-suite.sh CLI INTEGRATION_TESTS CAPI_TESTS ROOTFS OVERLAY_PATH STORE_PATH [CONFORMANCE_TESTS]
+#   OVERLAY_PATH, STORE_PATH: the "paths" the doctor must report ("" = not checked)
+set -u
+cli=$1 integration=$2 capi=$3 rootfs=$4 want_overlay=$5 want_store=$6 conformance=${7:-}
+fail=0
+check() {  # check DESCRIPTION COMMAND...: runs the command, records a failure
+  desc=$1; shift
+  if "$@"; then echo "ok: $desc"; else echo "FAILED: $desc"; fail=1; fi
+}
+bound_loops() {  # loop devices bound to a file
+  n=0
+  for f in /sys/block/loop*/loop/backing_file; do [ -e "$f" ] && n=$((n + 1)); done
+  echo $n
+}
+section() { echo "=== $1 ($(cut -d' ' -f1 /proc/uptime) s since boot)"; }
+
+[ -e /sys/fs/cgroup/cgroup.subtree_control ] && [ ! -e /sys/fs/cgroup/unified ] || { echo "not a pure cgroup v2 host"; exit 1; }
+
+section "sandlet doctor"
+root=/tmp/kernel-suite-root
+"$cli" --root "$root" doctor -v || fail=1
+"$cli" --root "$root" doctor --json > /tmp/doctor.json || fail=1
+[ -z "$want_overlay" ] || check "overlay layers: $want_overlay" grep -qF "\"overlay\":\"$want_overlay\"" /tmp/doctor.json
+[ -z "$want_store" ] || check "store layers: $want_store" grep -qF "\"store_layers\":\"$want_store\"" /tmp/doctor.json
+
+section "integration tests"
+"$integration" --reporter compact || fail=1
+section "C tests"
+"$capi" || fail=1
+if [ -n "$conformance" ] && [ -x "$conformance" ]; then
+  section "conformance suite"
+  SANDLET_CONFORMANCE_BACKENDS=container "$conformance" --reporter compact || fail=1
+fi
+
+section "cgroup v2 layout"
+id=$("$cli" --root "$root" create --layer "$rootfs" --memory 64M --pids 50 --cpus 0.5) || { echo "FAILED: create"; exit 1; }
+group=/sys/fs/cgroup/sandlet/$id
+check "the sandbox has its own group" test -d "$group"
+check "memory.max = 64 MiB" test "$(cat "$group/memory.max")" = 67108864
+check "memory.swap.max = 0" test "$(cat "$group/memory.swap.max")" = 0
+check "pids.max = 50" test "$(cat "$group/pids.max")" = 50
+check "cpu.max = half a CPU" test "$(cat "$group/cpu.max")" = "50000 100000"
+check "the init sits in the sandbox's group" test -n "$(cat "$group/cgroup.procs")"
+check "a command runs in a per-exec group, seen from the sandbox's cgroup namespace" \
+  test "$("$cli" --root "$root" exec "$id" -- cat /proc/self/cgroup)" = "0::/x0"
+check "a command is killed with its group on timeout" \
+  sh -c "\"$cli\" --root \"$root\" exec --timeout 1 \"$id\" -- sh -c 'sleep 100 & sleep 100'; test \$? = 124"
+check "no namespace can be made inside" \
+  sh -c "! \"$cli\" --root \"$root\" exec \"$id\" -- unshare -U true 2>/dev/null"
+"$cli" --root "$root" rm "$id" || fail=1
+check "destroy removes the group" test ! -e "$group"
+
+section "store layers through the CLI"
+"$cli" --root "$root" layer import "$rootfs" --name bb >/dev/null || fail=1
+id=$("$cli" --root "$root" create --layer bb) || { echo "FAILED: create from a store layer"; exit 1; }
+check "a store layer's files read back" \
+  test "$("$cli" --root "$root" exec "$id" -- sh -c 'head -1 /etc/passwd | cut -d: -f1')" = root
+if [ "$want_store" = "EROFS on loop devices" ]; then
+  check "its image and blobs sit on loop devices" test "$(bound_loops)" -ge 2
+else
+  check "no loop device is used" test "$(bound_loops)" = 0
+fi
+"$cli" --root "$root" rm "$id" >/dev/null || fail=1
+"$cli" --root "$root" gc >/dev/null || fail=1
+check "gc removes the idle parent group" test ! -e /sys/fs/cgroup/sandlet
+check "no mount left" test "$(grep -c sandlet /proc/self/mountinfo)" = 0
+check "no loop device left bound" test "$(bound_loops)" = 0
+exit $fail
