@@ -79,7 +79,10 @@ fetch_suite() {  # $1: suite; leaves $dest/$1 -> the unpacked kernel
   echo "fetch-vm-kernel.sh: $image unpacked in $unpacked"
 }
 
+# One suite that cannot be fetched does not stop the others (its VM test is then skipped).
+failed=0
 for suite in "${suites[@]}"; do
-  fetch_suite "$suite"
+  ( fetch_suite "$suite" ) || { failed=1; continue; }
   if [[ $suite == "$newest_suite" ]]; then ln -sfn "$(readlink "$dest/$suite")" "$dest/current"; fi
 done
+exit $failed

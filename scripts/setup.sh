@@ -28,7 +28,7 @@ packages=(
   libssl-dev zlib1g-dev libzstd-dev zstd
   busybox-static bubblewrap uidmap erofs-utils
   hyperfine python3 python3-dev python3-venv
-  # The pure cgroup v2 test boots a throw-away VM (software emulation) with a Debian kernel.
+  # The VM tests boot Debian kernels in throw-away VMs (software emulation): pure cgroup v2, 6.1, 6.12.
   qemu-system-x86 e2fsprogs xz-utils
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
@@ -72,9 +72,9 @@ if [[ ! -f $stamp ]] || ! cmp -s "$stamp" "$requirements"; then
     || die "pip install -r $requirements failed"
   cp "$requirements" "$stamp"
 fi
-# That VM's kernel: unpacked into a cache, never installed. Without it that one test SKIPs (saying why)
-# rather than every test failing with the set-up.
+# The VM tests' kernels (Debian's 6.1 and 6.12, and the newest): unpacked into a cache, never installed.
+# Without one, the tests that boot it SKIP (saying why) rather than every test failing with the set-up.
 "$here/scripts/fetch-vm-kernel.sh" ||
-  echo "setup.sh: warning: no kernel for the pure cgroup v2 VM test; that test will be skipped" >&2
+  echo "setup.sh: warning: not every kernel for the VM tests could be fetched; those tests will be skipped" >&2
 
 echo "setup.sh: done"

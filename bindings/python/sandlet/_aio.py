@@ -343,6 +343,9 @@ class AsyncRuntime:
     def backends(self) -> List[Dict[str, Any]]:
         return self.sync.backends()
 
+    async def features(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.features)
+
     async def layer_import(self, path: PathLike, *, role: Optional[str] = None, name: Optional[str] = None,
                            parent: Optional[str] = None, dedupe: bool = True,
                            progress: Optional[ProgressFn] = None) -> Dict[str, Any]:

@@ -295,6 +295,11 @@ class Runtime:
         """Backends of this build and whether this host can run each (and if not, why)."""
         return [{"name": n, "available": a, "reason": r} for n, a, r in self._h.backends()]
 
+    def features(self) -> Dict[str, Any]:
+        """Every kernel feature sandlet uses on this host, probed: present or not, and the path taken;
+        and the guarantees this host weakens (what ``sandlet doctor`` prints; see sandlet.h)."""
+        return json.loads(self._h.features_json())
+
     # ---- layer store and environments (blocking) ----
 
     def layer_import(

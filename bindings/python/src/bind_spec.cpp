@@ -36,6 +36,9 @@ void bind_spec(py::module_& m) {
            "\"owned\" (dies with its runtime/process) or \"detached\" (reattachable by id).")
       .def("set_max_lifetime", [](Spec& s, double v) { s.max_lifetime(v); }, py::arg("seconds"))
       .def("set_idle_timeout", [](Spec& s, double v) { s.idle_timeout(v); }, py::arg("seconds"))
+      .def("accept_weaker", [](Spec& s, const std::string& v) { s.accept_weaker(v); }, py::arg("guarantee"),
+           "A guarantee this sandbox may get in a weaker form where the host cannot give it in full\n"
+           "(\"memory_swap\", \"exec_kill_descendants\"); without it such a create raises Unimplemented.")
       .def("__repr__", [](const Spec& s) { return "Spec(" + s.to_json() + ")"; });
 }
 
