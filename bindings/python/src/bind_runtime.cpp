@@ -135,6 +135,7 @@ void bind_runtime(py::module_& m) {
       .def("gc", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.gc(); }); })
       .def("features_json",
            [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.features_json(); }); })
+      .def("stats_json", [](RuntimeHandle& h) { return h.get()->stats_json(); })
       .def("list",
            [](RuntimeHandle& h, const std::string& label_filter) {
              auto items = blocking(h, [&](sandlet::Runtime& rt) { return rt.list(label_filter); });
