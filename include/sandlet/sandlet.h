@@ -111,6 +111,9 @@ typedef enum sandlet_code {
   SANDLET_DATA_LOSS = 15
 } sandlet_code_t;
 
+/* When memory runs out, even for the error object, the error returned is a static one (RESOURCE_EXHAUSTED,
+   "out of memory", ENOMEM), never NULL: read and release it like any other (sandlet_error_delete leaves it
+   alone), and do not tell errors apart by their address. */
 typedef struct sandlet_error sandlet_error_t;
 
 SANDLET_API sandlet_code_t sandlet_error_code(const sandlet_error_t *err);   /* SANDLET_OK for NULL */
