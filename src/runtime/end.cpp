@@ -18,10 +18,14 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
   end_started(rec, impl, /*now=*/false);
 }
 
-void Runtime::end_started(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, bool now) {
-  impl->kill();
+void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl) {
+  impl.kill();
   dirs_->retire(rec.id);
   fault_point("runtime.retired");
+}
+
+void Runtime::end_started(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, bool now) {
+  retire(rec, *impl);
   if (now) {
     reclaim(rec, impl);
     return;

@@ -1,8 +1,9 @@
 // Sweeps what crashed or expired runs left behind: for every sandbox directory, gc_verdict (lifecycle.hpp)
 // decides from its record and the liveness of its owner and of the sandbox itself; sandboxes of this
-// process that it watches or reclaims are left to it. A directory without a readable record that is older
-// than a minute (a create that died before writing one) is reclaimed through every backend, which find
-// what such a sandbox could have left from its id alone.
+// process that it watches or reclaims are left to it. A staging directory (sandbox_dirs.hpp) goes when its
+// creator is gone. A directory without a readable record that is older than a minute (damaged) is
+// reclaimed through every backend, which find what such a sandbox could have left from its id alone.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include "common/error.hpp"
@@ -38,6 +39,17 @@ size_t Runtime::gc(bool release_idle) {
   size_t removed = 0;
   const double now = sys::now_unix_seconds();
   for (const auto& name : dirs_->names()) {
+    if (auto owner = SandboxDirs::staging_owner(name)) {
+      // A create that died before its directory appeared (nothing else of it exists).
+      struct stat st;
+      const std::string path = dirs_->path_of(name);
+      if (::kill(*owner, 0) < 0 && errno == ESRCH) {
+        sys::remove_tree(path);
+      } else if (::stat(path.c_str(), &st) == 0 && now - static_cast<double>(st.st_mtime) > kRecordlessGraceS) {
+        sys::remove_tree(path);  // a reused pid keeps it no longer than this
+      }
+      continue;
+    }
     const bool retired = name.rfind(SandboxDirs::kRetiredPrefix, 0) == 0;
     const std::string id = retired ? name.substr(std::string(SandboxDirs::kRetiredPrefix).size()) : name;
     if (!SandboxDirs::valid_id(id)) continue;

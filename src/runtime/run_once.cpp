@@ -5,9 +5,6 @@
 // `sandlet run` (and bwrap-style callers) need.
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>

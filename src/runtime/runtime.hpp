@@ -124,6 +124,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void on_exit(const std::string& id);
 
   // Ending (runtime/end.cpp): kill and retire now, reclaim on a worker (or here, `now`).
+  void retire(const SandboxRecord& rec, BackendSandbox& impl);  // running/paused/creating -> ending
   void end_started(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, bool now);
   void reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept;
   // A create that failed: drops what the backend made, removes the directory, releases layers.

@@ -86,6 +86,13 @@ class Runtime {
     return out;
   }
 
+  // Counters of this runtime (warm pool hits and misses, ...) as JSON (sandlet_runtime_stats_json).
+  std::string stats_json() const {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_stats_json(rt_, &out));
+    return detail::take_string(out);
+  }
+
   // Sweeps what crashed or expired runs left behind; returns how many sandboxes were removed.
   size_t gc() {
     size_t removed = 0;

@@ -141,6 +141,10 @@ class Sandbox {
     ctx.release();
   }
 
+  // Freezes every process of the sandbox / lets them run on (sandlet_sandbox_pause).
+  void pause() { detail::check(sandlet_sandbox_pause(sb_)); }
+  void resume() { detail::check(sandlet_sandbox_resume(sb_)); }
+
   // The sandbox's record (id, state, backend, labels, spec, created_at, ...) as a JSON object.
   std::string info_json() {
     char* out = nullptr;
