@@ -167,10 +167,18 @@ SANDLET_API const char *sandlet_runtime_root(const sandlet_runtime_t *rt);
    array (see the conventions at the top: walk it with SANDLET_ARRAY_AT). The array is owned by the runtime
    and valid until it is closed. `reason` is "" when available, otherwise says what is missing. */
 typedef struct sandlet_backend_info {
-  const char *name;    /* "container", "fncall", "microvm", "fullvm" */
-  int available;       /* non-zero if this host can run it */
-  const char *reason;  /* why not, e.g. "no /dev/kvm" */
+  const char *name;       /* "container", "fncall", "microvm", "fullvm" */
+  int available;          /* non-zero if this host can run it */
+  uint32_t capabilities;  /* SANDLET_CAP_* bits: what it supports beyond create, exec, files and destroy
+                             (0 when unavailable) */
+  const char *reason;     /* why not, e.g. "no /dev/kvm" */
 } sandlet_backend_info_t;
+#define SANDLET_CAP_PREPARE_AHEAD 0x01u /* prepares sandboxes ahead of a create (a warm pool) */
+#define SANDLET_CAP_ONE_SHOT 0x02u      /* sandlet_run starts the command without an agent round trip */
+#define SANDLET_CAP_PAUSE 0x04u         /* sandlet_sandbox_pause / _resume */
+#define SANDLET_CAP_SNAPSHOT 0x08u      /* snapshots (not in this version's C ABI yet) */
+#define SANDLET_CAP_FORK 0x10u          /* fork into children (not in this version's C ABI yet) */
+#define SANDLET_CAP_STORE_LAYERS 0x20u  /* layers of the runtime's layer store (sandlet_spec_add_layer by name) */
 SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, const sandlet_backend_info_t **out,
                                                       size_t *count, size_t *elem_size);
 
@@ -283,7 +291,7 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_info_json(sandlet_sandbox_t *sb, ch
 /* Freezes every process of the sandbox (memory, files and open connections stay; a frozen sandbox uses no
    CPU) / lets them run on. An exec or file call on a sandbox paused through this runtime resumes it first.
    Pausing a paused sandbox (or resuming a running one) does nothing. UNIMPLEMENTED where the backend cannot
-   (sandlet_runtime_backends says which can: its "pause" capability). */
+   (sandlet_runtime_backends says which can: SANDLET_CAP_PAUSE in its capabilities). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_pause(sandlet_sandbox_t *sb);
 SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
 

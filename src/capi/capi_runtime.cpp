@@ -5,11 +5,17 @@
 
 #include <atomic>
 
+#include "backends/backend.hpp"
 #include "capi/options.hpp"
 
 using sandlet::capi::check_options_size;
 using sandlet::capi::field_or;
 using sandlet::capi::guard;
+
+// The public capability bits are the backends' own.
+static_assert(SANDLET_CAP_PREPARE_AHEAD == sandlet::kCapPrepareAhead && SANDLET_CAP_ONE_SHOT == sandlet::kCapOneShot &&
+              SANDLET_CAP_PAUSE == sandlet::kCapPause && SANDLET_CAP_SNAPSHOT == sandlet::kCapSnapshot &&
+              SANDLET_CAP_FORK == sandlet::kCapFork && SANDLET_CAP_STORE_LAYERS == sandlet::kCapStoreLayers);
 
 namespace {
 std::atomic<unsigned> g_forks{0};
@@ -45,7 +51,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
     auto handle = std::make_unique<sandlet_runtime>();
     handle->rt = sandlet::Runtime::open(root ? root : "", options);
     for (const auto& b : handle->rt->backends())
-      handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.reason.c_str()});
+      handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.capabilities, b.reason.c_str()});
     *out = handle.release();
   });
 }

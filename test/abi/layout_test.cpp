@@ -93,7 +93,7 @@ std::vector<Layout> table() {
       // An element of a returned array: versioned by the element size the call returns.
       {"sandlet_backend_info_t", sizeof(BI), 24, 0,
        {SANDLET_ROW_(BI, name, 0, 8, false), SANDLET_ROW_(BI, available, 8, 4, false),
-        SANDLET_ROW_(BI, reason, 16, 8, true)}},
+        SANDLET_ROW_(BI, capabilities, 12, 4, false), SANDLET_ROW_(BI, reason, 16, 8, false)}},
   };
 }
 

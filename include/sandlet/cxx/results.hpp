@@ -18,6 +18,7 @@ inline namespace cxx {  // see sandlet/cxx/error.hpp
 struct BackendInfo {
   std::string name;     // "container", "fncall", "microvm", "fullvm"
   bool available = false;
+  uint32_t capabilities = 0;  // SANDLET_CAP_* bits (sandlet.h)
   std::string reason;   // empty when available, else what this host lacks
 };
 

@@ -80,6 +80,7 @@ class Runtime {
       BackendInfo b;
       b.name = info->name != nullptr ? info->name : "";
       b.available = info->available != 0;
+      b.capabilities = info->capabilities;
       b.reason = info->reason != nullptr ? info->reason : "";
       out.push_back(std::move(b));
     }
