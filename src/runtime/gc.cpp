@@ -17,24 +17,6 @@ constexpr double kRecordlessGraceS = 60;
 
 }  // namespace
 
-bool Runtime::end_from_record(const SandboxRecord& rec, bool retired) {
-  Backend* backend = backend_named(rec.backend);
-  if (!backend) return false;  // not this host's to reclaim (another build or host put it here)
-  std::shared_ptr<BackendSandbox> impl = backend->adopt(rec.id, dirs_->dir(rec.id), rec.backend_state);
-  if (!retired) {
-    impl->kill();
-    dirs_->retire(rec.id);
-  }
-  try {
-    impl->reclaim();
-  } catch (const Error&) {
-    return false;  // left for the next sweep
-  }
-  dirs_->remove(rec.id);
-  layers_->release_of(rec);
-  return true;
-}
-
 size_t Runtime::gc(bool release_idle) {
   size_t removed = 0;
   const double now = sys::now_unix_seconds();
@@ -79,6 +61,14 @@ size_t Runtime::gc(bool release_idle) {
       }
       continue;
     }
+    Backend* backend = backend_named(rec->backend);
+    if (!backend) continue;  // not this host's to reclaim (another build or host put it here)
+    std::shared_ptr<BackendSandbox> impl;
+    try {
+      impl = backend->adopt(id, dirs_->dir(id), rec->backend_state);
+    } catch (const Error&) {
+      continue;  // a damaged section: left alone rather than guessed at
+    }
     GcFacts facts;
     facts.state = rec->state;
     facts.retired = retired;
@@ -86,19 +76,10 @@ size_t Runtime::gc(bool release_idle) {
     facts.owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
     facts.deadline = rec->deadline;
     facts.now = now;
-    facts.sandbox_alive = false;
-    if (Backend* backend = backend_named(rec->backend)) {
-      try {
-        facts.sandbox_alive = backend->adopt(id, dirs_->dir(id), rec->backend_state)->alive();
-      } catch (const Error&) {
-      }
-    }
+    facts.sandbox_alive = impl->alive();
     if (gc_verdict(facts) == GcVerdict::kKeep) continue;
-    try {
-      if (end_from_record(*rec, retired)) ++removed;
-    } catch (const Error&) {
-      // Left for the next sweep; reported through the count only.
-    }
+    if (!retired) retire(*rec, *impl);
+    if (reclaim(*rec, impl)) ++removed;  // else left for the next sweep
   }
   for (auto& [name, backend] : backends_) {
     try {
