@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "common/fault_point.hpp"
 #include "image/erofs_format.hpp"
 #include "image/store_files.hpp"
 #include "sys/fs_util.hpp"
@@ -65,6 +66,7 @@ sys::UniqueFd mount_erofs_on_loop(const std::string& meta, const std::vector<std
     loops.push_back(sys::attach_loop_device(b));
     devices.push_back(loops.back().path);
   }
+  fault_point("layers.loop_bound");  // (tests: a crash here leaves bound devices only to the kernel's autoclear)
   return mount_erofs(loops.front().path, devices);
 }
 
@@ -130,6 +132,7 @@ void LayerMounts::mount_locked(const std::string& digest, const std::string& tar
                       "xfs or btrfs), and " + how.loop_unavailable);
     mnt = mount_erofs_on_loop(store_.meta_path(digest), blobs);
   }
+  fault_point("layers.mounted");  // detached yet: it goes with the process
   sys::mkdir_p(target, 0755);
   if (::syscall(SYS_move_mount, mnt.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     throw_errno("attach layer " + digest + " at " + target);

@@ -220,3 +220,29 @@ TEST_CASE("loop devices of a crashed owner's layers are freed by gc", "[kernel][
   }
   CHECK(mounts_mentioning(store.root) == 0);
 }
+
+TEST_CASE("a crash while a layer's loop devices are bound leaves none bound", "[kernel][layers]") {
+  if (!fs::exists("/dev/loop-control")) {
+    WARN("SANDLET-SKIP: no /dev/loop-control (loop module not loaded)");
+    return;
+  }
+  // Killed (-9) with the devices bound but not mounted yet, then with the layer mounted but not attached:
+  // the kernel frees them when the process's descriptors close, before any gc runs.
+  for (const char* point : {"layers.loop_bound", "layers.mounted"}) {
+    INFO("fault point " << point);
+    StoreRoot store("/dev/shm");
+    int status = -1;
+    host_sh(std::string(SANDLET_CRASH_HELPER) + " " + store.root + " busybox " + point + " 2>&1", &status);
+    CHECK((status == 137 || status == -1));  // SIGKILL: 128+9 from the shell, or a signal if it exec()ed
+    CHECK(wait_until([&] { return loops_under(store.root) == 0; }, 10));
+    CHECK(erofs_mounts_under(store.root) == 0);
+    {
+      sandlet::RuntimeOptions o;
+      o.disable_warm_pool = true;
+      auto rt = sandlet::Runtime::open(store.root, o);
+      rt.gc();
+      CHECK(rt.list().empty());
+    }
+    CHECK(mounts_mentioning(store.root) == 0);
+  }
+}
