@@ -12,6 +12,8 @@
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
 #include "image/erofs_format.hpp"
+#include "image/erofs_writer.hpp"
+#include "image/fs_tree.hpp"
 #include "image/store_files.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/kernel_features.hpp"
@@ -82,24 +84,22 @@ const LayerMounts::Backing& LayerMounts::backing() const {
       backing_ = b;
       return;
     }
-    sys::UniqueFd ctx(static_cast<int>(fs));
+    ::close(static_cast<int>(fs));
     b.erofs = true;
-    // An empty file: a kernel that can mount files opens it and finds no superblock (EINVAL); one that
-    // cannot (or a filesystem it cannot read pages from, like tmpfs) asks for a block device (ENOTBLK).
-    const std::string probe = dir_ + "/.erofs-probe";
-    sys::UniqueFd f(::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (!f) {
-      b.answer = "cannot make " + probe + ": " + sys::errno_name(errno);
-      backing_ = b;
-      return;
+    // A real (empty) image of ours on the store's filesystem, mounted detached and dropped: a kernel that
+    // cannot mount files (or a filesystem it cannot read pages from, like tmpfs) asks for a block device.
+    const std::string probe = dir_ + "/.erofs-probe.img";
+    try {
+      write_erofs(FsTree(), 64 * 1024, {}, probe);
+      sys::FsContext ctx("erofs");
+      ctx.set_flag("ro").set("source", probe);
+      ctx.mount(kLayerMountAttrs);
+      b.file_backed = true;
+      b.answer = "file-backed mount of an empty image in " + dir_ + ": done";
+    } catch (const Error& e) {
+      b.answer = "file-backed mount of an empty image in " + dir_ + ": " + e.what();
     }
-    f.reset();
-    ::syscall(SYS_fsconfig, ctx.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0);
-    long rc = ::syscall(SYS_fsconfig, ctx.get(), FSCONFIG_SET_STRING, "source", probe.c_str(), 0);
-    if (rc == 0) rc = ::syscall(SYS_fsconfig, ctx.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0);
-    int e = errno;
-    b.file_backed = rc < 0 && e != ENOTBLK;
-    b.answer = "erofs mount of an empty file in " + dir_ + " = " + (rc < 0 ? sys::errno_name(e) : std::string("0"));
+    ::unlink(probe.c_str());
     backing_ = b;
   });
   return backing_;
@@ -109,27 +109,32 @@ void LayerMounts::mount_locked(const std::string& digest, const std::string& tar
   auto layer = store_.find(digest);
   if (!layer) throw Error(Code::kNotFound, "layer " + digest + " not found in " + store_.dir());
   store_.verify(*layer);
-  const Backing& how = backing();
-  if (!how.erofs)
-    throw Error(Code::kUnimplemented, "layer " + digest + ": the kernel has no EROFS filesystem (" + how.answer + ")");
   std::vector<std::string> blobs;
   for (const auto& b : layer->blobs) blobs.push_back(store_.blob_path(b));
   sys::UniqueFd mnt;
-  bool loop = !how.file_backed;
+  // The first mount is the probe (no separate one: a failed probe mount logs a kernel error): file-backed
+  // until the kernel asks for a block device, then loop devices for this store from now on.
+  bool loop = file_backed_.load(std::memory_order_relaxed) == 0;
   if (!loop) {
     try {
       mnt = mount_erofs(store_.meta_path(digest), blobs);
+      file_backed_.store(1, std::memory_order_relaxed);
     } catch (const Error& e) {
+      if (e.err_no() == ENODEV)
+        throw Error(Code::kUnimplemented, "layer " + digest + ": the kernel has no EROFS filesystem (" + e.what() + ")",
+                    ENODEV);
       if (e.err_no() != ENOTBLK) throw;
-      loop = true;  // (the probe said otherwise; the mount is what counts)
+      file_backed_.store(0, std::memory_order_relaxed);
+      loop = true;
     }
   }
   if (loop) {
-    if (!how.loop_unavailable.empty())
+    std::string no_loops = sys::loop_devices_unavailable();
+    if (!no_loops.empty())
       throw Error(Code::kUnimplemented,
                   "layer " + digest + ": EROFS cannot mount files of " + store_.dir() +
-                      " here (file-backed mounts need Linux 6.12 or later and a store on a filesystem such as ext4, "
-                      "xfs or btrfs), and " + how.loop_unavailable);
+                      " here (file-backed mounts need a kernel that has them, Linux 6.12 or later, and a store on a "
+                      "filesystem such as ext4, xfs or btrfs), and " + no_loops);
     mnt = mount_erofs_on_loop(store_.meta_path(digest), blobs);
   }
   fault_point("layers.mounted");  // detached yet: it goes with the process

@@ -8,6 +8,7 @@
 // detaches once the mount is gone (see sys/loop_device.hpp): no device outlives its mount, even
 // after a crash.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -38,8 +39,8 @@ class LayerMounts final {
 
   const std::string& dir() const { return dir_; }
 
-  // How this store's layers are mounted, probed once (the first mount or report asks) with an empty
-  // file on the store's filesystem: no mount is made.
+  // How this store's layers can be mounted, probed once for reports by mounting (detached) and dropping
+  // an empty image on the store's filesystem. Mounts themselves decide by their first attempt.
   struct Backing {
     bool erofs = false;        // the kernel has EROFS (fsopen loads its module when needed)
     bool file_backed = false;  // EROFS mounts the store's files directly
@@ -54,6 +55,7 @@ class LayerMounts final {
   std::string dir_;
   mutable std::once_flag backing_once_;
   mutable Backing backing_;
+  std::atomic<int> file_backed_{-1};  // -1 not known yet, 1 the store's files mount, 0 through loop devices
 };
 
 }  // namespace sandlet::image
