@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/agent_protocol.hpp"
 #include "runtime/record.hpp"
 
 namespace sandlet {
@@ -83,7 +84,7 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
 
  private:
   std::shared_ptr<Runtime> runtime_checked() const;
-  void call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
+  void call_async(std::string frames, std::function<bool(proto::AgentMsg, std::string_view)> on_frame,
                   std::function<void(std::exception_ptr)> done);
 
   std::weak_ptr<Runtime> runtime_;

@@ -16,7 +16,7 @@
 #include <cstdlib>
 
 #include "common/error.hpp"
-#include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 #include "proto/wire.hpp"
 #include "backends/container/embedded_init.hpp"
 #include "runtime/exec_env.hpp"
@@ -54,7 +54,7 @@ struct ContainerPrepared final : Backend::Prepared {
 };
 
 // Reads the init's answer to a setup step; a kError carries the init's own message.
-void expect_setup_reply(ContainerPrepared& p, proto::Msg want, const char* step) {
+void expect_setup_reply(ContainerPrepared& p, proto::InitMsg want, const char* step) {
   container::expect_setup_reply(p.setup.get(), p.init.pidfd(), p.init.pid(), want, step, kReadyTimeoutMs);
 }
 
@@ -68,13 +68,13 @@ void send_stage(ContainerPrepared& p, const std::vector<std::string>& layers, ui
   if (host.close_in_background) host.close_in_background(std::move(rootfs.sources));
   wire::Writer w;
   w.u32(proto::kInitHasCgroup);
-  sys::send_with_fds(p.setup.get(), proto::frame(proto::Msg::kInitStage, w.data()),
+  sys::send_with_fds(p.setup.get(), proto::frame(proto::InitMsg::kStage, w.data()),
                      {rootfs.root.get(), dev.get(), p.listener.get(), p.cgroup.v2_fd()});
   p.listener.reset();
 }
 
 void await_staged(ContainerPrepared& p, const std::vector<std::string>& layers, uint64_t disk) {
-  expect_setup_reply(p, proto::Msg::kInitStaged, "filesystem set-up");
+  expect_setup_reply(p, proto::InitMsg::kStaged, "filesystem set-up");
   p.staged = true;
   p.layers = layers;
   p.disk = disk;
@@ -186,14 +186,14 @@ class ContainerBackend final : public Backend {
       }
     }
     try {
-      sys::send_with_fds(p->setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), stdio);
+      sys::send_with_fds(p->setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), stdio);
     } catch (const Error&) {
       // An init that failed its filesystem set-up has exited: its own error, not EPIPE, says why.
       if (stage_now) await_staged(*p, spec.layers, spec.limits.disk);
       throw;
     }
     if (stage_now) await_staged(*p, spec.layers, spec.limits.disk);
-    expect_setup_reply(*p, proto::Msg::kInitReady, "start-up");
+    expect_setup_reply(*p, proto::InitMsg::kReady, "start-up");
     if (one_shot) one_shot->report = std::move(p->setup);  // the command's exit arrives there
     p->cgroup.release();
     return p->init.release();

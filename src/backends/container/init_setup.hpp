@@ -4,14 +4,14 @@
 
 #include <string>
 
-#include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 
 namespace sandlet::container {
 
 // Waits (at most `timeout_ms`) for the init's answer to a start-up `step` and checks it is `want`: a
 // kError frame becomes the init's own error; an exit, a timeout or another frame an INTERNAL/DEADLINE one
 // that says what the init was doing.
-void expect_setup_reply(int setup_fd, int init_pidfd, pid_t init_pid, proto::Msg want, const char* step,
+void expect_setup_reply(int setup_fd, int init_pidfd, pid_t init_pid, proto::InitMsg want, const char* step,
                         int timeout_ms);
 // How the init (not yet reaped) ended, for error messages: "exit status N", "killed by signal N", ...
 std::string describe_init_exit(int pidfd);
