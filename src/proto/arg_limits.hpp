@@ -6,6 +6,7 @@
 // knows its own, names the same sizes when the kernel answers E2BIG. Header-only: the guest includes it.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -33,10 +34,11 @@ struct ArgProblem {
   bool ok() const { return kind == kNone; }
 };
 
-// What execve counts for these vectors; the file name is taken to be argv[0] (the path the PATH search
-// finds is at least as long).
-inline uint64_t exec_arg_bytes(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  uint64_t total = argv.empty() ? 0 : argv[0].size() + 1;
+// What execve counts for these vectors and a file name of `file_name_len` bytes; by default argv[0] (the
+// path a PATH search finds is at least as long).
+inline uint64_t exec_arg_bytes(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                               size_t file_name_len = SIZE_MAX) {
+  uint64_t total = file_name_len != SIZE_MAX ? file_name_len + 1 : argv.empty() ? 0 : argv[0].size() + 1;
   for (const auto& s : argv) total += s.size() + 1 + sizeof(void*);
   for (const auto& s : env) total += s.size() + 1 + sizeof(void*);
   return total;
