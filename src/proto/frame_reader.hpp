@@ -37,6 +37,8 @@ class FrameReader final {
   std::string error() const { return describe(check_, header_, *dir_); }
   // Part of a frame has arrived (an end of stream now cuts a frame short).
   bool mid_frame() const { return have_ > 0 || in_payload_; }
+  // The memory held for payloads (tests check that a refused header reserved nothing).
+  size_t payload_capacity() const { return payload_.capacity(); }
 
  private:
   const Direction* dir_;

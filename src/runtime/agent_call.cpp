@@ -98,45 +98,50 @@ void AgentCall::arm_deadline(std::chrono::milliseconds after) {
   });
 }
 
-// Reads at most up to the end of the current header or payload: the reader allocates a payload only
-// after its header passed, and only as large as that type may be.
+// The reader allocates a payload only after its header passed, and only as large as that type may be.
 void AgentCall::read_next() {
   if (finished_) return;
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(reader_.space(), reader_.space_size()),
-                          [self](boost::system::error_code ec, size_t n) {
-                            if (self->finished_) return;
-                            if (ec) {
-                              self->on_read_error(ec);
-                              return;
-                            }
-                            self->on_read(n);
-                          });
+  const bool staged = reader_.space_size() < sizeof stage_;
+  auto buffer = staged ? asio::buffer(stage_) : asio::buffer(reader_.space(), reader_.space_size());
+  socket_.async_read_some(buffer, [self, staged](boost::system::error_code ec, size_t n) {
+    if (self->finished_) return;
+    if (ec) {
+      self->on_read_error(ec);
+      return;
+    }
+    self->on_read(staged, n);
+  });
 }
 
-void AgentCall::on_read(size_t n) {
-  switch (reader_.commit(n)) {
-    case proto::FrameReader::Result::kNeedMore:
-      read_next();
-      return;
-    case proto::FrameReader::Result::kBad:
-      finish(std::make_exception_ptr(bad_frame_error(reader_)));
-      return;
-    case proto::FrameReader::Result::kFrame:
-      break;
+void AgentCall::on_read(bool staged, size_t n) {
+  using Result = proto::FrameReader::Result;
+  if (!staged) {
+    const Result r = reader_.commit(n);
+    if (r == Result::kBad) return finish(std::make_exception_ptr(bad_frame_error(reader_)));
+    if (r == Result::kFrame && !deliver()) return;
+    return read_next();
   }
+  std::string_view in(stage_, n);
+  while (!in.empty()) {
+    const Result r = reader_.take(in);
+    if (r == Result::kBad) return finish(std::make_exception_ptr(bad_frame_error(reader_)));
+    if (r == Result::kFrame && !deliver()) return;  // (bytes after the final frame are ignored)
+  }
+  read_next();
+}
+
+bool AgentCall::deliver() {
   ++frames_;
   bool final_frame = false;
   try {
     final_frame = on_frame_(static_cast<proto::AgentMsg>(reader_.type()), reader_.payload());
   } catch (...) {
     finish(std::current_exception());
-    return;
+    return false;
   }
-  if (final_frame)
-    finish(nullptr);
-  else
-    read_next();
+  if (final_frame) finish(nullptr);
+  return !final_frame;
 }
 
 void AgentCall::on_read_error(const boost::system::error_code& ec) {

@@ -49,7 +49,8 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
  private:
   void write_next();
   void read_next();
-  void on_read(size_t n);
+  void on_read(bool staged, size_t n);
+  bool deliver();  // hands the reader's frame to the handler; false once the call finished
   void on_read_error(const boost::system::error_code& ec);
   void arm_deadline(std::chrono::milliseconds after);
   void finish(std::exception_ptr error);
@@ -58,6 +59,9 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   std::deque<std::string> outgoing_;  // front is being written
   bool writing_ = false;
   proto::FrameReader reader_{proto::kAgentToHost};
+  // Small frames are read many per system call through this (a forged agent's one-byte frames would
+  // otherwise cost the loop two reads each); large payloads go straight into the reader.
+  char stage_[4096];
   size_t frames_ = 0;  // replies received so far
   FrameHandler on_frame_;
   Done done_;
