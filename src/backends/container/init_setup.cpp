@@ -75,14 +75,20 @@ void expect_setup_reply(int setup_fd, int init_pidfd, pid_t init_pid, proto::Ini
   proto::FrameReader reader(proto::kInitToHost);
   if (!read_setup_frame(setup_fd, reader, timeout_ms, init_pid))
     throw Error(Code::kInternal, std::string("sandbox init exited during ") + step + " (" + describe_init_exit(init_pidfd) + ")");
-  const auto type = static_cast<proto::InitMsg>(reader.type());
+  check_setup_reply(static_cast<proto::InitMsg>(reader.type()), reader.payload(), want, step);
+}
+
+void check_setup_reply(proto::InitMsg type, std::string_view payload, proto::InitMsg want, const char* step) {
   if (type == proto::InitMsg::kError) {
     proto::ErrorReply err;
-    if (!proto::ErrorReply::decode(reader.payload(), &err))
+    if (!proto::ErrorReply::decode(payload, &err))
       throw Error(Code::kInternal, std::string("sandbox init sent a malformed error during ") + step);
     throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
   }
-  if (type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
+  if (type != want) {
+    const proto::FrameType* got = proto::kInitToHost.find(static_cast<uint8_t>(type));
+    throw Error(Code::kInternal, std::string("sandbox init sent '") + (got ? got->name : "?") + "' during " + step);
+  }
 }
 
 }  // namespace sandlet::container
