@@ -20,7 +20,7 @@ uint64_t own_stack_limit() {
 
 // The kernel refused the arguments (E2BIG): say by how much, as the host would have. The kernel also
 // counts the file name it found on PATH, which can tip a total the host let through.
-Status too_big_status(const CommandVectors& cmd, size_t exec_path_len, const char* what) {
+[[gnu::cold]] Status too_big_status(const CommandVectors& cmd, size_t exec_path_len, const char* what) {
   std::vector<std::string> argv, env;
   for (const char* const* p = cmd.argv.data(); *p; ++p) argv.emplace_back(*p);
   for (const char* const* p = cmd.envp.data(); *p; ++p) env.emplace_back(*p);

@@ -1,5 +1,7 @@
 #include "guest/frame_parse.hpp"
 
+#include <cstdio>
+
 namespace sandlet::guest {
 
 FrameView next_agent_frame(const char* data, size_t size) {
@@ -61,16 +63,23 @@ bool decode_signal(std::string_view payload, int* sig) {
   return true;
 }
 
+namespace {
+
+[[gnu::cold]] std::string setup_header_problem(proto::HeaderCheck c, const proto::FrameHeader& h, proto::InitMsg want) {
+  if (c != proto::HeaderCheck::kOk) return proto::describe(c, h, proto::kHostToInit);
+  char buf[160];
+  snprintf(buf, sizeof buf, "frame %s where %s was due (%s)", proto::kHostToInit.find(h.type)->name,
+           proto::kHostToInit.find(static_cast<uint8_t>(want))->name, proto::kHostToInit.name);
+  return buf;
+}
+
+}  // namespace
+
 std::string check_setup_header(const char* header, proto::InitMsg want, proto::FrameHeader* out) {
   *out = proto::parse_header(header);
   const proto::HeaderCheck c = proto::check_header(proto::kHostToInit, *out);
-  if (c != proto::HeaderCheck::kOk) return proto::describe(c, *out, proto::kHostToInit);
-  if (out->type != static_cast<uint8_t>(want)) {
-    const proto::FrameType* expected = proto::kHostToInit.find(static_cast<uint8_t>(want));
-    return "frame " + std::string(proto::kHostToInit.find(out->type)->name) + " where " + expected->name +
-           " was due (" + proto::kHostToInit.name + ")";
-  }
-  return {};
+  if (c == proto::HeaderCheck::kOk && out->type == static_cast<uint8_t>(want)) return {};
+  return setup_header_problem(c, *out, want);
 }
 
 bool decode_stage(std::string_view payload, uint32_t* flags) {

@@ -289,7 +289,7 @@ void Server::conn_handle_frame(Conn* c, proto::AgentMsg type, std::string_view p
   }
 }
 
-void Server::conn_reject(Conn* c, const std::string& why) {
+[[gnu::cold]] void Server::conn_reject(Conn* c, const std::string& why) {
   log_line("agent: rejected a request: %s", why.c_str());
   if (Exec* e = c->exec) {
     c->exec = nullptr;

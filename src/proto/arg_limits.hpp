@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -79,23 +80,33 @@ inline ArgProblem check_exec_args(const std::vector<std::string>& argv, const st
 }
 
 // The INVALID_ARGUMENT message; `what` is "exec" or "run" (whose fields are named).
-inline std::string describe(const ArgProblem& p, const char* what) {
-  const std::string field = std::string("invalid ") + what + " field '" + (p.in_env ? "env" : "argv") + "': ";
-  const std::string item = std::string(p.in_env ? "environment entry " : "argument ") + std::to_string(p.index);
+[[gnu::cold]] inline std::string describe(const ArgProblem& p, const char* what) {
+  const char* field = p.in_env ? "env" : "argv";
+  const char* item = p.in_env ? "environment entry" : "argument";
+  const unsigned long long index = p.index, size = p.size, limit = p.limit;
+  char stack[32];
+  if (p.stack_limit == ~0ull) std::snprintf(stack, sizeof stack, "unlimited");
+  else std::snprintf(stack, sizeof stack, "%llu bytes", static_cast<unsigned long long>(p.stack_limit));
+  char buf[320];
   switch (p.kind) {
     case ArgProblem::kNone: return "";
-    case ArgProblem::kNulByte: return field + item + " contains a NUL byte";
+    case ArgProblem::kNulByte:
+      std::snprintf(buf, sizeof buf, "invalid %s field '%s': %s %llu contains a NUL byte", what, field, item, index);
+      break;
     case ArgProblem::kStringTooLong:
-      return field + item + " takes " + std::to_string(p.size) + " bytes with its NUL, over the kernel's limit of " +
-             std::to_string(p.limit) + " per string (MAX_ARG_STRLEN)";
+      std::snprintf(buf, sizeof buf,
+                    "invalid %s field '%s': %s %llu takes %llu bytes with its NUL, over the kernel's limit of %llu "
+                    "per string (MAX_ARG_STRLEN)",
+                    what, field, item, index, size, limit);
+      break;
     case ArgProblem::kTotalTooLarge:
-      return std::string("invalid ") + what + " fields 'argv' and 'env': they take " + std::to_string(p.size) +
-             " bytes as execve counts them (strings, NULs and pointers), over the kernel's limit of " +
-             std::to_string(p.limit) + " bytes for a stack limit of " +
-             (p.stack_limit == ~0ull ? std::string("unlimited") : std::to_string(p.stack_limit) + " bytes") +
-             " (ARG_MAX)";
+      std::snprintf(buf, sizeof buf,
+                    "invalid %s fields 'argv' and 'env': they take %llu bytes as execve counts them (strings, NULs "
+                    "and pointers), over the kernel's limit of %llu bytes for a stack limit of %s (ARG_MAX)",
+                    what, size, limit, stack);
+      break;
   }
-  return "";
+  return buf;
 }
 
 }  // namespace sandlet::proto

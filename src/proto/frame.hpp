@@ -10,6 +10,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -67,26 +69,35 @@ inline HeaderCheck check_header(const Direction& d, const FrameHeader& h) {
   return HeaderCheck::kOk;
 }
 
-// "frame type 0x99 is not a message of agent -> host", "version 3 frame, expected 2", ...
-inline std::string describe(HeaderCheck c, const FrameHeader& h, const Direction& d) {
-  static const char kHex[] = "0123456789abcdef";
+// "frame type 0x99 is not a message of this protocol (agent protocol, agent -> host)", ... (snprintf, not
+// string concatenation: this is in the guest too, where every inlined append costs start-up pages.)
+[[gnu::cold]] inline std::string describe(HeaderCheck c, const FrameHeader& h, const Direction& d) {
   const FrameType* t = d.find(h.type);
-  std::string type = t ? std::string(t->name) : std::string("0x") + kHex[h.type >> 4] + kHex[h.type & 15];
-  const std::string in = " (" + std::string(d.name) + ")";
+  char type[16];
+  if (t) std::snprintf(type, sizeof type, "%s", t->name);
+  else std::snprintf(type, sizeof type, "0x%02x", static_cast<unsigned>(h.type));
+  const unsigned long len = h.len;
+  char buf[256];
   switch (c) {
-    case HeaderCheck::kOk: return "frame " + type + " of " + std::to_string(h.len) + " bytes" + in;
+    case HeaderCheck::kOk: std::snprintf(buf, sizeof buf, "frame %s of %lu bytes", type, len); break;
     case HeaderCheck::kBadVersion:
-      return "frame of protocol version " + std::to_string(h.version) + ", expected " + std::to_string(d.version) + in;
-    case HeaderCheck::kBadReserved: return "frame header with non-zero reserved bits" + in;
-    case HeaderCheck::kUnknownType: return "frame type " + type + " is not a message of this protocol" + in;
+      std::snprintf(buf, sizeof buf, "frame of protocol version %u, expected %u", static_cast<unsigned>(h.version),
+                    static_cast<unsigned>(d.version));
+      break;
+    case HeaderCheck::kBadReserved: std::snprintf(buf, sizeof buf, "frame header with non-zero reserved bits"); break;
+    case HeaderCheck::kUnknownType: std::snprintf(buf, sizeof buf, "frame type %s is not a message of this protocol", type); break;
     case HeaderCheck::kTooShort:
-      return "frame " + type + " of " + std::to_string(h.len) + " bytes, below its minimum of " +
-             std::to_string(t->min_len) + in;
+      std::snprintf(buf, sizeof buf, "frame %s of %lu bytes, below its minimum of %lu", type, len,
+                    static_cast<unsigned long>(t->min_len));
+      break;
     case HeaderCheck::kTooLong:
-      return "frame " + type + " of " + std::to_string(h.len) + " bytes, over its maximum of " +
-             std::to_string(t->max_len) + in;
+      std::snprintf(buf, sizeof buf, "frame %s of %lu bytes, over its maximum of %lu", type, len,
+                    static_cast<unsigned long>(t->max_len));
+      break;
   }
-  return "bad frame" + in;
+  const size_t n = std::strlen(buf);
+  std::snprintf(buf + n, sizeof buf - n, " (%s)", d.name);
+  return buf;
 }
 
 inline void put_header(char* p, uint8_t type, uint8_t version, uint32_t len) {
