@@ -12,6 +12,7 @@
 
 #include "backends/backend.hpp"
 #include "proto/agent_protocol.hpp"
+#include "runtime/exec_outcome.hpp"
 #include "runtime/record.hpp"
 #include "runtime/sandbox_owner.hpp"
 
@@ -42,18 +43,6 @@ struct ExecParams {
   bool kill_on_output_limit = false;
   bool keep_background = false;
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
-};
-
-struct ExecOutcome {
-  int exit_code = -1;
-  int signal = 0;
-  bool timed_out = false;
-  bool stdout_truncated = false;
-  bool stderr_truncated = false;
-  std::string stdout_data;
-  std::string stderr_data;
-  uint64_t duration_ns = 0;
-  uint64_t run_ns = 0;
 };
 
 class Sandbox final : public std::enable_shared_from_this<Sandbox> {
