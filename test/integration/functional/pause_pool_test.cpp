@@ -30,7 +30,7 @@ TEST_CASE("pause freezes every process of a sandbox; an exec resumes it", "[life
   sandlet::ExecOptions bg({"sh", "-c", "(while :; do echo x >> /tmp/ticks; sleep 0.02; done) >/dev/null 2>&1 &"});
   bg.keep_background = true;
   sb.exec(bg);
-  CHECK(wait_until([&] { return run_out(sb, "wc -l < /tmp/ticks") != "0\n"; }, 5));
+  CHECK(wait_until([&] { return run_out(sb, "cat /tmp/ticks 2>/dev/null | wc -l") != "0\n"; }, 5));
 
   sb.pause();
   CHECK(info_field(sb, "state") == "paused");
@@ -52,10 +52,10 @@ TEST_CASE("pause freezes every process of a sandbox; an exec resumes it", "[life
   }
 
   // The next exec resumes it, and the counter moves again.
-  std::string before = run_out(sb, "wc -l < /tmp/ticks");
+  std::string before = run_out(sb, "cat /tmp/ticks 2>/dev/null | wc -l");
   CHECK(info_field(sb, "state") == "running");
   CHECK(slurp(events).find("frozen 0") != std::string::npos);
-  CHECK(wait_until([&] { return run_out(sb, "wc -l < /tmp/ticks") != before; }, 5));
+  CHECK(wait_until([&] { return run_out(sb, "cat /tmp/ticks 2>/dev/null | wc -l") != before; }, 5));
 
   sb.pause();
   sb.resume();
