@@ -30,6 +30,9 @@ packages=(
   hyperfine python3 python3-dev python3-venv
   # The VM tests boot Debian kernels in throw-away VMs (software emulation): pure cgroup v2, 6.1, 6.12.
   qemu-system-x86 e2fsprogs xz-utils
+  # The agent channel's fuzz targets (test/fuzz): clang and its libFuzzer runtime (libclang_rt.fuzzer),
+  # which is a package of its own.
+  clang-14 libclang-rt-14-dev
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
 # if none exists. cargo builds the Rust example over the C ABI (examples/rust).

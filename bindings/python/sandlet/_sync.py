@@ -7,7 +7,8 @@ import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed, run_args
+from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
+                      listed, run_args)
 from ._errors import FailedPrecondition, InvalidArgument
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -305,8 +306,11 @@ class Runtime:
         return self._h.gc()
 
     def backends(self) -> List[Dict[str, Any]]:
-        """Backends of this build and whether this host can run each (and if not, why)."""
-        return [{"name": n, "available": a, "reason": r} for n, a, r in self._h.backends()]
+        """Backends of this build and whether this host can run each (and if not, why), with what each
+        supports beyond create, exec, files and destroy: "capabilities", a list of "prepare_ahead" (warm
+        pool), "one_shot", "pause", "snapshot", "fork", "store_layers"."""
+        return [{"name": n, "available": a, "reason": r, "capabilities": capability_names(c)}
+                for n, a, r, c in self._h.backends()]
 
     def features(self) -> Dict[str, Any]:
         """Every kernel feature sandlet uses on this host, probed: present or not, and the path taken;
