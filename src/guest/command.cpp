@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/errno_code.hpp"
 #include "sandlet/sandlet.h"
 
 namespace sandlet::guest {
@@ -14,13 +15,9 @@ bool has_prefix(const std::string& s, const char* p, size_t n) { return s.size()
 Status spawn_failure_status(const SpawnError& se, const std::string& argv0, const std::string& cwd,
                             const std::string& user) {
   const char* what = std::strerror(se.err);
-  uint32_t code = SANDLET_INTERNAL;
-  if (se.step == SpawnStep::kExec || se.step == SpawnStep::kChdir) {
-    if (se.err == ENOENT || se.err == ENOTDIR) code = SANDLET_NOT_FOUND;
-    else if (se.err == EACCES || se.err == EPERM) code = SANDLET_PERMISSION_DENIED;
-  } else if (se.step == SpawnStep::kClone && (se.err == EAGAIN || se.err == ENOMEM)) {
-    code = SANDLET_RESOURCE_EXHAUSTED;
-  }
+  // The shared table: exec/chdir ENOENT is NOT_FOUND, EACCES PERMISSION_DENIED, clone EAGAIN (the pids
+  // limit) RESOURCE_EXHAUSTED, ENOEXEC FAILED_PRECONDITION, ...
+  const uint32_t code = code_for_errno(se.err);
   std::string msg;
   switch (se.step) {
     case SpawnStep::kExec: msg = "exec \"" + argv0 + "\": " + what; break;

@@ -71,6 +71,14 @@ Status open_parent(const std::string& path, size_t slash, bool make_parents, uid
   return Status::Ok();
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
 bool write_all(int fd, const char* p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
@@ -95,13 +103,13 @@ void Server::write_start(Conn* c, std::string_view payload) {
   w.path = req.path;
   // Errors are kept and reported at kFileEof: the host streams the whole file, then reads one reply.
   if (req.path[0] != '/') {
-    w.error = make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "write \"" + req.path + "\": path must be absolute");
+    w.error = make_status(SANDLET_INVALID_ARGUMENT, 0, "invalid file field 'path': \"" + req.path + "\" is not absolute");
     return;
   }
   size_t slash = req.path.rfind('/');
   w.base = req.path.substr(slash + 1);
   if (w.base.empty() || w.base == "." || w.base == ".." || req.path.find('\0') != std::string::npos) {
-    w.error = make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "write \"" + req.path + "\": not a file path");
+    w.error = make_status(SANDLET_INVALID_ARGUMENT, 0, "invalid file field 'path': \"" + req.path + "\" names no file");
     return;
   }
   Identity id;
@@ -173,7 +181,7 @@ void Server::read_start(Conn* c, std::string_view payload) {
     return;
   }
   if (req.path.find('\0') != std::string::npos) {
-    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "read: path contains a NUL byte"));
+    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, 0, "invalid file field 'path': contains a NUL byte"));
     return;
   }
   // O_NONBLOCK: opening a FIFO must not hang the agent; it is refused below as not a regular file.
@@ -191,7 +199,12 @@ void Server::read_start(Conn* c, std::string_view payload) {
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "read \"" + req.path + "\": not a regular file"));
+    // A directory is what the kernel's read(2) would say (EISDIR); other kinds (FIFO, device, socket)
+    // are refused by this agent, not by the kernel, so they carry no errno.
+    reply_error(c, S_ISDIR(st.st_mode) ? path_status(EISDIR, "read", req.path)
+                                       : make_status(SANDLET_FAILED_PRECONDITION, 0,
+                                                     "read \"" + req.path + "\": not a regular file (" +
+                                                         file_kind(st.st_mode) + ")"));
     return;
   }
   if (static_cast<uint64_t>(st.st_size) > req.max_bytes) {
@@ -206,6 +219,7 @@ void Server::read_start(Conn* c, std::string_view payload) {
   c->rjob.max = req.max_bytes;
   c->rjob.mode = st.st_mode & 07777;
   c->rjob.sent = 0;
+  c->rjob.path = req.path;
   conn_flush(c);  // pumps the file into the queue
 }
 
@@ -218,7 +232,7 @@ void Server::read_pump(Conn* c) {
     ssize_t n = read(r.fd, p + proto::kHeaderSize, kFileChunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Status s = errno_status(errno, "read file");
+      Status s = path_status(errno, "read", r.path);
       read_end(c);
       proto::ErrorReply er{s.code, s.err_no, s.message};
       reply(c, proto::Msg::kError, er.encode());
@@ -235,7 +249,8 @@ void Server::read_pump(Conn* c) {
     if (r.sent + static_cast<uint64_t>(n) > r.max) {
       read_end(c);
       proto::ErrorReply er{SANDLET_OUT_OF_RANGE, EFBIG,
-                           "read: file grew beyond the limit of " + std::to_string(r.max) + " bytes"};
+                           "read \"" + r.path + "\": file grew beyond the limit of " + std::to_string(r.max) +
+                               " bytes"};
       reply(c, proto::Msg::kError, er.encode());
       return;
     }

@@ -44,6 +44,7 @@ struct ReadJob {
   int fd = -1;
   uint64_t sent = 0, max = 0;
   uint32_t mode = 0;
+  std::string path;  // for errors
 };
 
 struct Conn {
