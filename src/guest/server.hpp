@@ -37,6 +37,7 @@ struct WriteJob {
   int dirfd = -1;  // the parent directory, resolved once (no path re-walks between create and rename)
   int fd = -1;     // the temporary file in it
   std::string path, base, tmp;
+  Identity id;   // whose file-system credentials its path operations use
   Status error;  // first failure; reported at kFileEof (the host sends everything, then reads the reply)
 };
 
