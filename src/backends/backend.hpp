@@ -1,28 +1,41 @@
-// One abstract interface per backend and one registry table {name, factory, probe}. A backend turns a
-// validated spec into running sandbox whose agent listens on rec.agent_socket; everything after that
-// (exec, files) speaks the agent protocol and is backend-independent.
+// The backend contract. A backend is a factory of per-sandbox objects (BackendSandbox), and that object
+// owns the sandbox's whole life on the host: the start in two halves, the channel to its in-sandbox agent,
+// kill, reclaim, pause/resume, snapshot/fork hooks. The runtime (src/runtime) is generic: it keeps the
+// record, the registry, the lifecycle state machine, the warm pool and the event loop, and calls no kernel
+// interface on a backend's behalf. A backend never parses user input (it gets a validated Spec) and never
+// includes runtime headers. Adding a backend = one folder under src/backends/ + one row in registry.cpp.
 #pragma once
+#include <boost/json/object.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/record.hpp"
-#include "sys/cgroup.hpp"
+#include "spec/spec.hpp"
 #include "sys/fd.hpp"
-#include "backends/container/netns_pool.hpp"
 
 namespace sandlet {
 
-// Host facts a backend needs, probed once when the runtime opens.
-struct HostContext {
-  std::string root;                // runtime root directory
-  sys::CgroupSystem cgroups;
-  std::unique_ptr<container::NetnsPool> netns;  // network namespaces made ahead of time
-  std::string init_cache_dir;             // where the init binary may be cached ("" = memfd only)
-  // Closes descriptors whose last close is slow (detached mounts) on a runtime worker, off the create
-  // (unset: they are closed where they are dropped).
-  std::function<void(std::vector<sys::UniqueFd>)> close_in_background;
+// What a backend supports beyond what every backend must do (start, agent channel, kill, reclaim).
+// A hook a backend lacks throws UNIMPLEMENTED naming the backend (BackendSandbox's defaults do).
+enum Capability : uint32_t {
+  kCapPrepareAhead = 1u << 0,  // prepare() needs no spec: the runtime may keep a warm pool
+  kCapOneShot = 1u << 1,       // finish() can run one command itself and report its exit (run_once)
+  kCapPause = 1u << 2,         // pause()/resume()
+  kCapSnapshot = 1u << 3,      // snapshot()
+  kCapFork = 1u << 4,          // fork()
+  kCapStoreLayers = 1u << 5,   // stacks the layer store's mounted EROFS layers (spec.layers as directories)
+};
+// "prepare_ahead,one_shot,..." for messages and the backend list.
+std::string capability_names(uint32_t caps);
+
+// Generic facts the runtime hands every backend once its state is ready (Backend::start).
+struct BackendContext {
+  std::string root;        // the runtime root
+  std::string node_state;  // a private, root-only directory on tmpfs shared by the node's runtimes ("" = none)
+  // Runs `fn` on a runtime worker (slow closes and other clean-up off a create's critical path).
+  std::function<void(std::function<void()>)> in_background;
 };
 
 // The command of a one-shot sandbox (Runtime::run_once): the sandbox starts it itself right after its
@@ -36,38 +49,102 @@ struct OneShot {
   sys::UniqueFd report;          // filled by finish(): one kExit or kError frame arrives there
 };
 
+struct BackendForkRequest;
+
+// One sandbox, as its backend sees it. Made by Backend::prepare (a start's first half) or Backend::adopt
+// (from its record: a sandbox of another process, or one to reclaim after a crash). Thread-safety: every
+// method may be called from any thread; kill() concurrently with anything.
+class BackendSandbox {
+ public:
+  virtual ~BackendSandbox() = default;
+  // Dropping one whose finish() has not succeeded destroys everything it made; dropping a finished one
+  // leaves the sandbox running (its record says how to reach and reclaim it).
+
+  // --- start ---
+  // True when finish() can complete this prepared sandbox for `spec` without redoing work it did ahead.
+  virtual bool fits(const Spec& spec) const { return true; }
+  // The second half: completes the start with `spec` (validated; layers resolved to directories). With
+  // `one_shot`, the sandbox runs that command instead of serving its agent (needs kCapOneShot). Throws; on
+  // failure this object still owns what it made (dropping it destroys that).
+  virtual void finish(const Spec& spec, OneShot* one_shot) = 0;
+
+  // --- record ---
+  // The backend's section of the sandbox record; the runtime stores it and never interprets it.
+  virtual boost::json::object state() const = 0;
+
+  // --- the sandbox as it runs ---
+  // Whether its top process still runs (never fooled by a reused pid).
+  virtual bool alive() const = 0;
+  // A new stream connected to the in-sandbox agent (for one request). UNAVAILABLE when nothing answers.
+  virtual sys::UniqueFd connect() const = 0;
+  // A descriptor that becomes readable when the sandbox ends, for sandboxes started by this object
+  // (owned by this object; -1 for adopted ones, which are not this process's to watch).
+  virtual int exit_fd() const { return -1; }
+  // After exit_fd() was readable: true when the sandbox has really ended (a readiness can be stale).
+  virtual bool ended() { return !alive(); }
+
+  // --- the end ---
+  // Kills every process of the sandbox: nothing of it runs when this returns. Idempotent; never throws.
+  virtual void kill() noexcept = 0;
+  // After kill(): waits until the kernel is done and frees every host resource of the sandbox (uid range,
+  // cgroups, ...). Idempotent and restartable from adopt() after a crash. Throws when something could not
+  // be freed yet (gc retries from the record).
+  virtual void reclaim() = 0;
+
+  // --- optional hooks (see Capability) ---
+  // Freezes every process (memory stays); resume() thaws them.
+  virtual void pause();
+  virtual void resume();
+  // Holds the sandbox still and calls `pack` with a read-only descriptor of the directory holding its
+  // changes since it started (a container's writable layer), then lets it run on. Returns how long the
+  // sandbox was held still, in nanoseconds.
+  virtual uint64_t snapshot(const std::function<void(int changes_dir_fd)>& pack);
+  // A new sandbox that carries on from this one, processes and memory included (VM backends); file-level
+  // forks (snapshot + restore) need no hook. The child is prepared as by Backend::prepare for `child`.
+  virtual std::unique_ptr<BackendSandbox> fork(const BackendForkRequest& child);
+
+ protected:
+  explicit BackendSandbox(std::string backend) : backend_(std::move(backend)) {}
+  [[noreturn]] void unimplemented(const char* what) const;
+  const std::string backend_;
+};
+
+struct BackendForkRequest {
+  std::string id;   // the child's id
+  std::string dir;  // its directory
+};
+
 class Backend {
  public:
-  // What `prepare` made: owns every kernel object of a sandbox that has no spec yet. Dropping it
-  // destroys them.
-  class Prepared {
-   public:
-    virtual ~Prepared() = default;
-    // True when finish() can complete it for `spec` without redoing spec-dependent work it did ahead.
-    virtual bool fits(const Spec& spec) const = 0;
-  };
-
   virtual ~Backend() = default;
-  // The spec-independent half of a start, for sandbox rec.id in directory `dir` (the runtime may do it
-  // ahead of time, in a warm pool). Fills rec's runtime fields (cgroups, socket). Throws; on failure
-  // nothing the backend made is left behind.
-  // `stage_for` (may be null) names the spec it will most likely be finished with: the parts that depend
-  // only on its environment (layers, disk) are then done now too. `limits` (may be null): the limits it
-  // will certainly be finished with (a create that is not pooled), so that nothing unneeded is made.
-  virtual std::unique_ptr<Prepared> prepare(SandboxRecord& rec, const std::string& dir, const Spec* stage_for,
-                                            const Limits* limits) = 0;
-  // Completes the start with rec.spec. Returns a pidfd of the sandbox's top process (a child of this
-  // process). Throws; on failure `prepared` and everything it owned are gone. With `one_shot`, the
-  // sandbox runs that command instead of serving requests (UNIMPLEMENTED where a backend cannot).
-  virtual sys::UniqueFd finish(std::unique_ptr<Prepared> prepared, SandboxRecord& rec, OneShot* one_shot) = 0;
-};
+  virtual const char* name() const = 0;
+  virtual uint32_t capabilities() const = 0;
 
-struct BackendEntry {
-  const char* name;
-  std::unique_ptr<Backend> (*factory)(const HostContext&);
-  std::string (*probe)();  // "" when this host can run it, else why not
-};
+  // Called once the runtime's state is in place, before any sandbox call. Throws when this host cannot run
+  // the backend after all (the runtime then reports it unavailable with that message).
+  virtual void start(const BackendContext& context) = 0;
+  // A create is about to follow (the runtime's first, or its open said so): start the slow,
+  // spec-independent work it will need now, in the background. May be called before start().
+  virtual void expect_create() {}
 
-const std::vector<BackendEntry>& backend_registry();
+  struct PrepareRequest {
+    std::string id;                   // the sandbox's id
+    std::string dir;                  // its directory (exists; the backend may put files there)
+    const Spec* stage_for = nullptr;  // the spec it will most likely be finished with (may be null): the
+                                      // parts that depend only on its environment may be done now too
+    const Limits* limits = nullptr;   // the limits it will certainly get (null when pooled), so that
+                                      // nothing unneeded is made
+  };
+  // The spec-independent half of a start (the runtime may do it ahead of time, in a warm pool). Throws; on
+  // failure nothing the backend made is left behind.
+  virtual std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) = 0;
+  // Rebuilds a sandbox's object from its record: `state` is what state() returned (empty when a crash came
+  // before the record held it), `dir` the directory it was prepared in. Cheap: no kernel object is made.
+  virtual std::unique_ptr<BackendSandbox> adopt(const std::string& id, const std::string& dir,
+                                                const boost::json::object& state) = 0;
+  // gc: node-wide leftovers no record accounts for. `release_idle`: an explicit gc, which also removes
+  // node-level structures kept between runtimes when nothing uses them.
+  virtual void sweep(bool release_idle) {}
+};
 
 }  // namespace sandlet

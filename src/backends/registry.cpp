@@ -1,6 +1,7 @@
+#include "backends/registry.hpp"
+
 #include <unistd.h>
 
-#include "backends/backend.hpp"
 #include "backends/container/container_backend.hpp"
 
 namespace sandlet {
@@ -11,16 +12,16 @@ std::string probe_microvm() {
   return "not implemented in this version of sandlet";
 }
 std::string probe_not_yet() { return "not implemented in this version of sandlet"; }
-std::unique_ptr<Backend> no_factory(const HostContext&) { return nullptr; }
+std::unique_ptr<Backend> not_built(const std::string&) { return nullptr; }
 
 }  // namespace
 
 const std::vector<BackendEntry>& backend_registry() {
   static const std::vector<BackendEntry> table = {
-      {"container", &make_container_backend, &probe_container},
-      {"fncall", &no_factory, &probe_not_yet},
-      {"microvm", &no_factory, &probe_microvm},
-      {"fullvm", &no_factory, &probe_microvm},
+      {"container", &container::make_backend, &container::probe},
+      {"fncall", &not_built, &probe_not_yet},
+      {"microvm", &not_built, &probe_microvm},
+      {"fullvm", &not_built, &probe_microvm},
   };
   return table;
 }

@@ -97,16 +97,12 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_destroy_async(sandlet_sandbox_t* sb
                                                            void* user_data) {
   SANDLET_REQUIRE_HANDLE(sb);
   return guard([&] {
-    auto target = sb->sb;
-    auto rt = target->runtime();
-    rt->run_on_workers([target, cb, user_data, raw = rt.get()] {
-      sandlet_error_t* err = guard([&] { target->destroy(); });
-      boost::asio::post(raw->io(), [cb, user_data, err] {
-        if (cb)
-          cb(user_data, err);
-        else
-          sandlet_error_delete(err);
-      });
+    sb->sb->destroy_async([cb, user_data](std::exception_ptr error) {
+      sandlet_error_t* err = error ? sandlet::capi::error_from(error) : nullptr;
+      if (cb)
+        cb(user_data, err);
+      else
+        sandlet_error_delete(err);
     });
   });
 }

@@ -1,13 +1,9 @@
-// Sweeps what crashed or expired runs left behind. Rules, per sandbox directory:
-//  - no or damaged record, and older than a minute: a create that died before writing it -> remove
-//  - "creating" whose creator process is gone -> tear down
-//  - "running" whose init is gone -> tear down (cgroups, slot, directory)
-//  - alive, `owned`, creator process gone -> tear down (the parent-death signal normally did it)
-//  - alive and past its max lifetime -> tear down
-//  - retired (.reclaim-<id>: destroyed, reclaim interrupted by a crash) -> finish the reclaim
-//  - anything else belongs to a live owner or is a live detached sandbox: never touched.
+// Sweeps what crashed or expired runs left behind: for every sandbox directory, gc_verdict (lifecycle.hpp)
+// decides from its record and the liveness of its owner and of the sandbox itself; sandboxes of this
+// process that it watches or reclaims are left to it. A directory without a readable record that is older
+// than a minute (a create that died before writing one) is reclaimed through every backend, which find
+// what such a sandbox could have left from its id alone.
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
@@ -16,85 +12,90 @@
 namespace sandlet {
 namespace {
 
+constexpr double kRecordlessGraceS = 60;
 
 }  // namespace
 
-size_t Runtime::finish_reclaim(const std::string& id) {
-  {
-    std::lock_guard lock(mutex_);
-    if (reclaiming_.count(id)) return 0;  // a worker of ours is on it
+bool Runtime::end_from_record(const SandboxRecord& rec, bool retired) {
+  Backend* backend = backend_named(rec.backend);
+  if (!backend) return false;  // not this host's to reclaim (another build or host put it here)
+  std::shared_ptr<BackendSandbox> impl = backend->adopt(rec.id, dirs_->dir(rec.id), rec.backend_state);
+  if (!retired) {
+    impl->kill();
+    dirs_->retire(rec.id);
   }
   try {
-    auto text = sys::read_file_if_exists(retired_dir(id) + "/record.json", 1 << 20);
-    if (!text) {
-      sys::remove_tree(retired_dir(id));
-      return 0;
-    }
-    teardown(SandboxRecord::from_json(*text));
-    return 1;
+    impl->reclaim();
   } catch (const Error&) {
-    return 0;
+    return false;  // left for the next sweep
   }
+  dirs_->remove(rec.id);
+  layers_->release_of(rec);
+  return true;
 }
 
-size_t Runtime::gc(bool release_idle_cgroups) {
+size_t Runtime::gc(bool release_idle) {
   size_t removed = 0;
-  const std::string sandboxes = host_.root + "/sandboxes";
   const double now = sys::now_unix_seconds();
-  for (const auto& name : sys::list_dir(sandboxes)) {
-    if (name.rfind(".reclaim-", 0) == 0) {
-      removed += finish_reclaim(name.substr(9));
-      continue;
-    }
-    const std::string& id = name;
-    std::string dir = sandboxes + "/" + id;
-    {
-      std::lock_guard lock(mutex_);
-      if (children_.count(id)) continue;  // ours and watched: the exit watcher cleans it
-    }
+  for (const auto& name : dirs_->names()) {
+    const bool retired = name.rfind(SandboxDirs::kRetiredPrefix, 0) == 0;
+    const std::string id = retired ? name.substr(std::string(SandboxDirs::kRetiredPrefix).size()) : name;
+    if (!SandboxDirs::valid_id(id)) continue;
+    if (registry_.started_here(id) || registry_.reclaiming(id)) continue;  // ours: watched or being reclaimed
     std::optional<SandboxRecord> rec;
     try {
-      rec = load_record(id);
+      rec = retired ? dirs_->load_retired(id) : dirs_->load(id);
     } catch (const Error&) {
     }
     if (!rec) {
       struct stat st;
-      if (::stat(dir.c_str(), &st) == 0 && now - static_cast<double>(st.st_mtime) > 60) {
+      const std::string dir = retired ? dirs_->retired_dir(id) : dirs_->dir(id);
+      if (::stat(dir.c_str(), &st) != 0 || now - static_cast<double>(st.st_mtime) < kRecordlessGraceS) continue;
+      bool all = true;
+      for (auto& [bname, backend] : backends_) {
         try {
-          sys::kill_and_remove_cgroups(sys::cgroup_paths_for(host_.cgroups, id));
-          sys::remove_tree(dir);
-          ++removed;
+          auto impl = backend->adopt(id, dirs_->dir(id), {});
+          impl->kill();
+          impl->reclaim();
         } catch (const Error&) {
+          all = false;
         }
+      }
+      if (all) {
+        dirs_->remove(id);
+        ++removed;
       }
       continue;
     }
-    bool init_alive = sys::process_alive(rec->init_pid, rec->init_start);
-    bool owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
-    bool doomed = false;
-    if (rec->state == SandboxState::kCreating || rec->state == SandboxState::kPooled)
-      doomed = !owner_alive;
-    else if (!init_alive)
-      doomed = true;
-    else if (rec->spec.lifetime == Lifetime::kOwned && !owner_alive)
-      doomed = true;
-    else if (rec->deadline > 0 && now > rec->deadline)
-      doomed = true;
-    if (!doomed) continue;
+    GcFacts facts;
+    facts.state = rec->state;
+    facts.retired = retired;
+    facts.detached = rec->spec.lifetime == Lifetime::kDetached;
+    facts.owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
+    facts.deadline = rec->deadline;
+    facts.now = now;
+    facts.sandbox_alive = false;
+    if (Backend* backend = backend_named(rec->backend)) {
+      try {
+        facts.sandbox_alive = backend->adopt(id, dirs_->dir(id), rec->backend_state)->alive();
+      } catch (const Error&) {
+      }
+    }
+    if (gc_verdict(facts) == GcVerdict::kKeep) continue;
     try {
-      teardown(*rec);
-      ++removed;
+      if (end_from_record(*rec, retired)) ++removed;
     } catch (const Error&) {
       // Left for the next sweep; reported through the count only.
     }
   }
-  slots_->sweep();
-  // Layer mounts no live sandbox uses (their sandboxes crashed or were destroyed by another process).
-  try {
-    layer_mounts_->release_unused(nullptr, [this] { return layers_in_use(); });
-  } catch (const Error&) {
+  for (auto& [name, backend] : backends_) {
+    try {
+      backend->sweep(release_idle);
+    } catch (const Error&) {
+    }
   }
-  if (release_idle_cgroups && ::geteuid() == 0) host_.cgroups.release();
+  // Layer mounts no live sandbox uses (their sandboxes crashed or were destroyed by another process).
+  layers_->release_unused();
   return removed;
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/layers.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -15,7 +15,7 @@ Code spec_code(const Error& e) { return e.code() == Code::kNotFound ? Code::kInv
 
 }  // namespace
 
-Spec Runtime::resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds) {
+Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds) {
   bool any_ref = !spec.environment.empty() ||
                  std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) { return image::is_store_ref(l); });
   if (!any_ref) return spec;
@@ -25,7 +25,7 @@ Spec Runtime::resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<s
   if (!spec.environment.empty()) {
     image::EnvVersion env;
     try {
-      env = layer_store_->env_resolve(spec.environment);
+      env = store_.env_resolve(spec.environment);
     } catch (const Error& e) {
       throw Error(spec_code(e), "invalid spec field 'environment': " + std::string(e.what()), e.err_no());
     }
@@ -53,66 +53,61 @@ Spec Runtime::resolve_layers(const Spec& spec, SandboxRecord& rec, std::vector<s
       }
       std::string digest;
       try {
-        digest = layer_store_->resolve(ref);
+        digest = store_.resolve(ref);
       } catch (const Error& e) {
         std::string field = i < from_env ? "environment" : "layers[" + std::to_string(i - from_env) + "]";
         throw Error(spec_code(e), "invalid spec field '" + field + "': " + e.what(), e.err_no());
       }
       rec.layers.push_back({ref, digest});
       holds.emplace_back();
-      out.layers.push_back(layer_mounts_->acquire(digest, &holds.back()));
+      out.layers.push_back(mounts_.acquire(digest, &holds.back()));
     }
   } catch (...) {
     holds.clear();
-    release_layers_of(rec);
+    release_of(rec);
     throw;
   }
   return out;
 }
 
-std::set<std::string> Runtime::layers_in_use() {
+// Sandboxes being reclaimed (retired) do not count: nothing of them runs any more.
+std::set<std::string> LayerUsage::in_use() const {
   std::set<std::string> used;
-  for (const auto& name : sys::list_dir(host_.root + "/sandboxes")) {
-    std::string id = name.rfind(".reclaim-", 0) == 0 ? name.substr(9) : name;
+  for (const auto& id : dirs_.names()) {
+    if (id.rfind(SandboxDirs::kRetiredPrefix, 0) == 0) continue;
     std::optional<SandboxRecord> rec;
     try {
-      rec = load_record(id);
+      rec = dirs_.load(id);
     } catch (const Error&) {
       continue;
     }
     if (!rec) continue;
-    for (const auto& l : rec->layers) {
+    for (const auto& l : rec->layers)
       if (!l.digest.empty()) used.insert(l.digest);
-    }
   }
   return used;
 }
 
-void Runtime::release_layers_of(const SandboxRecord& rec) {
-  bool any = std::any_of(rec.layers.begin(), rec.layers.end(), [](const auto& l) { return !l.digest.empty(); });
-  if (!any) return;
-  // Candidates: this sandbox's layers that no other sandbox of this process uses (cheap, in memory); the
-  // records of every process are read only for those.
-  std::set<std::string> candidates;
-  for (const auto& l : rec.layers) {
-    if (!l.digest.empty()) candidates.insert(l.digest);
-  }
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& [id, child] : children_) {
-      if (id == rec.id) continue;
-      for (const auto& l : child.record.layers) candidates.erase(l.digest);
-    }
-  }
-  {
-    std::lock_guard lock(warm_mutex_);
-    for (const auto& d : warm_key_digests_) candidates.erase(d);
-  }
-  if (candidates.empty()) return;
+void LayerUsage::release_of(const SandboxRecord& rec) noexcept {
   try {
-    layer_mounts_->release_unused(&candidates, [this] { return layers_in_use(); });
-  } catch (const Error&) {
+    // Candidates: this sandbox's layers that no other sandbox of this process uses (cheap, in memory); the
+    // records of every process are read only for those.
+    std::set<std::string> candidates;
+    for (const auto& l : rec.layers)
+      if (!l.digest.empty()) candidates.insert(l.digest);
+    if (candidates.empty()) return;
+    for (const auto& d : used_here_(rec.id)) candidates.erase(d);
+    if (candidates.empty()) return;
+    mounts_.release_unused(&candidates, [this] { return in_use(); });
+  } catch (...) {
     // A mount left behind is unmounted by the next gc; reclaiming the sandbox must not fail over it.
+  }
+}
+
+void LayerUsage::release_unused() noexcept {
+  try {
+    mounts_.release_unused(nullptr, [this] { return in_use(); });
+  } catch (...) {
   }
 }
 

@@ -15,7 +15,7 @@
 
 #include "common/error.hpp"
 #include "proto/agent_protocol.hpp"
-#include "runtime/exec_env.hpp"
+#include "spec/exec_env.hpp"
 #include "runtime/one_shot_report.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
@@ -56,10 +56,12 @@ OneShot Runtime::one_shot_of(const Spec& spec, const RunOnceParams& params) {
 // that starts while the runtime closes is killed at once (its caller then sees it end).
 Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
   Started started = start_sandbox(spec, &one_shot);
-  std::lock_guard lock(mutex_);
-  one_shots_[started.rec.id] = started.rec;
-  reclaiming_.insert(started.rec.id);  // reclaimed by end_one_shot, not by an exit watcher
-  if (closed_) kill_init(started.rec);
+  Registry::Entry entry;
+  entry.record = started.rec;
+  entry.impl = started.impl;
+  entry.one_shot = true;  // ended by end_one_shot, not by an exit watcher
+  registry_.add(std::move(entry));
+  if (closed_) started.impl->kill();
   return started;
 }
 
@@ -69,14 +71,14 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   OneShot one_shot = one_shot_of(spec, params);
   std::promise<Started> promise;
   auto future = promise.get_future();
-  run_on_workers([this, &spec, &one_shot, &promise] {
+  in_background([this, &spec, &one_shot, &promise] {
     try {
       promise.set_value(start_one_shot(spec, one_shot));
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
   });
-  host_.netns->prefetch_first();
+  if (Backend* b = backend_named(spec.backend)) b->expect_create();
   Started started = future.get();
 
   ExecOutcome out;
@@ -97,7 +99,7 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   } catch (...) {
     error = std::current_exception();
   }
-  end_one_shot(std::move(started));
+  end_one_shot(started);
   if (error) std::rethrow_exception(error);
   out.duration_ns = sys::now_monotonic_ns() - begin;
   return out;
@@ -117,13 +119,14 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     bool concluded = false;
   };
   OneShot one_shot = one_shot_of(spec, params);
+  const std::string backend = spec.backend;
   // The cancel descriptor is watched through a duplicate (the watcher owns and closes what it watches).
   sys::UniqueFd cancel;
   if (params.cancel_fd >= 0) {
     cancel.reset(::fcntl(params.cancel_fd, F_DUPFD_CLOEXEC, 3));
     if (!cancel) throw_errno("duplicate the cancel descriptor");
   }
-  auto st = std::make_shared<State>(io_, std::move(spec), std::move(one_shot), std::move(done));
+  auto st = std::make_shared<State>(loop_.io(), std::move(spec), std::move(one_shot), std::move(done));
   if (cancel) st->cancel.assign(cancel.release());
 
   // Runs once, on the loop thread: the report (or the cancel) arrived.
@@ -142,22 +145,22 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
       error = std::current_exception();
     }
     st->report.close(ignored);
-    end_one_shot(std::move(st->started));
+    end_one_shot(st->started);
     st->done(error, std::move(out));
   };
-  // Posts `fn` to the loop while the loop is sure to run it (closed_ is set under mutex_ before the loop is
-  // let go); once the runtime is closing, runs `closing` here instead.
+  // Posts `fn` to the loop while the loop is sure to run it (closed_ is set under close_mutex_ before the
+  // loop is let go); once the runtime is closing, runs `closing` here instead.
   auto on_loop = [this](std::function<void()> fn, const std::function<void()>& closing) {
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(close_mutex_);
       if (!closed_) {
-        asio::post(io_, std::move(fn));
+        loop_.post(std::move(fn));
         return;
       }
     }
     closing();
   };
-  run_on_workers([this, st, conclude, on_loop] {
+  in_background([this, st, conclude, on_loop] {
     try {
       st->started = start_one_shot(st->spec, st->one_shot);
       st->report.assign(st->one_shot.report.release());
@@ -178,42 +181,16 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     // Closing: the init was killed at registration, so its report socket is at EOF.
     on_loop(watch, [conclude] { conclude(false); });
   });
-  host_.netns->prefetch_first();
+  if (Backend* b = backend_named(backend)) b->expect_create();
 }
 
-// Kills (a no-op by now, unless cancelled) and hides the sandbox at once, as destroy() does; the rest --
-// reaping the init, our child, and removing its cgroups, directory and uid range -- on a worker, which
-// close() waits for. (A closing runtime has no workers left: then here.)
-void Runtime::end_one_shot(Started started) {
-  const SandboxRecord rec = started.rec;
-  kill_and_retire(rec, &started.pidfd);  // our child, not reaped yet: its pidfd is safe to signal
-  auto finish = [this, rec, pidfd = std::make_shared<sys::UniqueFd>(std::move(started.pidfd))] {
-    siginfo_t info;
-    while (::waitid(P_PIDFD, static_cast<id_t>(pidfd->get()), &info, WEXITED | __WALL) < 0 && errno == EINTR) {
-    }
-    try {
-      reclaim(rec, sys::UniqueFd());
-    } catch (...) {
-      // Left for gc: the record stays in the retired directory.
-    }
-    {
-      std::lock_guard lock(mutex_);
-      --one_shot_reclaims_;
-    }
-    one_shots_done_.notify_all();
-  };
-  bool on_worker;
-  {
-    // Out of the runs in flight at once: close() must not signal a pid that the reaping below frees for
-    // reuse. Counted until reclaimed instead. (close() sets closed_ under this lock before joining the
-    // workers.)
-    std::lock_guard lock(mutex_);
-    one_shots_.erase(rec.id);
-    ++one_shot_reclaims_;
-    on_worker = !closed_;
-    if (on_worker) run_on_workers(finish);
-  }
-  if (!on_worker) finish();
+// Kills (a no-op by now, unless cancelled) and hides the sandbox at once, as destroy() does; reclaims it on
+// a worker, which close() waits for (a closing runtime may have no workers left: then here).
+void Runtime::end_one_shot(const Started& started) {
+  SandboxRecord rec;
+  std::shared_ptr<BackendSandbox> impl;
+  if (!registry_.begin_end(started.rec.id, &rec, &impl)) return;
+  end_started(rec, impl, /*now=*/false);
 }
 
 }  // namespace sandlet

@@ -8,10 +8,8 @@
 #include "common/error.hpp"
 #include "proto/agent_protocol.hpp"
 #include "runtime/agent_call.hpp"
-#include "runtime/exec_env.hpp"
-#include "runtime/runtime.hpp"
+#include "spec/exec_env.hpp"
 #include "sys/fs_util.hpp"
-#include "sys/unix_socket.hpp"
 
 namespace sandlet {
 namespace {
@@ -34,28 +32,34 @@ void append_chunked(std::string& frames, proto::Msg type, std::string_view data)
 
 }  // namespace
 
-Sandbox::Sandbox(std::shared_ptr<Runtime> runtime, SandboxRecord record, bool created_here)
-    : runtime_(runtime), record_(std::move(record)), base_env_(base_env(record_.spec)), created_here_(created_here) {}
+Sandbox::Sandbox(std::weak_ptr<SandboxOwner> owner, SandboxRecord record, std::shared_ptr<BackendSandbox> impl,
+                 bool created_here)
+    : owner_(std::move(owner)), record_(std::move(record)), impl_(std::move(impl)), base_env_(base_env(record_.spec)),
+      created_here_(created_here), paused_(record_.state == SandboxState::kPaused) {}
 
 Sandbox::~Sandbox() {
   // An owned sandbox dies with the last handle of the runtime that created it.
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) return;
   if (!created_here_ || destroyed_ || record_.spec.lifetime != Lifetime::kOwned) return;
-  auto rt = runtime_.lock();
-  if (!rt || rt->closed()) return;
-  Runtime* raw = rt.get();
-  rt->run_on_workers([raw, rec = record_] {
+  owner->in_background([owner, rec = record_, impl = impl_] {
     try {
-      raw->teardown(rec);
+      owner->end(rec, impl);
     } catch (...) {
     }
   });
 }
 
-std::shared_ptr<Runtime> Sandbox::runtime_checked() const {
-  auto rt = runtime_.lock();
-  if (!rt || rt->closed()) throw Error(Code::kFailedPrecondition, "sandbox " + id() + ": its runtime is closed");
+std::shared_ptr<SandboxOwner> Sandbox::owner_checked() const {
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) throw Error(Code::kFailedPrecondition, "sandbox " + id() + ": its runtime is closed");
   if (destroyed_) throw Error(Code::kFailedPrecondition, "sandbox " + id() + " is destroyed");
-  return rt;
+  return owner;
+}
+
+sys::UniqueFd Sandbox::connect_for_call() {
+  if (paused_) resume();
+  return impl_->connect();
 }
 
 static std::string signal_frame(int signo) {
@@ -75,7 +79,7 @@ void ExecControl::cancel() {
 }
 
 ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
-  auto rt = runtime_checked();
+  auto owner = owner_checked();
   if (params.argv.empty() || params.argv[0].empty())
     throw Error(Code::kInvalidArgument, "invalid exec field 'argv': a command is required");
   if (params.timeout_s < 0 || !std::isfinite(params.timeout_s))
@@ -155,12 +159,11 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
     done(error, std::move(state->outcome));
   };
   return ExecControl(
-      AgentCall::start(rt->io(), sys::connect_unix(record_.agent_socket), std::move(frames), std::move(on_frame), std::move(on_done)));
+      AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame), std::move(on_done)));
 }
 
 ExecOutcome Sandbox::exec(ExecParams params) {
-  auto rt = runtime_checked();
-  rt->check_not_on_loop("exec");
+  owner_checked()->check_not_on_loop("exec");
   std::promise<ExecOutcome> promise;
   auto future = promise.get_future();
   exec_async(std::move(params), [&promise](std::exception_ptr error, ExecOutcome outcome) {
@@ -174,9 +177,9 @@ ExecOutcome Sandbox::exec(ExecParams params) {
 
 void Sandbox::call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
                          std::function<void(std::exception_ptr)> done) {
-  auto rt = runtime_checked();
+  auto owner = owner_checked();
   AgentCall::start(
-      rt->io(), sys::connect_unix(record_.agent_socket), std::move(frames),
+      owner->io(), connect_for_call(), std::move(frames),
       [on_frame = std::move(on_frame)](proto::Msg type, std::string_view payload) {
         if (type == proto::Msg::kError) throw_agent_error(payload);
         return on_frame(static_cast<uint8_t>(type), payload);
@@ -236,7 +239,7 @@ void Sandbox::read_file_async(const std::string& path, uint64_t max_bytes, FileD
 }
 
 void Sandbox::write_file(const std::string& path, std::string data, uint32_t mode) {
-  runtime_checked()->check_not_on_loop("write_file");
+  owner_checked()->check_not_on_loop("write_file");
   std::promise<void> promise;
   auto future = promise.get_future();
   write_file_async(path, std::move(data), mode, [&promise](std::exception_ptr error, std::string, uint32_t) {
@@ -249,7 +252,7 @@ void Sandbox::write_file(const std::string& path, std::string data, uint32_t mod
 }
 
 std::string Sandbox::read_file(const std::string& path, uint64_t max_bytes) {
-  runtime_checked()->check_not_on_loop("read_file");
+  owner_checked()->check_not_on_loop("read_file");
   std::promise<std::string> promise;
   auto future = promise.get_future();
   read_file_async(path, max_bytes, [&promise](std::exception_ptr error, std::string data, uint32_t) {
@@ -262,22 +265,61 @@ std::string Sandbox::read_file(const std::string& path, uint64_t max_bytes) {
 }
 
 void Sandbox::destroy() {
-  std::lock_guard lock(destroy_mutex_);
-  auto rt = runtime_.lock();
-  if (!rt || rt->closed()) {
+  std::lock_guard lock(state_mutex_);
+  auto owner = owner_.lock();
+  if (!owner || owner->closed()) {
     if (destroyed_) return;
     throw Error(Code::kFailedPrecondition, "sandbox " + id() + ": its runtime is closed");
   }
+  if (destroyed_) return;
   destroyed_ = true;
-  rt->destroy(record_);
-  rt->forget(id());
+  owner->end(record_, impl_);
+  owner->forget(id());
+}
+
+void Sandbox::destroy_async(std::function<void(std::exception_ptr)> done) {
+  auto owner = owner_checked();
+  auto self = shared_from_this();
+  owner->in_background([self, owner, done = std::move(done)] {
+    std::exception_ptr error;
+    try {
+      self->destroy();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    boost::asio::post(owner->io(), [done, error] { done(error); });
+  });
+}
+
+void Sandbox::pause() {
+  auto owner = owner_checked();
+  std::lock_guard lock(state_mutex_);
+  if (paused_) return;
+  check_transition(id(), record_.state, SandboxState::kPaused);
+  impl_->pause();
+  record_.state = SandboxState::kPaused;
+  paused_ = true;
+  owner->persist(record_);
+}
+
+void Sandbox::resume() {
+  auto owner = owner_checked();
+  std::lock_guard lock(state_mutex_);
+  if (!paused_) return;
+  impl_->resume();
+  record_.state = SandboxState::kRunning;
+  paused_ = false;
+  owner->persist(record_);
 }
 
 std::string Sandbox::info_json() const {
-  auto obj = boost::json::parse(record_.to_json()).as_object();
-  bool alive = sys::process_alive(record_.init_pid, record_.init_start);
-  obj["state"] = destroyed_ ? "destroyed" : (alive ? "running" : "dead");
-  return boost::json::serialize(obj);
+  SandboxRecord rec;
+  {
+    std::lock_guard lock(state_mutex_);
+    rec = record_;
+  }
+  const char* state = destroyed_ ? "destroyed" : impl_->alive() ? state_name(rec.state) : "dead";
+  return public_record_json(rec, state);
 }
 
 }  // namespace sandlet

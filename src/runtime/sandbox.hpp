@@ -1,4 +1,5 @@
-// A handle on one sandbox: exec, files, destroy. Backend-independent: it speaks the agent protocol.
+// A handle on one sandbox: exec, files, pause/resume, destroy. Backend-independent: it speaks the agent
+// protocol over the channel its backend object connects.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -9,11 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.hpp"
 #include "runtime/record.hpp"
+#include "runtime/sandbox_owner.hpp"
 
 namespace sandlet {
 
-class Runtime;
 class AgentCall;
 
 // Control over a running exec: deliver a signal to all its processes, or cancel it (kill them all;
@@ -55,13 +57,12 @@ struct ExecOutcome {
 
 class Sandbox final : public std::enable_shared_from_this<Sandbox> {
  public:
-  Sandbox(std::shared_ptr<Runtime> runtime, SandboxRecord record, bool created_here);
+  // `created_here`: made by this handle's runtime (an owned one then dies with its last handle).
+  Sandbox(std::weak_ptr<SandboxOwner> owner, SandboxRecord record, std::shared_ptr<BackendSandbox> impl,
+          bool created_here);
   ~Sandbox();
 
   const std::string& id() const { return record_.id; }
-  const SandboxRecord& record() const { return record_; }
-  // The runtime, or FAILED_PRECONDITION when it is closed or this sandbox is destroyed.
-  std::shared_ptr<Runtime> runtime() const { return runtime_checked(); }
 
   using ExecDone = std::function<void(std::exception_ptr, ExecOutcome)>;
   ExecControl exec_async(ExecParams params, ExecDone done);
@@ -76,22 +77,33 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
 
   // Kills every process and removes all host state. Idempotent.
   void destroy();
+  // The same on a worker; `done` runs on the loop thread.
+  void destroy_async(std::function<void(std::exception_ptr)> done);
+  // Freezes every process of the sandbox (memory, files and connections stay) / lets them run on. An exec
+  // or file call on a paused sandbox resumes it first. UNIMPLEMENTED where the backend cannot.
+  void pause();
+  void resume();
   bool destroyed() const { return destroyed_; }
-  // Marks the handle unusable without tearing down (the runtime is doing or has done it).
-  void destroy_mark_only() { destroyed_ = true; }
+  // Marks the handle unusable without ending the sandbox (the runtime is doing or has done that).
+  void mark_ended() { destroyed_ = true; }
+  // The public view of the record (documented in sandlet.h): id, backend, state, spec, ...
   std::string info_json() const;
 
  private:
-  std::shared_ptr<Runtime> runtime_checked() const;
+  std::shared_ptr<SandboxOwner> owner_checked() const;
+  // Before a call that needs the agent: resumes a paused sandbox; returns a new connection to the agent.
+  sys::UniqueFd connect_for_call();
   void call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
                   std::function<void(std::exception_ptr)> done);
 
-  std::weak_ptr<Runtime> runtime_;
-  SandboxRecord record_;
-  std::vector<std::string> base_env_;  // the spec's environment, computed once (every exec starts from it)
-  bool created_here_;
+  std::weak_ptr<SandboxOwner> owner_;
+  SandboxRecord record_;  // guarded by state_mutex_ once shared (its state changes on pause/resume)
+  const std::shared_ptr<BackendSandbox> impl_;
+  const std::vector<std::string> base_env_;  // the spec's environment, computed once (every exec starts from it)
+  const bool created_here_;
   std::atomic<bool> destroyed_{false};
-  std::mutex destroy_mutex_;
+  std::atomic<bool> paused_{false};
+  mutable std::mutex state_mutex_;  // destroy, pause and resume one at a time
 };
 
 }  // namespace sandlet

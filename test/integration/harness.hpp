@@ -26,9 +26,20 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-inline size_t mount_count() {
-  std::string m = slurp("/proc/self/mountinfo");
-  return static_cast<size_t>(std::count(m.begin(), m.end(), '\n'));
+// Mounts in the host's mount table that mention `path` (as mount point, root or source), and loop
+// devices backed by a file under it. Scoped to one test's runtime root, so that tests of other processes
+// running at the same time do not count.
+inline size_t mounts_mentioning(const std::string& path) {
+  std::istringstream in(slurp("/proc/self/mountinfo"));
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.find(path) != std::string::npos) ++n;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator("/sys/block", ec)) {
+    std::string backing = slurp(e.path().string() + "/loop/backing_file");
+    if (backing.rfind(path, 0) == 0) ++n;
+  }
+  return n;
 }
 
 inline std::string cgroup2_parent() {
@@ -58,7 +69,7 @@ inline bool wait_until(const std::function<bool()>& cond, double seconds) {
 
 class Harness {
  public:
-  Harness() : mounts_before_(mount_count()) {
+  Harness() {
     char tmpl[] = "/tmp/sandlet-it-XXXXXX";
     root_ = ::mkdtemp(tmpl);
     rt_ = sandlet::Runtime::open(root_);
@@ -102,7 +113,7 @@ class Harness {
   }
   void check_no_leaks() {
     rt_.close();
-    CHECK(mount_count() == mounts_before_);
+    CHECK(mounts_mentioning(root_) == 0);
     CHECK(sandbox_dirs().empty());
     for (const std::string& slots : std::vector<std::string>{"/run/sandlet/slots", "/dev/shm/sandlet-state/slots", root_ + "/slots"}) {
       std::error_code ec;
@@ -116,7 +127,6 @@ class Harness {
  private:
   std::string root_;
   sandlet::Runtime rt_;
-  size_t mounts_before_;
 };
 
 // How many processes named `comm` run in the sandbox (busybox-static has no pgrep).

@@ -1,4 +1,4 @@
-#include "runtime/exec_env.hpp"
+#include "spec/exec_env.hpp"
 
 #include <cmath>
 #include <map>

@@ -1,0 +1,30 @@
+#include "backends/backend.hpp"
+
+#include "common/error.hpp"
+
+namespace sandlet {
+
+std::string capability_names(uint32_t caps) {
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {kCapPrepareAhead, "prepare_ahead"}, {kCapOneShot, "one_shot"}, {kCapPause, "pause"},
+      {kCapSnapshot, "snapshot"},          {kCapFork, "fork"},        {kCapStoreLayers, "store_layers"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if (!(caps & bit)) continue;
+    if (!out.empty()) out += ",";
+    out += name;
+  }
+  return out;
+}
+
+void BackendSandbox::unimplemented(const char* what) const {
+  throw Error(Code::kUnimplemented, std::string(what) + " is not supported by the " + backend_ + " backend");
+}
+
+void BackendSandbox::pause() { unimplemented("pause"); }
+void BackendSandbox::resume() { unimplemented("resume"); }
+uint64_t BackendSandbox::snapshot(const std::function<void(int)>&) { unimplemented("snapshot"); }
+std::unique_ptr<BackendSandbox> BackendSandbox::fork(const BackendForkRequest&) { unimplemented("fork"); }
+
+}  // namespace sandlet

@@ -1,0 +1,23 @@
+// What the container backend keeps per runtime for all its sandboxes: the host's cgroup layout, the
+// network namespaces made ahead, the node-wide uid slot table and where the init binary is cached. Shared
+// (by shared_ptr) between the backend and every sandbox object, which may outlive the backend object.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backends/container/netns_pool.hpp"
+#include "backends/container/slots.hpp"
+#include "sys/cgroup.hpp"
+
+namespace sandlet::container {
+
+struct ContainerNode {
+  sys::CgroupSystem cgroups;
+  NetnsPool netns{4};
+  std::unique_ptr<SlotTable> slots;
+  std::string init_cache_dir;  // "" = the init runs from a sealed memfd
+  std::function<void(std::function<void()>)> in_background;
+};
+
+}  // namespace sandlet::container

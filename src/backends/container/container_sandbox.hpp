@@ -1,0 +1,50 @@
+// One container sandbox: sandlet's init as PID 1 of fresh user/mount/pid/ipc/uts/cgroup namespaces and a
+// network namespace made ahead, in its own cgroup, on an OverlayFS root (idmapped layers + size-capped tmpfs
+// upper). A start is a linear pipeline of small steps (container_start.cpp); every kernel object is held
+// by an RAII owner until the sandbox reports ready, so a failure at any step unwinds to nothing.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backends/backend.hpp"
+#include "backends/container/container_node.hpp"
+#include "backends/container/container_state.hpp"
+
+namespace sandlet::container {
+
+class ContainerSandbox final : public BackendSandbox {
+ public:
+  // A sandbox to prepare (`state` empty) or one adopted from its record.
+  ContainerSandbox(std::shared_ptr<ContainerNode> node, std::string id, std::string dir, ContainerState state);
+  ~ContainerSandbox() override;
+
+  // The first half of a start (Backend::prepare).
+  void prepare(const Spec* stage_for, const Limits* limits);
+  bool fits(const Spec& spec) const override;
+  void finish(const Spec& spec, OneShot* one_shot) override;
+
+  boost::json::object state() const override { return state_.to_json(); }
+  bool alive() const override;
+  sys::UniqueFd connect() const override;
+  int exit_fd() const override { return pidfd_.get(); }
+  bool ended() override;
+  void kill() noexcept override;
+  void reclaim() override;
+  void pause() override;
+  void resume() override;
+
+ private:
+  struct Starting;  // the kernel objects of a start in progress (container_start.cpp)
+  void freeze(bool frozen);
+
+  std::shared_ptr<ContainerNode> node_;
+  const std::string id_, dir_;
+  ContainerState state_;
+  bool preparing_ = false;              // prepare() began and finish() has not succeeded
+  std::unique_ptr<Starting> starting_;  // the start's kernel objects, from prepare() until finish()
+  sys::UniqueFd pidfd_;                 // the init, our child (sandboxes started here)
+};
+
+}  // namespace sandlet::container

@@ -1,0 +1,28 @@
+// The container backend's section of a sandbox record: everything another process (or gc after a crash)
+// needs to reach, kill and reclaim the sandbox. Only this backend reads it.
+#pragma once
+#include <sys/types.h>
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <string>
+
+#include "sys/cgroup.hpp"
+
+namespace sandlet::container {
+
+struct ContainerState {
+  int slot = -1;            // uid range slot (slots.hpp)
+  uint32_t uid_base = 0;    // host uid of root inside
+  pid_t init_pid = 0;       // the init (PID 1 inside) as seen from the host
+  uint64_t init_start = 0;  // its start time (clock ticks), to tell a reused pid
+  sys::CgroupPaths cgroups;
+  std::string agent_socket;  // host path of the agent's listening socket
+
+  boost::json::object to_json() const;
+  // Throws DATA_LOSS on a damaged section; an empty object gives the defaults (a crash came before the
+  // record held the section).
+  static ContainerState from_json(const boost::json::object& o);
+};
+
+}  // namespace sandlet::container

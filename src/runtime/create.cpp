@@ -1,0 +1,156 @@
+// Creating a sandbox: resolve its layers, take a prepared one from the warm pool or prepare one, finish it
+// with the spec, record it running, watch its exit. Every step before "running" is undone on failure, and
+// a crash at any step leaves a record (or a directory) that gc_verdict handles.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
+#include "common/fault_point.hpp"
+#include "runtime/runtime.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet {
+
+SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state) {
+  SandboxRecord rec;
+  rec.id = sys::random_hex(6);
+  rec.backend = backend;
+  rec.state = state;
+  rec.created_at = sys::now_unix_seconds();
+  rec.owner_pid = ::getpid();
+  rec.owner_start = sys::own_start_time();
+  dirs_->create(rec);  // recorded before any kernel object exists: a crash from here on is visible to gc
+  return rec;
+}
+
+WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests) {
+  // Store layers of the key stay mounted while staging clones them (another process may unmount).
+  std::vector<sys::UniqueFd> holds(digests.size());
+  for (size_t i = 0; i < digests.size(); ++i) layer_mounts_->acquire(digests[i], &holds[i]);
+  WarmPool::Entry e;
+  e.record = new_record(backend.name(), SandboxState::kPooled);
+  try {
+    e.impl = backend.prepare({e.record.id, dirs_->dir(e.record.id), stage_for, nullptr});
+    e.record.backend_state = e.impl->state();
+    dirs_->write(e.record);
+  } catch (...) {
+    abandon(e.record, std::move(e.impl));
+    throw;
+  }
+  return e;
+}
+
+Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot) {
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  SandboxRecord resolution;
+  std::vector<sys::UniqueFd> layer_holds;  // released when this create returns or fails
+  const Spec spec = layers_->resolve(requested, resolution, layer_holds);
+  struct ReleaseOnFailure {
+    LayerUsage& layers;
+    SandboxRecord& resolution;
+    std::vector<sys::UniqueFd>& holds;
+    bool done = false;
+    ~ReleaseOnFailure() {
+      if (done) return;
+      holds.clear();
+      layers.release_of(resolution);
+    }
+  } release_on_failure{*layers_, resolution, layer_holds};
+  validate_spec(spec);
+  Backend& backend = backend_for(spec);
+  const uint32_t caps = backend.capabilities();
+  if (one_shot && !(caps & kCapOneShot))
+    throw Error(Code::kUnimplemented, "one-shot runs are not supported by the " + spec.backend + " backend");
+
+  // The spec-independent half from the warm pool, or made now.
+  SandboxRecord rec;
+  std::unique_ptr<BackendSandbox> impl;
+  std::optional<WarmPool::Entry> warm;
+  if (caps & kCapPrepareAhead) {
+    std::vector<std::string> digests;
+    for (const auto& l : resolution.layers)
+      if (!l.digest.empty()) digests.push_back(l.digest);
+    warm = pool_->take(backend, spec, digests);
+  }
+  if (warm) {
+    rec = std::move(warm->record);
+    impl = std::move(warm->impl);
+  } else {
+    rec = new_record(spec.backend, SandboxState::kCreating);
+    fault_point("runtime.record");
+    try {
+      impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, &spec.limits});
+    } catch (...) {
+      abandon(rec, nullptr);
+      throw;
+    }
+  }
+  rec.spec = spec;
+  rec.environment = resolution.environment;
+  rec.layers = resolution.layers;
+  rec.created_at = sys::now_unix_seconds();
+  rec.deadline = rec.created_at + spec.max_lifetime_s;
+
+  try {
+    fault_point("runtime.prepared");
+    impl->finish(spec, one_shot);
+    fault_point("runtime.finished");
+    check_transition(rec.id, rec.state, SandboxState::kRunning);
+    rec.state = SandboxState::kRunning;
+    rec.backend_state = impl->state();
+    dirs_->write(rec);
+    fault_point("runtime.running");
+  } catch (...) {
+    abandon(rec, std::move(impl));
+    throw;
+  }
+  release_on_failure.done = true;
+  return Started{std::move(rec), std::shared_ptr<BackendSandbox>(std::move(impl))};
+}
+
+std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
+  Started started = start_sandbox(spec, nullptr);
+  auto sb = std::make_shared<Sandbox>(weak_from_this(), started.rec, started.impl, true);
+  registry_.remember(started.rec.id, sb);
+  watch_exit(started.rec, started.impl);
+  return sb;
+}
+
+// The sandbox's exit (destroyed, idle or max lifetime, crash) is seen on the loop thread through a
+// duplicate of its backend object's exit descriptor.
+void Runtime::watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) {
+  Registry::Entry entry;
+  entry.record = rec;
+  entry.impl = impl;
+  if (impl->exit_fd() >= 0) {
+    int fd = ::fcntl(impl->exit_fd(), F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) throw_errno("duplicate the exit descriptor of sandbox " + rec.id);
+    entry.watcher = std::make_unique<boost::asio::posix::stream_descriptor>(loop_.io(), fd);
+  }
+  const std::string id = rec.id;
+  registry_.add(std::move(entry));
+  registry_.with_watcher(id, [this, id](boost::asio::posix::stream_descriptor& w) {
+    w.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
+      if (!ec) on_exit(id);
+    });
+  });
+}
+
+void Runtime::on_exit(const std::string& id) {
+  std::shared_ptr<BackendSandbox> impl = registry_.impl(id);
+  if (!impl) return;
+  if (!impl->ended()) {
+    // A readiness without an exit (the reactor may report a stale one): the sandbox runs on; keep watching.
+    registry_.with_watcher(id, [this, id](boost::asio::posix::stream_descriptor& w) {
+      w.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code ec) {
+        if (!ec) on_exit(id);
+      });
+    });
+    return;
+  }
+  registry_.mark_ended(id);
+  SandboxRecord rec;
+  if (registry_.begin_end(id, &rec, &impl)) end_started(rec, impl, /*now=*/false);
+}
+
+}  // namespace sandlet

@@ -1,0 +1,43 @@
+// The runtime's side of layered environments: resolving a spec's environment and store references to
+// mounted layer directories at create, and unmounting layers once no live sandbox uses them.
+#pragma once
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "image/layer_mounts.hpp"
+#include "image/layer_store.hpp"
+#include "runtime/record.hpp"
+#include "runtime/sandbox_dirs.hpp"
+#include "spec/spec.hpp"
+#include "sys/fd.hpp"
+
+namespace sandlet {
+
+class LayerUsage final {
+ public:
+  // `used_here(except)`: store layers that sandboxes of this process other than `except` (and its warm pool)
+  // use — what spares reading every record in the common case.
+  LayerUsage(image::LayerStore& store, image::LayerMounts& mounts, const SandboxDirs& dirs,
+             std::function<std::set<std::string>(const std::string& except)> used_here)
+      : store_(store), mounts_(mounts), dirs_(dirs), used_here_(std::move(used_here)) {}
+
+  // Resolves an environment and store references into mounted layer directories; fills rec.environment and
+  // rec.layers. `holds` keep the layers mounted until the create is done (see LayerMounts::acquire).
+  Spec resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds);
+  // Store layers used by live sandboxes of this root (any process), from their records.
+  std::set<std::string> in_use() const;
+  // After a sandbox that used store layers is gone: unmounts those no live sandbox still uses. Never throws.
+  void release_of(const SandboxRecord& rec) noexcept;
+  // Unmounts every layer no live sandbox uses (close, gc). Never throws.
+  void release_unused() noexcept;
+
+ private:
+  image::LayerStore& store_;
+  image::LayerMounts& mounts_;
+  const SandboxDirs& dirs_;
+  std::function<std::set<std::string>(const std::string&)> used_here_;
+};
+
+}  // namespace sandlet

@@ -1,0 +1,39 @@
+// Where sandboxes live on the host: <root>/sandboxes/<id>/ holds the record (and whatever the backend puts
+// there, e.g. the agent's socket); <root>/sandboxes/.reclaim-<id>/ is a sandbox being reclaimed (the
+// lifecycle's "ending", see lifecycle.hpp). <root>/sandboxes may be a symlink into tmpfs (state_dir.hpp).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/record.hpp"
+
+namespace sandlet {
+
+class SandboxDirs final {
+ public:
+  explicit SandboxDirs(std::string root) : root_(std::move(root)), base_(root_ + "/sandboxes") {}
+
+  std::string dir(const std::string& id) const { return base_ + "/" + id; }
+  std::string retired_dir(const std::string& id) const { return base_ + "/.reclaim-" + id; }
+  // Makes the directory of a new sandbox and writes its first record: from here on gc sees a crash.
+  void create(const SandboxRecord& rec) const;
+  void write(const SandboxRecord& rec) const;  // atomic replace
+  // The record of a sandbox (nullopt when there is none); DATA_LOSS when damaged.
+  std::optional<SandboxRecord> load(const std::string& id) const;
+  std::optional<SandboxRecord> load_retired(const std::string& id) const;
+  // running/paused/creating -> ending: out of sight (no longer listed or attachable) in one rename.
+  void retire(const std::string& id) const;
+  // ending -> reclaimed: removes both directories. Never throws.
+  void remove(const std::string& id) const noexcept;
+  // Entry names under <root>/sandboxes: ids, and ".reclaim-<id>" for retired ones.
+  std::vector<std::string> names() const;
+
+  static bool valid_id(const std::string& id);
+  static constexpr const char* kRetiredPrefix = ".reclaim-";
+
+ private:
+  const std::string root_, base_;
+};
+
+}  // namespace sandlet

@@ -1,0 +1,30 @@
+// What a sandbox handle needs from the runtime that opened it, and nothing more: the handle (sandbox.hpp)
+// depends on this interface, the runtime implements it, so neither includes the other's header.
+#pragma once
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backends/backend.hpp"
+#include "runtime/record.hpp"
+
+namespace sandlet {
+
+class SandboxOwner {
+ public:
+  virtual ~SandboxOwner() = default;
+  virtual boost::asio::io_context& io() = 0;
+  virtual bool closed() const = 0;
+  virtual void check_not_on_loop(const char* what) const = 0;
+  virtual void in_background(std::function<void()> fn) = 0;  // on a runtime worker
+  // Ends the sandbox (the one destroy verb): nothing of it runs when this returns, and it is no longer listed
+  // or attachable; its host resources are reclaimed on a worker (the runtime's close waits for that).
+  virtual void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) = 0;
+  // The handle of `id` is gone (its object may be dropped from the registry).
+  virtual void forget(const std::string& id) = 0;
+  // Persists a state change of the record (pause/resume).
+  virtual void persist(const SandboxRecord& rec) = 0;
+};
+
+}  // namespace sandlet
