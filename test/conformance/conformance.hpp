@@ -22,6 +22,10 @@ const std::string& rootfs();
 const std::string& self_exe();
 // The owner process's entry point: `conformance-tests --owner ...`.
 int owner_main(int argc, char** argv);
+// Set only in a binary linked with the library's core (conformance-create-steps): from now on the owner
+// process dies by SIGKILL the first time it reaches the named create step ("-": never, it prints each
+// step's name the first time instead; "": disarmed).
+extern void (*arm_fault_points)(const std::string& point);
 
 // ---- what the host sees --------------------------------------------------------------------------------
 
@@ -65,6 +69,11 @@ class Fixture {
   sandlet::Sandbox create() { return create(spec()); }
   void track(const std::string& id) { ids_.push_back(id); }
 
+  // gc after an owner process was killed. A kill between a sandbox directory's mkdir and its record's
+  // write (a warm pool fills on a thread of its own, so a kill anywhere can meet it there) leaves a
+  // directory without a record, which gc leaves alone for a grace period: it cannot tell a dead creator
+  // from a slow one. Such a directory must be empty; this ages it past the grace and runs gc again.
+  void gc_after_crash();
   // Closes the runtime, runs gc from a fresh one, then checks that no process, cgroup, mount or file of
   // any tracked sandbox is left. The runtime is reopened afterwards (a test may go on).
   void check_no_leaks();
@@ -96,6 +105,7 @@ class Owner {
   // The next line it prints ("" at end of file or after `timeout_s`).
   std::string line(double timeout_s = 60);
   void kill9();  // SIGKILL, then reaps it
+  int wait();    // reaps it; its wait status
   pid_t pid() const { return pid_; }
 
  private:

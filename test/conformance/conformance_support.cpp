@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -152,6 +154,23 @@ sandlet::Sandbox Fixture::create(const sandlet::Spec& s) {
   return sb;
 }
 
+void Fixture::gc_after_crash() {
+  rt_.gc();
+  std::error_code ec;
+  bool aged = false;
+  for (const auto& e : fs::directory_iterator(root_ + "/sandboxes", ec)) {
+    std::string name = e.path().filename();
+    if (name.rfind(".reclaim-", 0) == 0) name = name.substr(9);
+    track(name);
+    INFO("left by gc: " << e.path());
+    CHECK(fs::is_empty(e.path(), ec));
+    const struct timespec hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    CHECK(::utimensat(AT_FDCWD, e.path().c_str(), hour_ago, 0) == 0);
+    aged = true;
+  }
+  if (aged) rt_.gc();
+}
+
 void Fixture::check_no_leaks() {
   // Sandboxes this root holds now, also those the test did not create itself (a warm pool's).
   std::error_code ec;
@@ -196,8 +215,12 @@ void Fixture::check_no_leaks() {
     for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
       const std::string name = it->path().filename();
-      for (const auto& id : ids)
-        if (contains(name, id)) FAIL_CHECK("file left: " << it->path());
+      for (const auto& id : ids) {
+        if (!contains(name, id)) continue;
+        std::string inside;
+        for (const auto& e : fs::directory_iterator(it->path(), ec)) inside += " " + e.path().filename().string();
+        FAIL_CHECK("file left: " << it->path() << (inside.empty() ? "" : " holding" + inside));
+      }
     }
   }
   rt_ = sandlet::Runtime::open(root_);
@@ -273,6 +296,13 @@ std::string Owner::line(double timeout_s) {
     if (n <= 0) return "";
     buf_.append(chunk, static_cast<size_t>(n));
   }
+}
+
+int Owner::wait() {
+  int status = 0;
+  if (pid_ > 0) ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return status;
 }
 
 void Owner::kill9() {
