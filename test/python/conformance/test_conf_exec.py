@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 import sandlet
-from conftest import Conformance, shell
+from .conformance_helpers import Conformance, shell
 
 
 def test_exit_codes(conf: Conformance) -> None:

@@ -8,7 +8,7 @@ import errno
 import pytest
 
 import sandlet
-from conftest import Conformance, shell
+from .conformance_helpers import Conformance, shell
 
 
 def test_round_trip(conf: Conformance) -> None:

@@ -12,7 +12,7 @@ from typing import Set
 import pytest
 
 import sandlet
-from conftest import Conformance, Sleeper, first_line, host_pids_in_cgroup, kill9, shell, until
+from .conformance_helpers import Conformance, Sleeper, first_line, host_pids_in_cgroup, kill9, shell, until
 
 
 def test_create_destroy(conf: Conformance) -> None:
