@@ -174,7 +174,7 @@ int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
 
   // Ctrl-C from here on: the library destroys the sandbox, then the CLI dies by the signal.
   SignalGuard guard;
-  // Sweeps what crashed runs left, like create: on an idle root it costs nothing measurable (A/B, 400 runs).
+  // Sweeps what crashed runs left, like create (it reads every record of the root: few on an idle one).
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true, /*create_soon=*/true);
   // A one-shot run: the sandbox's init starts the command with our own descriptors as its stdio, so
   // output goes straight to them (nothing relayed through this process).
