@@ -240,6 +240,18 @@ sandlet::Spec episode_spec(const std::vector<std::string>& layers, const std::st
   return spec;
 }
 
+// A number or string field of a flat JSON object, as text ("" when absent): enough for the demo's output.
+std::string json_field(const std::string& json, const std::string& name) {
+  const std::string key = "\"" + name + "\":";
+  size_t at = json.find(key);
+  if (at == std::string::npos) return "";
+  at += key.size();
+  if (json[at] == '"') return json.substr(at + 1, json.find('"', at + 1) - at - 1);
+  return json.substr(at, json.find_first_of(",}", at) - at);
+}
+
+std::string state_of(sandlet::Sandbox& sb) { return json_field(sb.info_json(), "state"); }
+
 // ---- the steps ------------------------------------------------------------------------------------
 
 void show_backends(sandlet::Runtime& rt, const std::vector<std::string>& layers) {
@@ -287,6 +299,9 @@ std::vector<sandlet::Sandbox> create_episodes(sandlet::Runtime& rt, const std::v
   }
   say("  %d sandboxes (128 MiB, 64 pids, 0.5 CPU, max lifetime 120 s each) ready in %.1f ms", kEpisodes, all_ms);
   say("  first ready after %.1f ms, last after %.1f ms; e.g. episode 0 = %s", first, last, episodes[0].id().c_str());
+  const std::string stats = rt.stats_json();
+  say("  warm pool: %s of them handed a sandbox prepared ahead, %s prepared on the spot",
+      json_field(stats, "hits").c_str(), json_field(stats, "misses").c_str());
   return episodes;
 }
 
@@ -405,6 +420,14 @@ void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episod
   sb.exec(shell("printf 'turn 1\\nturn 2\\nturn 3\\n' > /work/agent/log", 5));
   const std::string id = sb.id();  // what the trainer's checkpoint would keep
   say("  detached sandbox %s created, 3 turns of state written (%.1f ms)", id.c_str(), ms_since(t0));
+  // While the trainer is away the sandbox waits frozen: its processes keep their memory and files but use
+  // no CPU. (The next request resumes it.)
+  sandlet::ExecOptions heartbeat = shell("(while :; do date +%s > /work/agent/heartbeat; sleep 0.05; done) >/dev/null 2>&1 &", 5);
+  heartbeat.keep_background = true;  // a process of the agent's that lives across turns
+  sb.exec(heartbeat);
+  t0 = Clock::now();
+  sb.pause();
+  say("  paused it (every process frozen, memory kept) in %.1f ms", ms_since(t0));
 
   t0 = Clock::now();
   sb.close();
@@ -422,13 +445,14 @@ void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episod
   for (const auto& s : found)
     say("  list(\"task=calc\"): %s  %s%s", s.id.c_str(), s.state.c_str(),
         s.id == id ? "  (the id the checkpoint kept)" : "");
-  expect(found.size() == 1 && found[0].id == id && found[0].state == "running", "the detached sandbox was not found");
+  expect(found.size() == 1 && found[0].id == id && found[0].state == "paused", "the paused sandbox was not found");
 
   t0 = Clock::now();
   sandlet::Sandbox again = rt.attach(id);
-  std::string state = again.read_file("/work/agent/state.json");
+  std::string state = again.read_file("/work/agent/state.json");  // resumes it first
   auto turn = again.exec(shell("echo 'turn 4 (after resume)' >> /work/agent/log; wc -l < /work/agent/log", 5));
-  say("  attached by id, state: %s", first_line(state).c_str());
+  say("  attached by id; the first call resumed it (%s now); state: %s", state_of(again).c_str(),
+      first_line(state).c_str());
   say("  continued: turn 4 done, the log now has %s lines (attach + read + exec: %.1f ms)",
       first_line(turn.stdout_data).c_str(), ms_since(t0));
 }
@@ -513,7 +537,7 @@ int main(int argc, char** argv) {
     section("5. misbehaving agents (episodes 4-7, after their turn)");
     show_safety(episodes, secret);
 
-    section("6. the trainer is preempted; the rollout continues");
+    section("6. the trainer is preempted: its sandbox waits paused; the rollout continues");
     show_preemption(rt, episodes, layers, root);
 
     section("7. clean-up by label");
@@ -528,7 +552,7 @@ int main(int argc, char** argv) {
     }
     say("  %d episodes, %d solved, mean reward %.3f, total %.2f s", kEpisodes, solved, sum / kEpisodes,
         ms_since(start) / 1000);
-    say("  not yet available in this build: pause/resume, fork/snapshot (pack_diff), lazy loading, and the");
+    say("  not yet available in this build: fork/snapshot (pack_diff), lazy loading, and the");
     say("  fncall/microvm/fullvm backends");
     return 0;
   } catch (const sandlet::Error& e) {

@@ -248,6 +248,13 @@ async def show_preemption(rt: sandlet.AsyncRuntime, episodes: List[sandlet.Async
     await sb.exec("printf 'turn 1\\nturn 2\\nturn 3\\n' > /work/agent/log", timeout=5)
     sid = sb.id  # what the trainer's checkpoint would keep
     say(f"  detached sandbox {sid} created, 3 turns of state written ({ms_since(t0):.1f} ms)")
+    # While the trainer is away the sandbox waits frozen: its processes keep their memory and files but use
+    # no CPU. (The next request resumes it.)
+    await sb.exec("(while :; do date +%s > /work/agent/heartbeat; sleep 0.05; done) >/dev/null 2>&1 &",
+                  timeout=5, keep_background=True)
+    t0 = time.perf_counter()
+    await sb.pause()
+    say(f"  paused it (every process frozen, memory kept) in {ms_since(t0):.1f} ms")
 
     t0 = time.perf_counter()
     sb.close()
@@ -266,15 +273,16 @@ async def show_preemption(rt: sandlet.AsyncRuntime, episodes: List[sandlet.Async
     found = await rt.list("task=calc")
     for s in found:
         say(f'  list("task=calc"): {s["id"]}  {s["state"]}{"  (the id the checkpoint kept)" if s["id"] == sid else ""}')
-    expect(len(found) == 1 and found[0]["id"] == sid and found[0]["state"] == "running",
-           "the detached sandbox was not found")
+    expect(len(found) == 1 and found[0]["id"] == sid and found[0]["state"] == "paused",
+           "the paused sandbox was not found")
 
     t0 = time.perf_counter()
     again = await rt.attach(sid)
-    state = (await again.read_file("/work/agent/state.json")).decode()
+    state = (await again.read_file("/work/agent/state.json")).decode()  # resumes it first
     turn = await again.exec("echo 'turn 4 (after resume)' >> /work/agent/log; wc -l < /work/agent/log", timeout=5)
+    now = (await again.info())["state"]
     again.close()
-    say(f"  attached by id, state: {first_line(state)}")
+    say(f"  attached by id; the first call resumed it ({now} now); state: {first_line(state)}")
     say(f"  continued: turn 4 done, the log now has {first_line(turn.stdout_text).strip()} lines "
         f"(attach + read + exec: {ms_since(t0):.1f} ms)")
     return rt
@@ -343,7 +351,7 @@ async def rollout(root: Path, base_layer: str, from_store: bool, n: int) -> int:
             section("5. misbehaving agents (episodes 4-7, after their turn)")
             await show_safety(episodes, secret)
 
-            section("6. the trainer is preempted; the rollout continues")
+            section("6. the trainer is preempted: its sandbox waits paused; the rollout continues")
             rt = await show_preemption(rt, episodes, layers, root)
 
             section("7. clean-up by label")
@@ -353,7 +361,7 @@ async def rollout(root: Path, base_layer: str, from_store: bool, n: int) -> int:
         solved = sum(1 for r in rewards if r == 1.0)
         say(f"  {n} episodes, {solved} solved, mean reward {sum(rewards) / n:.3f}, "
             f"total {(time.perf_counter() - start):.2f} s")
-        say("  not yet available in this build: pause/resume, fork/snapshot (pack_diff), lazy loading, and the")
+        say("  not yet available in this build: fork/snapshot (pack_diff), lazy loading, and the")
         say("  fncall/microvm/fullvm backends")
         return 0
     except sandlet.Error as e:

@@ -141,6 +141,17 @@ SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, con
    receives how many sandboxes were cleaned up. */
 SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *removed);
 
+/* Counters of this runtime since it opened, as a JSON object (free with sandlet_free):
+     {"warm_pool": {"target": N,      prepared sandboxes it keeps ready (0 = off)
+                    "ready": N,       prepared and waiting now
+                    "hits": N,        creates handed a prepared sandbox
+                    "misses": N,      creates on a backend that can prepare ahead which found none fitting
+                    "prepared": N,    sandboxes the pool prepared
+                    "discarded": N,   prepared ones thrown away (other environment, died waiting, close)
+                    "staged": bool,   preparing with the root filesystem of the environment asked for last
+                    "backend": "container"}}   the backend it prepares for ("" before the first create) */
+SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, char **out);
+
 /* ---------------------------------------------------------------------------------------------------
  * Spec: what a sandbox looks like. Build from JSON or field by field; every setter validates and names the
  * field in its error. JSON schema (all fields optional except layers):
@@ -212,8 +223,29 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_destroy_async(sandlet_sandbox_t *sb
                                                            void *user_data);
 /* Releases the handle (see the ownership rule above). NULL is fine. */
 SANDLET_API void sandlet_sandbox_close(sandlet_sandbox_t *sb);
-/* The sandbox's record as a JSON object (id, state, backend, labels, spec, created_at, ...). Free with sandlet_free. */
+/* The sandbox's record as a JSON object (free with sandlet_free); sandlet_sandbox_list_json gives the same:
+     "version": 2                  the record format
+     "id": "3f9c0a1b2c3d"          12 hex digits
+     "backend": "container"
+     "state": "running"            "creating", "running", "paused", "dead" (its processes are gone; gc
+                                   reclaims it), "destroyed" (this handle's sandbox was destroyed)
+     "spec": {...}                 as in the spec JSON above, layers resolved to the directories stacked
+     "created_at", "deadline"      unix seconds (float); deadline = created_at + max_lifetime_s
+     "owner_pid", "owner_start"    the creating process (pid, start time in clock ticks since boot)
+     "environment": "name@N"       the environment version it was made from ("" for none)
+     "layers": [{"ref","digest"}]  each lower layer as asked for and the store digest it resolved to ("" for
+                                   a host directory)
+     "backend_state": {...}        the backend's own section, for operators; not a stable interface. The
+                                   container backend's: "slot" and "uid_base" (its host uid range: root
+                                   inside = uid_base), "init_pid" and "init_start" (PID 1 as the host sees
+                                   it), "cgroup_v2" and "cgroup_v1" (its cgroup directories), "agent_socket" */
 SANDLET_API sandlet_error_t *sandlet_sandbox_info_json(sandlet_sandbox_t *sb, char **out);
+/* Freezes every process of the sandbox (memory, files and open connections stay; a frozen sandbox uses no
+   CPU) / lets them run on. An exec or file call on a sandbox paused through this runtime resumes it first.
+   Pausing a paused sandbox (or resuming a running one) does nothing. UNIMPLEMENTED where the backend cannot
+   (sandlet_runtime_backends says which can: its "pause" capability). */
+SANDLET_API sandlet_error_t *sandlet_sandbox_pause(sandlet_sandbox_t *sb);
+SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
 
 /* ---------------------------------------------------------------------------------------------------
  * Exec.

@@ -444,6 +444,10 @@ class Sandbox {
     ctx.release();
   }
 
+  // Freezes every process of the sandbox / lets them run on (sandlet_sandbox_pause).
+  void pause() { detail::check(sandlet_sandbox_pause(sb_)); }
+  void resume() { detail::check(sandlet_sandbox_resume(sb_)); }
+
   // The sandbox's record (id, state, backend, labels, spec, created_at, ...) as a JSON object.
   std::string info_json() {
     char* out = nullptr;
@@ -628,6 +632,13 @@ class Runtime {
       out.push_back(std::move(b));
     }
     return out;
+  }
+
+  // Counters of this runtime (warm pool hits and misses, ...) as JSON (sandlet_runtime_stats_json).
+  std::string stats_json() const {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_stats_json(rt_, &out));
+    return detail::take_string(out);
   }
 
   // Sweeps what crashed or expired runs left behind; returns how many sandboxes were removed.

@@ -107,6 +107,12 @@ SANDLET_API sandlet_error_t* sandlet_runtime_gc(sandlet_runtime_t* rt, size_t* r
   });
 }
 
+SANDLET_API sandlet_error_t* sandlet_runtime_stats_json(sandlet_runtime_t* rt, char** out) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(rt->rt->stats_json()); });
+}
+
 SANDLET_API sandlet_error_t* sandlet_runtime_list(sandlet_runtime_t* rt, const char* label_filter,
                                                   sandlet_sandbox_list_t** out) {
   SANDLET_REQUIRE_HANDLE(rt);

@@ -118,6 +118,16 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_info_json(sandlet_sandbox_t* sb, ch
   return guard([&] { *out = sandlet::capi::dup_string(sb->sb->info_json()); });
 }
 
+SANDLET_API sandlet_error_t* sandlet_sandbox_pause(sandlet_sandbox_t* sb) {
+  SANDLET_REQUIRE_HANDLE(sb);
+  return guard([&] { sb->sb->pause(); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_resume(sandlet_sandbox_t* sb) {
+  SANDLET_REQUIRE_HANDLE(sb);
+  return guard([&] { sb->sb->resume(); });
+}
+
 SANDLET_API sandlet_error_t* sandlet_sandbox_exec(sandlet_sandbox_t* sb, const sandlet_exec_options_t* opts,
                                                   sandlet_exec_result_t** out) {
   SANDLET_REQUIRE_HANDLE(sb);

@@ -150,7 +150,8 @@ void Runtime::on_exit(const std::string& id) {
   }
   registry_.mark_ended(id);
   SandboxRecord rec;
-  if (registry_.begin_end(id, &rec, &impl)) end_started(rec, impl, /*now=*/false);
+  rec.id = id;  // the registry's own record is the one used
+  end(rec, impl);
 }
 
 }  // namespace sandlet

@@ -1,35 +1,33 @@
-// The one way a sandbox ends: kill (synchronous: nothing of it runs afterwards) and retire (out of sight:
-// no longer listed or attachable), then reclaim its host resources on a worker. See lifecycle.hpp.
+// The one way a sandbox ends (lifecycle.hpp): retire it — kill (synchronous: nothing of it runs afterwards)
+// and hide it (no longer listed or attachable) — then reclaim its host resources, on a worker. Every path
+// goes through these two steps: a destroy, an exit seen by the watcher, a one-shot's end, the runtime's
+// close, gc (from the record alone); a create that failed is abandoned instead (its object unwinds).
 #include "common/fault_point.hpp"
 #include "runtime/runtime.hpp"
 
 namespace sandlet {
 
 void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) {
-  SandboxRecord mine;
-  std::shared_ptr<BackendSandbox> own;
-  if (registry_.begin_end(rec.id, &mine, &own)) {
-    end_started(mine, own, /*now=*/false);
-    return;
+  SandboxRecord claimed;
+  std::shared_ptr<BackendSandbox> obj;
+  if (!registry_.begin_end(rec.id, &claimed, &obj)) {
+    if (registry_.started_here(rec.id)) return;  // its end is under way already (e.g. it exited by itself)
+    // Attached: a sandbox of another process (or of an earlier runtime).
+    if (!registry_.begin_reclaim(rec.id)) return;
+    claimed = rec;
+    obj = impl;
   }
-  if (registry_.started_here(rec.id)) return;  // its end is under way already (e.g. it exited by itself)
-  // Attached: a sandbox of another process (or of an earlier runtime).
-  if (!registry_.begin_reclaim(rec.id)) return;
-  end_started(rec, impl, /*now=*/false);
+  retire(claimed, *obj);
+  in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
 
-void Runtime::end_started(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, bool now) {
-  impl->kill();
+void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl) {
+  impl.kill();
   dirs_->retire(rec.id);
   fault_point("runtime.retired");
-  if (now) {
-    reclaim(rec, impl);
-    return;
-  }
-  in_background([this, rec, impl] { reclaim(rec, impl); });
 }
 
-void Runtime::reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept {
+bool Runtime::reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept {
   bool done = false;
   try {
     impl->reclaim();
@@ -40,6 +38,7 @@ void Runtime::reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSan
   if (done) dirs_->remove(rec.id);
   loop_.dispose(registry_.finish(rec.id));
   layers_->release_of(rec);
+  return done;
 }
 
 void Runtime::abandon(const SandboxRecord& rec, std::unique_ptr<BackendSandbox> impl) noexcept {

@@ -1,8 +1,9 @@
 // Sweeps what crashed or expired runs left behind: for every sandbox directory, gc_verdict (lifecycle.hpp)
 // decides from its record and the liveness of its owner and of the sandbox itself; sandboxes of this
-// process that it watches or reclaims are left to it. A directory without a readable record that is older
-// than a minute (a create that died before writing one) is reclaimed through every backend, which find
-// what such a sandbox could have left from its id alone.
+// process that it watches or reclaims are left to it. A staging directory (sandbox_dirs.hpp) goes when its
+// creator is gone. A directory without a readable record that is older than a minute (damaged) is
+// reclaimed through every backend, which find what such a sandbox could have left from its id alone.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include "common/error.hpp"
@@ -16,28 +17,21 @@ constexpr double kRecordlessGraceS = 60;
 
 }  // namespace
 
-bool Runtime::end_from_record(const SandboxRecord& rec, bool retired) {
-  Backend* backend = backend_named(rec.backend);
-  if (!backend) return false;  // not this host's to reclaim (another build or host put it here)
-  std::shared_ptr<BackendSandbox> impl = backend->adopt(rec.id, dirs_->dir(rec.id), rec.backend_state);
-  if (!retired) {
-    impl->kill();
-    dirs_->retire(rec.id);
-  }
-  try {
-    impl->reclaim();
-  } catch (const Error&) {
-    return false;  // left for the next sweep
-  }
-  dirs_->remove(rec.id);
-  layers_->release_of(rec);
-  return true;
-}
-
 size_t Runtime::gc(bool release_idle) {
   size_t removed = 0;
   const double now = sys::now_unix_seconds();
   for (const auto& name : dirs_->names()) {
+    if (auto owner = SandboxDirs::staging_owner(name)) {
+      // A create that died before its directory appeared (nothing else of it exists).
+      struct stat st;
+      const std::string path = dirs_->path_of(name);
+      if (::kill(*owner, 0) < 0 && errno == ESRCH) {
+        sys::remove_tree(path);
+      } else if (::stat(path.c_str(), &st) == 0 && now - static_cast<double>(st.st_mtime) > kRecordlessGraceS) {
+        sys::remove_tree(path);  // a reused pid keeps it no longer than this
+      }
+      continue;
+    }
     const bool retired = name.rfind(SandboxDirs::kRetiredPrefix, 0) == 0;
     const std::string id = retired ? name.substr(std::string(SandboxDirs::kRetiredPrefix).size()) : name;
     if (!SandboxDirs::valid_id(id)) continue;
@@ -67,6 +61,14 @@ size_t Runtime::gc(bool release_idle) {
       }
       continue;
     }
+    Backend* backend = backend_named(rec->backend);
+    if (!backend) continue;  // not this host's to reclaim (another build or host put it here)
+    std::shared_ptr<BackendSandbox> impl;
+    try {
+      impl = backend->adopt(id, dirs_->dir(id), rec->backend_state);
+    } catch (const Error&) {
+      continue;  // a damaged section: left alone rather than guessed at
+    }
     GcFacts facts;
     facts.state = rec->state;
     facts.retired = retired;
@@ -74,19 +76,10 @@ size_t Runtime::gc(bool release_idle) {
     facts.owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
     facts.deadline = rec->deadline;
     facts.now = now;
-    facts.sandbox_alive = false;
-    if (Backend* backend = backend_named(rec->backend)) {
-      try {
-        facts.sandbox_alive = backend->adopt(id, dirs_->dir(id), rec->backend_state)->alive();
-      } catch (const Error&) {
-      }
-    }
+    facts.sandbox_alive = impl->alive();
     if (gc_verdict(facts) == GcVerdict::kKeep) continue;
-    try {
-      if (end_from_record(*rec, retired)) ++removed;
-    } catch (const Error&) {
-      // Left for the next sweep; reported through the count only.
-    }
+    if (!retired) retire(*rec, *impl);
+    if (reclaim(*rec, impl)) ++removed;  // else left for the next sweep
   }
   for (auto& [name, backend] : backends_) {
     try {

@@ -5,9 +5,6 @@
 // `sandlet run` (and bwrap-style callers) need.
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -59,7 +56,7 @@ Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
   Registry::Entry entry;
   entry.record = started.rec;
   entry.impl = started.impl;
-  entry.one_shot = true;  // ended by end_one_shot, not by an exit watcher
+  entry.one_shot = true;  // ended when its report arrives, not by an exit watcher
   registry_.add(std::move(entry));
   if (closed_) started.impl->kill();
   return started;
@@ -99,7 +96,7 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   } catch (...) {
     error = std::current_exception();
   }
-  end_one_shot(started);
+  end(started.rec, started.impl);
   if (error) std::rethrow_exception(error);
   out.duration_ns = sys::now_monotonic_ns() - begin;
   return out;
@@ -145,7 +142,7 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
       error = std::current_exception();
     }
     st->report.close(ignored);
-    end_one_shot(st->started);
+    end(st->started.rec, st->started.impl);
     st->done(error, std::move(out));
   };
   // Posts `fn` to the loop while the loop is sure to run it (closed_ is set under close_mutex_ before the
@@ -182,15 +179,6 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     on_loop(watch, [conclude] { conclude(false); });
   });
   if (Backend* b = backend_named(backend)) b->expect_create();
-}
-
-// Kills (a no-op by now, unless cancelled) and hides the sandbox at once, as destroy() does; reclaims it on
-// a worker, which close() waits for (a closing runtime may have no workers left: then here).
-void Runtime::end_one_shot(const Started& started) {
-  SandboxRecord rec;
-  std::shared_ptr<BackendSandbox> impl;
-  if (!registry_.begin_end(started.rec.id, &rec, &impl)) return;
-  end_started(rec, impl, /*now=*/false);
 }
 
 }  // namespace sandlet

@@ -141,9 +141,18 @@ void Runtime::close() noexcept {
   try {
     if (pool_) pool_->stop();
     registry_.mark_ended("");
-    // Owned sandboxes end with their runtime; detached ones live on (their exit watchers stop below).
-    for (auto& [rec, impl] : registry_.live(/*one_shots=*/false))
-      if (rec.spec.lifetime == Lifetime::kOwned) end_started(rec, impl, /*now=*/true);
+    // Owned sandboxes end with their runtime (all killed first, then reclaimed: the kernel tears them down
+    // meanwhile); detached ones live on (their exit watchers stop below).
+    std::vector<std::pair<SandboxRecord, std::shared_ptr<BackendSandbox>>> owned;
+    for (auto& [rec, impl] : registry_.live(/*one_shots=*/false)) {
+      SandboxRecord claimed;
+      std::shared_ptr<BackendSandbox> obj;
+      if (rec.spec.lifetime == Lifetime::kOwned && registry_.begin_end(rec.id, &claimed, &obj)) {
+        retire(claimed, *obj);
+        owned.emplace_back(std::move(claimed), std::move(obj));
+      }
+    }
+    for (auto& [rec, impl] : owned) reclaim(rec, impl);
     loop_.post([this] { registry_.cancel_watchers(); });
     // One-shot runs in flight end (their callers see it; asynchronous ones conclude on the loop, which
     // cannot stop before they do).

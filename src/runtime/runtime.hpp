@@ -123,18 +123,15 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl);
   void on_exit(const std::string& id);
 
-  // Ending (runtime/end.cpp): kill and retire now, reclaim on a worker (or here, `now`).
-  void end_started(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, bool now);
-  void reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept;
+  // Ending (runtime/end.cpp): end() = retire now + reclaim on a worker.
+  void retire(const SandboxRecord& rec, BackendSandbox& impl);  // running/paused/creating -> ending
+  bool reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept;  // -> reclaimed
   // A create that failed: drops what the backend made, removes the directory, releases layers.
   void abandon(const SandboxRecord& rec, std::unique_ptr<BackendSandbox> impl) noexcept;
-  // gc (runtime/gc.cpp): ends a sandbox found on disk, from its record alone.
-  bool end_from_record(const SandboxRecord& rec, bool retired);
 
   // One-shot runs (runtime/run_once.cpp).
   OneShot one_shot_of(const Spec& spec, const RunOnceParams& params);
   Started start_one_shot(const Spec& spec, OneShot& one_shot);
-  void end_one_shot(const Started& started);
 
   std::string state_of(const SandboxRecord& rec, BackendSandbox* impl) const;
 

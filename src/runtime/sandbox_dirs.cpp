@@ -11,20 +11,37 @@
 
 namespace sandlet {
 
+// The directory appears with its record in one rename: gc never finds a sandbox directory without a
+// record. A crash before the rename leaves a staging directory named after its creator, which gc removes
+// once that process is gone (nothing else exists yet: backends start after this).
 void SandboxDirs::create(const SandboxRecord& rec) const {
-  const std::string d = dir(rec.id);
-  if (::mkdir(d.c_str(), 0700) < 0) {
+  const std::string staging = base_ + "/" + kStagingPrefix + std::to_string(rec.owner_pid) + "-" + rec.id;
+  if (::mkdir(staging.c_str(), 0700) < 0) {
     // Another runtime on this root may have released the tmpfs state directory when it closed.
-    if (errno != ENOENT) throw_errno("mkdir " + d);
+    if (errno != ENOENT) throw_errno("mkdir " + staging);
     prepare_state(root_);
-    if (::mkdir(d.c_str(), 0700) < 0) throw_errno("mkdir " + d);
+    if (::mkdir(staging.c_str(), 0700) < 0) throw_errno("mkdir " + staging);
   }
   try {
-    write(rec);
+    sys::write_new_file(staging + "/record.json", rec.to_json());
+    if (::rename(staging.c_str(), dir(rec.id).c_str()) < 0) throw_errno("rename " + staging);
   } catch (...) {
-    sys::remove_tree(d);
+    sys::remove_tree(staging);
     throw;
   }
+}
+
+std::optional<pid_t> SandboxDirs::staging_owner(const std::string& name) {
+  if (name.rfind(kStagingPrefix, 0) != 0) return std::nullopt;
+  const size_t start = std::string(kStagingPrefix).size();
+  const size_t dash = name.find('-', start);
+  if (dash == std::string::npos || dash == start) return std::nullopt;
+  pid_t pid = 0;
+  for (size_t i = start; i < dash; ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 100000000) return std::nullopt;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
 }
 
 void SandboxDirs::write(const SandboxRecord& rec) const { sys::write_file_atomic(dir(rec.id) + "/record.json", rec.to_json()); }

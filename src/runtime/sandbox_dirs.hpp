@@ -1,7 +1,10 @@
 // Where sandboxes live on the host: <root>/sandboxes/<id>/ holds the record (and whatever the backend puts
 // there, e.g. the agent's socket); <root>/sandboxes/.reclaim-<id>/ is a sandbox being reclaimed (the
-// lifecycle's "ending", see lifecycle.hpp). <root>/sandboxes may be a symlink into tmpfs (state_dir.hpp).
+// lifecycle's "ending", see lifecycle.hpp); <root>/sandboxes/.new-<pid>-<id>/ is one being made by process
+// <pid> (for a few microseconds, or left by a crash). <root>/sandboxes may be a symlink into tmpfs (state_dir.hpp).
 #pragma once
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,11 +29,15 @@ class SandboxDirs final {
   void retire(const std::string& id) const;
   // ending -> reclaimed: removes both directories. Never throws.
   void remove(const std::string& id) const noexcept;
-  // Entry names under <root>/sandboxes: ids, and ".reclaim-<id>" for retired ones.
+  // Entry names under <root>/sandboxes: ids, ".reclaim-<id>" for retired ones, ".new-<pid>-<id>" staging.
   std::vector<std::string> names() const;
+  std::string path_of(const std::string& name) const { return base_ + "/" + name; }
 
   static bool valid_id(const std::string& id);
+  // The creator of a staging directory (by its name), or nullopt for any other name.
+  static std::optional<pid_t> staging_owner(const std::string& name);
   static constexpr const char* kRetiredPrefix = ".reclaim-";
+  static constexpr const char* kStagingPrefix = ".new-";
 
  private:
   const std::string root_, base_;

@@ -9,7 +9,6 @@
 #include <cstdio>
 
 #include "common/error.hpp"
-#include "backends/container/slots.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -72,8 +71,6 @@ StateLayout prepare_state(const std::string& root) {
   layout.sandboxes = root + "/sandboxes";
   std::string base = tmpfs_base();
   layout.tmpfs_base = base;
-  layout.slots = base.empty() ? container::SlotTable::default_dir(root + "/slots") : base + "/slots";
-  sys::mkdir_p(layout.slots, 0700);
   if (base.empty()) {
     if (::mkdir(layout.sandboxes.c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + layout.sandboxes);
     return layout;

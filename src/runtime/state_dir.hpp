@@ -11,8 +11,7 @@ namespace sandlet {
 struct StateLayout {
   std::string sandboxes;      // <root>/sandboxes (a directory or a symlink to the tmpfs one)
   std::string tmpfs_target;   // the tmpfs directory it points to; empty when state stays on disk
-  std::string slots;          // the uid slot table
-  std::string tmpfs_base;     // our private tmpfs directory ("" when none), e.g. for the init binary
+  std::string tmpfs_base;     // our private tmpfs directory ("" when none): node-wide state of backends
 };
 
 // Creates (or repairs) the layout for runtime root `root`. Thread-safe, idempotent.

@@ -73,6 +73,12 @@ void write_file_atomic(const std::string& path, const std::string& data, mode_t 
   }
 }
 
+void write_new_file(const std::string& path, const std::string& data, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) throw_errno("create " + path);
+  write_all(fd.get(), data, path);
+}
+
 void write_existing(const std::string& path, const std::string& data) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd) throw_errno("open " + path);

@@ -17,6 +17,8 @@ std::string read_file(const std::string& path, size_t max = 16u << 20);
 std::optional<std::string> read_file_if_exists(const std::string& path, size_t max = 16u << 20);
 // Writes via a temp file + rename, so readers never see a partial file.
 void write_file_atomic(const std::string& path, const std::string& data, mode_t mode = 0600);
+// Creates `path` (which must not exist) with `data`: for files in a directory nobody else sees yet.
+void write_new_file(const std::string& path, const std::string& data, mode_t mode = 0600);
 // Writes `data` to an existing file (cgroup and /proc knobs); throws naming the path.
 void write_existing(const std::string& path, const std::string& data);
 // Same, relative to a directory fd.

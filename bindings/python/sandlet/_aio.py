@@ -176,6 +176,12 @@ class AsyncSandbox:
         _, fut = _start(self._h.destroy_async)
         await fut
 
+    async def pause(self) -> None:
+        await asyncio.to_thread(self.sync.pause)
+
+    async def resume(self) -> None:
+        await asyncio.to_thread(self.sync.resume)
+
     def close(self) -> None:
         """Releases the handle (idempotent; never blocks). The last handle of an owned sandbox destroys it."""
         self._h.close()
@@ -349,6 +355,9 @@ class AsyncRuntime:
 
     async def gc(self) -> int:
         return await asyncio.to_thread(self.sync.gc)
+
+    def stats(self) -> Dict[str, Any]:
+        return self.sync.stats()
 
     def backends(self) -> List[Dict[str, Any]]:
         return self.sync.backends()

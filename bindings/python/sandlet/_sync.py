@@ -116,6 +116,15 @@ class Sandbox:
         close() only."""
         self._h.destroy()
 
+    def pause(self) -> None:
+        """Freezes every process of the sandbox (memory, files and connections stay). An exec or file call
+        resumes it first."""
+        self._h.pause()
+
+    def resume(self) -> None:
+        """Lets a paused sandbox's processes run on."""
+        self._h.resume()
+
     def close(self) -> None:
         """Releases the handle (idempotent). Closing the last handle of an ``owned`` sandbox destroys it in
         the background (leaving a ``with`` block destroys it before returning)."""
@@ -299,6 +308,10 @@ class Runtime:
         first = next(iter(wanted.items()), None)
         rows = listed(self._h.list(f"{first[0]}={first[1]}" if first else ""))
         return [r for r in rows if all(r.get("spec", {}).get("labels", {}).get(k) == v for k, v in wanted.items())]
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters of this runtime: {"warm_pool": {"hits", "misses", "ready", ...}} (see sandlet.h)."""
+        return json.loads(self._h.stats_json())
 
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent

@@ -133,6 +133,7 @@ void bind_runtime(py::module_& m) {
              return out;
            })
       .def("gc", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.gc(); }); })
+      .def("stats_json", [](RuntimeHandle& h) { return h.get()->stats_json(); })
       .def("list",
            [](RuntimeHandle& h, const std::string& label_filter) {
              auto items = blocking(h, [&](sandlet::Runtime& rt) { return rt.list(label_filter); });

@@ -132,6 +132,16 @@ void bind_sandbox(py::module_& m) {
         py::gil_scoped_release release;
         sb->destroy();
       })
+      .def("pause", [](SandboxHandle& h) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        sb->pause();
+      })
+      .def("resume", [](SandboxHandle& h) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        sb->resume();
+      })
       .def("destroy_async",
            [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token) {
              h.get()->destroy_async([q, token](const sandlet::Error* e) {

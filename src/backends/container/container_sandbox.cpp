@@ -40,7 +40,7 @@ ContainerSandbox::ContainerSandbox(std::shared_ptr<ContainerNode> node, std::str
 
 ContainerSandbox::~ContainerSandbox() {
   if (!preparing_) return;
-  // A start that did not finish: its init is killed and its groups removed by Starting's owners; the
+  // A start that did not finish: its init is killed and its groups removed by StartingInit's owners; the
   // uid range goes back to the table.
   starting_.reset();
   node_->slots->release(state_.slot, dir_);

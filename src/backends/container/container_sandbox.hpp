@@ -14,6 +14,8 @@
 
 namespace sandlet::container {
 
+struct StartingInit;  // the kernel objects of a start in progress (container_starting.hpp)
+
 class ContainerSandbox final : public BackendSandbox {
  public:
   // A sandbox to prepare (`state` empty) or one adopted from its record.
@@ -36,14 +38,13 @@ class ContainerSandbox final : public BackendSandbox {
   void resume() override;
 
  private:
-  struct Starting;  // the kernel objects of a start in progress (container_start.cpp)
   void freeze(bool frozen);
 
   std::shared_ptr<ContainerNode> node_;
   const std::string id_, dir_;
   ContainerState state_;
   bool preparing_ = false;              // prepare() began and finish() has not succeeded
-  std::unique_ptr<Starting> starting_;  // the start's kernel objects, from prepare() until finish()
+  std::unique_ptr<StartingInit> starting_;  // the start's kernel objects, from prepare() until finish()
   sys::UniqueFd pidfd_;                 // the init, our child (sandboxes started here)
 };
 

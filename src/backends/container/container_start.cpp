@@ -70,8 +70,8 @@ void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
     ScopedNetns in_sandbox_net(netns.get());  // the child inherits this thread's network namespace
     spawned.emplace(PausedInit::spawn(params));
   }
-  starting_ = std::make_unique<Starting>(std::move(cgroup), std::move(*spawned));
-  Starting& s = *starting_;
+  starting_ = std::make_unique<StartingInit>(std::move(cgroup), std::move(*spawned));
+  StartingInit& s = *starting_;
   s.setup = std::move(setup_host);
   s.listener = std::move(listener);
   s.dev = std::move(dev);
@@ -102,7 +102,7 @@ bool ContainerSandbox::fits(const Spec& spec) const {
 
 void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   if (!starting_) throw Error(Code::kFailedPrecondition, "sandbox " + id_ + ": finish without prepare");
-  Starting& s = *starting_;
+  StartingInit& s = *starting_;
   s.cgroup.apply_limits(spec.limits);
   state_.cgroups = s.cgroup.paths();
 

@@ -1,4 +1,4 @@
-// The kernel objects of a container start in progress (ContainerSandbox::Starting): made by prepare(),
+// The kernel objects of a container start in progress (StartingInit): made by prepare(),
 // handed over to the running sandbox by finish(), destroyed (killing the init, removing its groups) when a
 // start fails.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/container/container_sandbox.hpp"
+#include "backends/container/container_node.hpp"
 #include "backends/container/init_setup.hpp"
 #include "backends/container/sandbox_cgroup.hpp"
 #include "backends/container/sandbox_dev.hpp"
@@ -21,8 +21,8 @@ namespace sandlet::container {
 constexpr int kReadyTimeoutMs = 20000;
 
 // A started init waiting for its configuration, and everything it needs.
-struct ContainerSandbox::Starting {
-  Starting(SandboxCgroup cg, PausedInit in) : cgroup(std::move(cg)), init(std::move(in)) {}
+struct StartingInit {
+  StartingInit(SandboxCgroup cg, PausedInit in) : cgroup(std::move(cg)), init(std::move(in)) {}
   SandboxCgroup cgroup;
   PausedInit init;
   sys::UniqueFd setup;     // host end of the init's fd 3

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Checks the source tree's shape (docs/ARCHITECTURE.md, "Layering"):
+
+  - src/runtime includes no header of a particular backend (only backends/backend.hpp, backends/registry.hpp);
+  - src/backends includes no runtime header;
+  - src/sys (the kernel wrappers at the bottom) includes nothing above it;
+  - src/spec, src/proto, src/policy include neither runtime nor backend headers;
+  - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
+  - no source file over MAX_LINES lines.
+
+usage: check_layering.py SOURCE_DIR     Exits 1 and lists every violation when there is one.
+"""
+import os
+import re
+import sys
+
+MAX_LINES = 600
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".c", ".py", ".pyi", ".sh")
+SIZE_ROOTS = ("src", "include", "test", "bench", "bindings", "examples", "scripts")
+
+# (files under this prefix, may not include headers under any of these prefixes, except these headers)
+RULES = [
+    ("src/runtime/", ("backends/",), ("backends/backend.hpp", "backends/registry.hpp")),
+    ("src/backends/", ("runtime/",), ()),
+    ("src/sys/", ("runtime/", "backends/", "spec/", "image/", "policy/", "proto/", "capi/", "cli/"), ()),
+    ("src/spec/", ("runtime/", "backends/", "image/", "capi/", "cli/"), ()),
+    ("src/proto/", ("runtime/", "backends/", "spec/", "image/", "sys/", "capi/", "cli/"), ()),
+    ("src/policy/", ("runtime/", "backends/", "capi/", "cli/"), ()),
+    ("src/image/", ("runtime/", "backends/", "capi/", "cli/"), ()),
+]
+
+
+def sources(root, top):
+    for d, _, files in os.walk(os.path.join(root, top)):
+        for f in files:
+            if f.endswith(SOURCE_SUFFIXES):
+                yield os.path.relpath(os.path.join(d, f), root)
+
+
+def includes(root, path):
+    with open(os.path.join(root, path), errors="replace") as f:
+        return INCLUDE.findall(f.read())
+
+
+def resolve(root, path, inc):
+    """The repo path an include names: relative to src/ or include/, or to the including file."""
+    for base in ("src", "include", os.path.dirname(path)):
+        candidate = os.path.normpath(os.path.join(base, inc))
+        if os.path.isfile(os.path.join(root, candidate)):
+            return candidate
+    return None
+
+
+def component(path):
+    return os.path.splitext(path)[0]
+
+
+def find_cycles(graph):
+    """Every cycle found by a depth-first search, as a list of components (each reported once)."""
+    cycles, seen_cycles, state = [], set(), {}
+
+    def visit(node, stack):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):]
+                key = frozenset(cycle)
+                if key not in seen_cycles:
+                    seen_cycles.add(key)
+                    cycles.append(cycle + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+    problems = []
+    graph = {}
+    for path in sorted(sources(root, "src")):
+        if not path.endswith((".cpp", ".hpp", ".h", ".c")):
+            continue
+        for inc in includes(root, path):
+            for prefix, banned, allowed in RULES:
+                if path.startswith(prefix) and inc.startswith(banned) and inc not in allowed:
+                    problems.append(f"{path}: includes {inc} ({prefix} may not depend on {', '.join(banned)})")
+            target = resolve(root, path, inc)
+            if target and target.startswith("src/") and component(target) != component(path):
+                graph.setdefault(component(path), set()).add(component(target))
+    for cycle in find_cycles(graph):
+        problems.append("include cycle: " + " -> ".join(cycle))
+    for top in SIZE_ROOTS:
+        for path in sorted(sources(root, top)):
+            with open(os.path.join(root, path), errors="replace") as f:
+                n = sum(1 for _ in f)
+            if n > MAX_LINES:
+                problems.append(f"{path}: {n} lines (more than {MAX_LINES}: split it by purpose)")
+    for p in problems:
+        print(p)
+    print(f"check_layering: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
