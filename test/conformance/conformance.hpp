@@ -69,11 +69,6 @@ class Fixture {
   sandlet::Sandbox create() { return create(spec()); }
   void track(const std::string& id) { ids_.push_back(id); }
 
-  // gc after an owner process was killed. A kill between a sandbox directory's mkdir and its record's
-  // write (a warm pool fills on a thread of its own, so a kill anywhere can meet it there) leaves a
-  // directory without a record, which gc leaves alone for a grace period: it cannot tell a dead creator
-  // from a slow one. Such a directory must be empty; this ages it past the grace and runs gc again.
-  void gc_after_crash();
   // Closes the runtime, runs gc from a fresh one, then checks that no process, cgroup, mount or file of
   // any tracked sandbox is left. The runtime is reopened afterwards (a test may go on).
   void check_no_leaks();

@@ -5,14 +5,12 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -152,23 +150,6 @@ sandlet::Sandbox Fixture::create(const sandlet::Spec& s) {
   auto sb = rt_.create(s);
   track(sb.id());
   return sb;
-}
-
-void Fixture::gc_after_crash() {
-  rt_.gc();
-  std::error_code ec;
-  bool aged = false;
-  for (const auto& e : fs::directory_iterator(root_ + "/sandboxes", ec)) {
-    std::string name = e.path().filename();
-    if (name.rfind(".reclaim-", 0) == 0) name = name.substr(9);
-    track(name);
-    INFO("left by gc: " << e.path());
-    CHECK(fs::is_empty(e.path(), ec));
-    const struct timespec hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
-    CHECK(::utimensat(AT_FDCWD, e.path().c_str(), hour_ago, 0) == 0);
-    aged = true;
-  }
-  if (aged) rt_.gc();
 }
 
 void Fixture::check_no_leaks() {

@@ -77,7 +77,7 @@ void kill_at(const std::string& path, const std::string& step) {
     const std::string id = e.path().filename();
     f.track(id.rfind(".reclaim-", 0) == 0 ? id.substr(9) : id);
   }
-  f.gc_after_crash();
+  f.rt().gc();
   for (const auto& info : f.rt().list()) FAIL_CHECK("listed after gc: " << info.id << " " << info.state);
   f.check_no_leaks();
   auto sb = f.create();  // and the root works as before

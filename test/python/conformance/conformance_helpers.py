@@ -129,21 +129,6 @@ class Conformance:
         except OSError:
             return []
 
-    def gc_after_crash(self) -> None:
-        """gc after an owner process was killed. A kill between a sandbox directory's mkdir and its record's
-        write (a warm pool fills on a thread of its own) leaves a directory without a record, which gc
-        leaves alone for a grace period (it cannot tell a dead creator from a slow one). Such a directory
-        must be empty; it is aged past the grace and gc runs again."""
-        self.rt.gc()
-        left = self.sandbox_dirs()
-        for name in left:
-            path = os.path.join(self.root, "sandboxes", name)
-            assert os.listdir(path) == [], f"{path} left by gc holds {os.listdir(path)}"
-            os.utime(path, (time.time() - 3600, time.time() - 3600))
-            self.ids.add(name[len(".reclaim-"):] if name.startswith(".reclaim-") else name)
-        if left:
-            self.rt.gc()
-
     def check_no_leaks(self) -> None:
         for name in self.sandbox_dirs():  # also those the test did not create itself (a warm pool's)
             name = name[len(".reclaim-"):] if name.startswith(".reclaim-") else name

@@ -106,7 +106,7 @@ def test_gc_after_the_owner_was_killed_mid_create(conf: Conformance) -> None:
         finally:
             kill9(owner)
         conf.ids.update(s[len(".reclaim-"):] if s.startswith(".reclaim-") else s for s in seen)
-    conf.gc_after_crash()
+    conf.rt.gc()
     assert conf.rt.list() == []
     conf.check_no_leaks()
 
@@ -165,4 +165,18 @@ def test_disk_limit(conf: Conformance) -> None:
         assert isinstance(e.value, OSError)
         assert (e.value.errno, e.value.filename) == (errno.ENOSPC, "/big-file")
         sb.write_file("/small", b"y" * (1 << 20))
+    conf.check_no_leaks()
+
+
+def test_warm_pool_serves_repeated_creates(conf: Conformance) -> None:
+    assert conf.rt.stats()["warm_pool"]["hits"] == 0
+    for i in range(4):
+        with conf.create(hostname=f"h{i}") as sb:
+            assert shell(sb, "hostname") == f"h{i}\n"  # a pooled sandbox still gets its spec
+        if i >= 1:  # the pool starts at the second create and fills on a thread of its own
+            assert until(lambda: conf.rt.stats()["warm_pool"]["ready"] >= 1)
+    pool = conf.rt.stats()["warm_pool"]
+    assert pool["hits"] >= 2, pool  # the third and fourth found a prepared sandbox
+    assert pool["hits"] + pool["misses"] == 4
+    assert pool["backend"] == conf.backend
     conf.check_no_leaks()
