@@ -316,8 +316,7 @@ struct Imported {
 };
 
 Imported import_layer(sandlet_runtime_t *rt, const fs::path &dir, const char *role) {
-  sandlet_layer_import_options_t o{};
-  o.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+  sandlet_layer_import_options_t o = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   o.role = role;
   o.no_dedupe = 0;
   char *res = nullptr;

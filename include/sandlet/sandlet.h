@@ -7,8 +7,20 @@
  *  - Every handle has exactly one NULL-safe release function (`_close` or `_delete`).
  *  - Strings passed in are copied; the caller keeps ownership. Strings returned by accessors are owned by
  *    the object they came from and stay valid until it is released.
- *  - Option structs start with a `size` field: set it to sizeof(the struct) (the *_INIT macros do), so that
- *    later versions can add fields without breaking callers.
+ *  - Option structs are versioned by size: each starts with `uint32_t size`, set to sizeof(the struct) (the
+ *    *_INIT macros do). Fields are only ever appended, so `size` tells which fields a caller's struct has:
+ *    every field past it takes its default (a caller built against an older header keeps working). A larger
+ *    struct (a newer header) is accepted when every byte past the fields this library knows is zero, i.e.
+ *    the newer fields keep their defaults; otherwise the call fails with INVALID_ARGUMENT naming the struct.
+ *    SANDLET_HAS_FIELD(type, field, size) says whether a struct of `size` bytes holds `field`.
+ *  - Arrays of structs are returned as three out-parameters: the first element, the count and the element
+ *    size (the library's sizeof(the struct), never smaller than the struct's first version). Step through
+ *    them with SANDLET_ARRAY_AT(type, first, elem_size, i), not with your own sizeof, and test fields newer
+ *    than the first version with SANDLET_HAS_FIELD(type, field, elem_size). (Lists of records, like
+ *    sandlet_sandbox_list_t, are opaque handles with a count and per-item accessors instead.)
+ *  - JSON documents returned (layer store, environments) are described field by field where the function
+ *    is; every field listed is always present, and later versions may add fields: ignore those you do not
+ *    know.
  *  - The library never exits, aborts or prints on the caller's behalf.
  *
  * Thread-safety: a runtime, and the sandboxes opened from it, may be used from any thread concurrently.
@@ -39,8 +51,32 @@
 extern "C" {
 #endif
 
-/* Bumped when the ABI changes incompatibly. Compare with sandlet_abi_version() at run time. */
+/* Bumped when the ABI changes incompatibly (a function removed or changed, a struct field moved or retyped).
+   Compare with sandlet_abi_version() at run time.
+   Adding to the ABI: a function is declared here with SANDLET_API and listed in cmake/sandlet.map (in the
+   newest version node) and in cmake/sandlet.symbols, which the ctest `abi-symbols` compares with what
+   libsandlet.so exports. A struct field is appended, has an all-zero default, adds no padding (the struct
+   must not end in padding either), and is listed in test/abi/layout_test.cpp. */
 #define SANDLET_ABI_VERSION 1
+
+/* Whether a struct of `size` bytes (an option struct's `size`, or a returned array's element size) holds
+   member `field` of `type` entirely. */
+#ifdef __cplusplus
+#define SANDLET_HAS_FIELD(type, field, size) \
+  (offsetof(type, field) + sizeof(static_cast<type *>(nullptr)->field) <= static_cast<size_t>(size))
+#else
+#define SANDLET_HAS_FIELD(type, field, size) (offsetof(type, field) + sizeof(((type *)0)->field) <= (size_t)(size))
+#endif
+
+/* Element `i` of an array returned as (first, count, elem_size). */
+#ifdef __cplusplus
+#define SANDLET_ARRAY_AT(type, first, elem_size, i)                         \
+  reinterpret_cast<const type *>(reinterpret_cast<const char *>(first) +    \
+                                 static_cast<size_t>(i) * static_cast<size_t>(elem_size))
+#else
+#define SANDLET_ARRAY_AT(type, first, elem_size, i) \
+  ((const type *)(const void *)((const char *)(first) + (size_t)(i) * (size_t)(elem_size)))
+#endif
 
 /* ---------------------------------------------------------------------------------------------------
  * Errors. Codes and their retry rules:
@@ -75,6 +111,9 @@ typedef enum sandlet_code {
   SANDLET_DATA_LOSS = 15
 } sandlet_code_t;
 
+/* When memory runs out, even for the error object, the error returned is a static one (RESOURCE_EXHAUSTED,
+   "out of memory", ENOMEM), never NULL: read and release it like any other (sandlet_error_delete leaves it
+   alone), and do not tell errors apart by their address. */
 typedef struct sandlet_error sandlet_error_t;
 
 SANDLET_API sandlet_code_t sandlet_error_code(const sandlet_error_t *err);   /* SANDLET_OK for NULL */
@@ -124,15 +163,24 @@ SANDLET_API sandlet_error_t *sandlet_runtime_open(const char *root, const sandle
 SANDLET_API void sandlet_runtime_close(sandlet_runtime_t *rt);
 SANDLET_API const char *sandlet_runtime_root(const sandlet_runtime_t *rt);
 
-/* Backends known to this build and whether this host can run each. The array is owned by the runtime and
-   valid until it is closed. `reason` is "" when available, otherwise says what is missing. */
+/* Backends known to this build and whether this host can run each: *out, *count and *elem_size describe an
+   array (see the conventions at the top: walk it with SANDLET_ARRAY_AT). The array is owned by the runtime
+   and valid until it is closed. `reason` is "" when available, otherwise says what is missing. */
 typedef struct sandlet_backend_info {
-  const char *name;    /* "container", "fncall", "microvm", "fullvm" */
-  int available;       /* non-zero if this host can run it */
-  const char *reason;  /* why not, e.g. "no /dev/kvm" */
+  const char *name;       /* "container", "fncall", "microvm", "fullvm" */
+  int available;          /* non-zero if this host can run it */
+  uint32_t capabilities;  /* SANDLET_CAP_* bits: what it supports beyond create, exec, files and destroy
+                             (0 when unavailable) */
+  const char *reason;     /* why not, e.g. "no /dev/kvm" */
 } sandlet_backend_info_t;
+#define SANDLET_CAP_PREPARE_AHEAD 0x01u /* prepares sandboxes ahead of a create (a warm pool) */
+#define SANDLET_CAP_ONE_SHOT 0x02u      /* sandlet_run starts the command without an agent round trip */
+#define SANDLET_CAP_PAUSE 0x04u         /* sandlet_sandbox_pause / _resume */
+#define SANDLET_CAP_SNAPSHOT 0x08u      /* snapshots (not in this version's C ABI yet) */
+#define SANDLET_CAP_FORK 0x10u          /* fork into children (not in this version's C ABI yet) */
+#define SANDLET_CAP_STORE_LAYERS 0x20u  /* layers of the runtime's layer store (sandlet_spec_add_layer by name) */
 SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, const sandlet_backend_info_t **out,
-                                                      size_t *count);
+                                                      size_t *count, size_t *elem_size);
 
 /* Removes what crashed or expired runs left behind: dead sandboxes' cgroups and directories, sandboxes
    past their max lifetime, `owned` sandboxes whose owner process died. Never touches a live sandbox of
@@ -243,7 +291,7 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_info_json(sandlet_sandbox_t *sb, ch
 /* Freezes every process of the sandbox (memory, files and open connections stay; a frozen sandbox uses no
    CPU) / lets them run on. An exec or file call on a sandbox paused through this runtime resumes it first.
    Pausing a paused sandbox (or resuming a running one) does nothing. UNIMPLEMENTED where the backend cannot
-   (sandlet_runtime_backends says which can: its "pause" capability). */
+   (sandlet_runtime_backends says which can: SANDLET_CAP_PAUSE in its capabilities). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_pause(sandlet_sandbox_t *sb);
 SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
 
@@ -269,11 +317,11 @@ typedef struct sandlet_exec_options {
   uint64_t output_limit;         /* per stream, streaming included; 0 = default 16 MiB; UINT64_MAX = no cap.
                                     Beyond it output is dropped and flagged */
   int kill_on_output_limit;      /* non-zero: kill the command when a stream passes the limit */
-  sandlet_output_cb on_output;   /* optional streaming callback */
-  void *output_user_data;
   int keep_background;           /* non-zero: processes the command leaves running (`server &`) survive its
                                     exit and the exec completes when the main process exits; their later
                                     output is discarded. Default: they are killed with the command. */
+  sandlet_output_cb on_output;   /* optional streaming callback */
+  void *output_user_data;
 } sandlet_exec_options_t;
 #define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0}
 
@@ -397,15 +445,48 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 /* ---------------------------------------------------------------------------------------------------
  * Layer store: content-addressed EROFS layers under <root>/layers, and environments (named, versioned
  * lists of layers with env/workdir/user defaults). Results are JSON strings owned by the caller (free with
- * sandlet_free). Layer JSON: {"digest","role","name","source","parent","created","size","stored_bytes",
- * "inodes","meta_sha256","blobs":[...]}. All calls may be used from any thread; they block (imports take
- * as long as reading the source), so do not call them from a completion callback.
+ * sandlet_free). All calls may be used from any thread; they block (imports take as long as reading the
+ * source), so do not call them from a completion callback.
+ *
+ * The JSON documents they return (a digest is 64 lowercase hex digits of a sha256, without "sha256:";
+ * times are unix seconds with a fraction):
+ *
+ * Layer object (each element of sandlet_layer_list, sandlet_layer_inspect, sandlet_layer_merge):
+ *   "digest"          string   the layer's content digest (its files, their metadata and data)
+ *   "role"            string   "base", "workspace", "toolkit" or "diff"
+ *   "name"            string   the name it was imported under, "" when unnamed
+ *   "source"          string   what it was imported from: the path given, "<path> layer <i>" for an image's
+ *                              i-th layer, "merge of <digest prefixes>" for a merge
+ *   "parent"          string   digest of the layer it goes on top of (an image's or a diff's), or ""
+ *   "created"         number   when it was imported
+ *   "size"            integer  bytes of file content it holds
+ *   "stored_bytes"    integer  bytes its import added to the store (metadata + data no other layer had)
+ *   "inodes"          integer  files, directories, links and special files in it
+ *   "blobs"           array    digests (strings) of the data files its file content is read from, which
+ *                              layers share: the names sandlet_layer_gc's "removed_blobs" reports
+ * Import result (sandlet_layer_import):
+ *   "layers"          array    layer objects, lowest first: one for a directory or tar, one per image layer
+ *   "existed"         array    booleans, one per layer: it was in the store already (nothing was added)
+ *   "environment"     string   the environment made of an image's layers when a name was given, else ""
+ * Layer gc report (sandlet_layer_gc):
+ *   "removed_layers"  array    digests of the layers removed
+ *   "removed_blobs"   array    digests of the data files removed (no layer left used them)
+ *   "bytes_freed"     integer  bytes of metadata and data files removed
+ * Environment object (each element of sandlet_env_list):
+ *   "name"            string   the environment's name
+ *   "versions"        array    environment versions, oldest first
+ * Environment version (sandlet_env_create; the elements of an environment's "versions"):
+ *   "version"         integer  1 for the first version of a name, then counting up
+ *   "layers"          array    layer digests, lowest first
+ *   "env"             object   environment variables (string values) a sandbox of it starts with
+ *   "workdir"         string   its default working directory, "" when not set
+ *   "user"            string   its default user ("uid[:gid]" or a name), "" when not set
+ *   "created"         number   when the version was made
  * ------------------------------------------------------------------------------------------------- */
 typedef void (*sandlet_progress_fn)(void *user_data, uint64_t bytes, uint64_t total_bytes, uint64_t files);
 
-#define SANDLET_LAYER_IMPORT_OPTIONS_VERSION 1
 typedef struct sandlet_layer_import_options {
-  uint32_t version;             /* SANDLET_LAYER_IMPORT_OPTIONS_VERSION */
+  uint32_t size;                /* sizeof(sandlet_layer_import_options_t) */
   const char *role;             /* "base" (default when NULL), "workspace", "toolkit" or "diff" */
   const char *name;             /* NULL, or names the layer (an OCI image: the environment made of its layers) */
   const char *parent;           /* NULL, or the layer this one goes on top of (diffs) */
@@ -413,26 +494,31 @@ typedef struct sandlet_layer_import_options {
   sandlet_progress_fn progress; /* NULL, or called from the importing thread every few hundred files */
   void *progress_user_data;
 } sandlet_layer_import_options_t;
+#define SANDLET_LAYER_IMPORT_OPTIONS_INIT {sizeof(sandlet_layer_import_options_t), 0, 0, 0, 0, 0, 0}
 
 /* Imports a directory, a tar / tar.gz / tar.zst, an OCI image layout directory or a `docker save` tarball.
-   Atomic. *result_json: {"layers":[layer...], "existed":[bool...], "environment":"name or empty"}. */
+   Atomic. `opts` may be NULL (the defaults). *result_json (may be NULL): an import result. */
 SANDLET_API sandlet_error_t *sandlet_layer_import(sandlet_runtime_t *rt, const char *path,
                                                   const sandlet_layer_import_options_t *opts, char **result_json);
-SANDLET_API sandlet_error_t *sandlet_layer_list(sandlet_runtime_t *rt, char **json);              /* [layer...] */
+/* *json: an array of layer objects, oldest first. */
+SANDLET_API sandlet_error_t *sandlet_layer_list(sandlet_runtime_t *rt, char **json);
+/* `ref`: a digest ("sha256:<hex>" or hex), a unique prefix of >= 12 hex digits, or a name. *json: a layer object. */
 SANDLET_API sandlet_error_t *sandlet_layer_inspect(sandlet_runtime_t *rt, const char *ref, char **json);
 /* FAILED_PRECONDITION if an environment or a live sandbox uses it. */
 SANDLET_API sandlet_error_t *sandlet_layer_remove(sandlet_runtime_t *rt, const char *ref);
 /* Removes layers that no environment, name, live sandbox or kept layer's parent chain references, then unused
-   data. *report_json (may be NULL): {"removed_layers":[...],"removed_blobs":[...],"bytes_freed":N}. */
+   data. *report_json (may be NULL): a layer gc report. */
 SANDLET_API sandlet_error_t *sandlet_layer_gc(sandlet_runtime_t *rt, char **report_json);
-/* Flattens `n` >= 2 consecutive layers (lowest first) into one layer; *layer_json describes it. */
+/* Flattens `n` >= 2 consecutive layers (lowest first) into one layer; *layer_json (may be NULL): its layer
+   object. `opts` (may be NULL) gives its role and name; its parent is the lowest layer's parent. */
 SANDLET_API sandlet_error_t *sandlet_layer_merge(sandlet_runtime_t *rt, const char *const *refs, size_t n,
                                                  const sandlet_layer_import_options_t *opts, char **layer_json);
 /* A new version of environment `name`: `layers` (n refs, lowest first); `defaults_json` NULL or
-   {"env":{"K":"V"},"workdir":"/abs","user":"uid[:gid]"}. *version_json (may be NULL) describes the version. */
+   {"env":{"K":"V"},"workdir":"/abs","user":"uid[:gid]"}. *version_json (may be NULL): the environment version. */
 SANDLET_API sandlet_error_t *sandlet_env_create(sandlet_runtime_t *rt, const char *name, const char *const *layers,
                                                 size_t n, const char *defaults_json, char **version_json);
-SANDLET_API sandlet_error_t *sandlet_env_list(sandlet_runtime_t *rt, char **json); /* [{"name","versions":[...]}] */
+/* *json: an array of environment objects, by name. */
+SANDLET_API sandlet_error_t *sandlet_env_list(sandlet_runtime_t *rt, char **json);
 SANDLET_API sandlet_error_t *sandlet_env_remove(sandlet_runtime_t *rt, const char *name);
 
 #ifdef __cplusplus

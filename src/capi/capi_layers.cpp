@@ -2,7 +2,12 @@
 #include <boost/json.hpp>
 
 #include "capi/handles.hpp"
+#include "capi/options.hpp"
+#include "capi/store_json.hpp"
 
+using sandlet::capi::check_options_size;
+using sandlet::capi::dup_string;
+using sandlet::capi::field_or;
 using sandlet::capi::guard;
 namespace json = boost::json;
 
@@ -11,26 +16,17 @@ namespace {
 sandlet::image::ImportOptions import_options(const sandlet_layer_import_options_t* opts) {
   sandlet::image::ImportOptions o;
   if (!opts) return o;
-  if (opts->version != SANDLET_LAYER_IMPORT_OPTIONS_VERSION) {
-    throw sandlet::Error(sandlet::Code::kInvalidArgument, "sandlet_layer_import_options_t.version must be " +
-                                                              std::to_string(SANDLET_LAYER_IMPORT_OPTIONS_VERSION));
-  }
-  if (opts->role) o.role = opts->role;
-  if (opts->name) o.name = opts->name;
-  if (opts->parent) o.parent = opts->parent;
-  o.dedupe = !opts->no_dedupe;
-  if (opts->progress) {
-    o.progress = [fn = opts->progress, ud = opts->progress_user_data](const sandlet::image::ImportProgress& p) {
-      fn(ud, p.bytes, p.total_bytes, p.files);
-    };
+  using T = sandlet_layer_import_options_t;
+  check_options_size(*opts, "sandlet_layer_import_options_t", "SANDLET_LAYER_IMPORT_OPTIONS_INIT");
+  if (const char* role = field_or(*opts, &T::role, nullptr)) o.role = role;
+  if (const char* name = field_or(*opts, &T::name, nullptr)) o.name = name;
+  if (const char* parent = field_or(*opts, &T::parent, nullptr)) o.parent = parent;
+  o.dedupe = !field_or(*opts, &T::no_dedupe, 0);
+  if (sandlet_progress_fn fn = field_or(*opts, &T::progress, nullptr)) {
+    void* ud = field_or(*opts, &T::progress_user_data, nullptr);
+    o.progress = [fn, ud](const sandlet::image::ImportProgress& p) { fn(ud, p.bytes, p.total_bytes, p.files); };
   }
   return o;
-}
-
-std::string layers_json(const std::vector<sandlet::image::LayerInfo>& layers) {
-  std::string out = "[";
-  for (size_t i = 0; i < layers.size(); ++i) out += (i ? "," : "") + layers[i].to_json();
-  return out + "]";
 }
 
 std::vector<std::string> ref_list(const char* const* refs, size_t n) {
@@ -53,26 +49,21 @@ SANDLET_API sandlet_error_t* sandlet_layer_import(sandlet_runtime_t* rt, const c
   SANDLET_REQUIRE(path);
   return guard([&] {
     auto r = rt->rt->layer_store().import(path, import_options(opts));
-    if (!result_json) return;
-    json::array existed;
-    for (bool e : r.existed) existed.push_back(e);
-    *result_json = sandlet::capi::dup_string("{\"layers\":" + layers_json(r.layers) + ",\"existed\":" +
-                                             json::serialize(existed) + ",\"environment\":" +
-                                             json::serialize(json::value(r.environment)) + "}");
+    if (result_json) *result_json = dup_string(sandlet::capi::import_result_json(r));
   });
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_list(sandlet_runtime_t* rt, char** out) {
   SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
-  return guard([&] { *out = sandlet::capi::dup_string(layers_json(rt->rt->layer_store().list())); });
+  return guard([&] { *out = dup_string(sandlet::capi::layer_list_json(rt->rt->layer_store().list())); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_inspect(sandlet_runtime_t* rt, const char* ref, char** out) {
   SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(ref);
   SANDLET_REQUIRE(out);
-  return guard([&] { *out = sandlet::capi::dup_string(rt->rt->layer_store().inspect(ref).to_json()); });
+  return guard([&] { *out = dup_string(sandlet::capi::layer_json(rt->rt->layer_store().inspect(ref))); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_layer_remove(sandlet_runtime_t* rt, const char* ref) {
@@ -91,11 +82,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_gc(sandlet_runtime_t* rt, char** repo
   return guard([&] {
     rt->rt->gc();  // dead sandboxes first: their layers are then no longer in use
     auto report = rt->rt->layer_store().gc(rt->rt->layers_in_use());
-    if (!report_json) return;
-    json::object o{{"removed_layers", json::value_from(report.removed_layers)},
-                   {"removed_blobs", json::value_from(report.removed_blobs)},
-                   {"bytes_freed", report.bytes_freed}};
-    *report_json = sandlet::capi::dup_string(json::serialize(o));
+    if (report_json) *report_json = dup_string(sandlet::capi::layer_gc_json(report));
   });
 }
 
@@ -111,7 +98,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_merge(sandlet_runtime_t* rt, const ch
     });
     holds.clear();
     runtime.layer_mounts().release_unused(nullptr, [&] { return runtime.layers_in_use(); });
-    if (layer_json) *layer_json = sandlet::capi::dup_string(merged.to_json());
+    if (layer_json) *layer_json = dup_string(sandlet::capi::layer_json(merged));
   });
 }
 
@@ -145,23 +132,14 @@ SANDLET_API sandlet_error_t* sandlet_env_create(sandlet_runtime_t* rt, const cha
       }
     }
     auto v = rt->rt->layer_store().env_create(name, ref_list(layers, n), env, workdir, user);
-    if (version_json) {
-      sandlet::image::EnvInfo info{name, {v}};
-      json::value j = json::parse(info.to_json());
-      *version_json = sandlet::capi::dup_string(json::serialize(j.at("versions").at(0)));
-    }
+    if (version_json) *version_json = dup_string(sandlet::capi::env_version_json(v));
   });
 }
 
 SANDLET_API sandlet_error_t* sandlet_env_list(sandlet_runtime_t* rt, char** out) {
   SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
-  return guard([&] {
-    std::string s = "[";
-    auto envs = rt->rt->layer_store().env_list();
-    for (size_t i = 0; i < envs.size(); ++i) s += (i ? "," : "") + envs[i].to_json();
-    *out = sandlet::capi::dup_string(s + "]");
-  });
+  return guard([&] { *out = dup_string(sandlet::capi::env_list_json(rt->rt->layer_store().env_list())); });
 }
 
 SANDLET_API sandlet_error_t* sandlet_env_remove(sandlet_runtime_t* rt, const char* name) {

@@ -1,30 +1,32 @@
 // sandlet_run: the one-shot run (see sandlet.h and runtime/run_once.cpp).
-#include <cstddef>
+#include "capi/handles.hpp"
+#include "capi/options.hpp"
 
-#include "handles.hpp"
-
+using sandlet::capi::check_options_size;
+using sandlet::capi::field_or;
 using sandlet::capi::guard;
 
 namespace {
 
-sandlet::RunOnceParams to_params(const sandlet_run_options_t* o) {
+sandlet::RunOnceParams to_params(const sandlet_run_options_t& o) {
   using sandlet::Code;
   using sandlet::Error;
-  // Every field so far is the first version's: a later one adding fields accepts this size too.
-  if (o->size < offsetof(sandlet_run_options_t, cancel_fd) + sizeof(int))
-    throw Error(Code::kInvalidArgument, "sandlet_run_options_t.size is too small (use SANDLET_RUN_OPTIONS_INIT)");
-  if (!o->argv || !o->argv[0]) throw Error(Code::kInvalidArgument, "invalid run field 'argv': a command is required");
+  using T = sandlet_run_options_t;
+  check_options_size(o, "sandlet_run_options_t", "SANDLET_RUN_OPTIONS_INIT");
+  const char* const* argv = field_or(o, &T::argv, nullptr);
+  if (!argv || !argv[0]) throw Error(Code::kInvalidArgument, "invalid run field 'argv': a command is required");
   sandlet::RunOnceParams p;
-  for (auto a = o->argv; *a; ++a) p.argv.emplace_back(*a);
-  if (o->env)
-    for (auto e = o->env; *e; ++e) p.env.emplace_back(*e);
-  if (o->cwd) p.cwd = o->cwd;
-  if (o->user) p.user = o->user;
-  p.timeout_s = o->timeout_s;
-  p.stdio[0] = o->stdin_fd;
-  p.stdio[1] = o->stdout_fd;
-  p.stdio[2] = o->stderr_fd;
-  p.cancel_fd = o->cancel_fd;
+  for (auto a = argv; *a; ++a) p.argv.emplace_back(*a);
+  if (const char* const* env = field_or(o, &T::env, nullptr))
+    for (auto e = env; *e; ++e) p.env.emplace_back(*e);
+  if (const char* cwd = field_or(o, &T::cwd, nullptr)) p.cwd = cwd;
+  if (const char* user = field_or(o, &T::user, nullptr)) p.user = user;
+  p.timeout_s = field_or(o, &T::timeout_s, 0.0);
+  // A descriptor the caller's struct does not have is -1 (/dev/null, no cancel), never 0 (its stdin).
+  p.stdio[0] = field_or(o, &T::stdin_fd, -1);
+  p.stdio[1] = field_or(o, &T::stdout_fd, -1);
+  p.stdio[2] = field_or(o, &T::stderr_fd, -1);
+  p.cancel_fd = field_or(o, &T::cancel_fd, -1);
   return p;
 }
 
@@ -38,7 +40,7 @@ SANDLET_API sandlet_error_t* sandlet_run_async(sandlet_runtime_t* rt, const sand
   SANDLET_REQUIRE(opts);
   SANDLET_REQUIRE(cb);
   return guard([&] {
-    rt->rt->run_once_async(spec->spec, to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome out) {
+    rt->rt->run_once_async(spec->spec, to_params(*opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome out) {
       sandlet::capi::complete_exec(cb, user_data, std::move(error), std::move(out));
     });
   });
@@ -52,7 +54,7 @@ SANDLET_API sandlet_error_t* sandlet_run(sandlet_runtime_t* rt, const sandlet_sp
   SANDLET_REQUIRE(out);
   return guard([&] {
     auto result = std::make_unique<sandlet_exec_result>();
-    result->outcome = rt->rt->run_once(spec->spec, to_params(opts));
+    result->outcome = rt->rt->run_once(spec->spec, to_params(*opts));
     *out = result.release();
   });
 }

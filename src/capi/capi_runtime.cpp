@@ -1,11 +1,21 @@
-// C ABI: errors, versions, runtime.
+// C ABI: versions, the runtime, gc, listing (errors: capi_errors.cpp).
 #include "capi/handles.hpp"
 
 #include <pthread.h>
 
 #include <atomic>
 
+#include "backends/backend.hpp"
+#include "capi/options.hpp"
+
+using sandlet::capi::check_options_size;
+using sandlet::capi::field_or;
 using sandlet::capi::guard;
+
+// The public capability bits are the backends' own.
+static_assert(SANDLET_CAP_PREPARE_AHEAD == sandlet::kCapPrepareAhead && SANDLET_CAP_ONE_SHOT == sandlet::kCapOneShot &&
+              SANDLET_CAP_PAUSE == sandlet::kCapPause && SANDLET_CAP_SNAPSHOT == sandlet::kCapSnapshot &&
+              SANDLET_CAP_FORK == sandlet::kCapFork && SANDLET_CAP_STORE_LAYERS == sandlet::kCapStoreLayers);
 
 namespace {
 std::atomic<unsigned> g_forks{0};
@@ -21,34 +31,6 @@ unsigned sandlet::capi::fork_generation() noexcept {
 
 extern "C" {
 
-SANDLET_API sandlet_code_t sandlet_error_code(const sandlet_error_t* err) { return err ? err->code : SANDLET_OK; }
-SANDLET_API const char* sandlet_error_message(const sandlet_error_t* err) { return err ? err->message.c_str() : ""; }
-SANDLET_API int sandlet_error_errno(const sandlet_error_t* err) { return err ? err->err_no : 0; }
-SANDLET_API void sandlet_error_delete(sandlet_error_t* err) { delete err; }
-SANDLET_API void sandlet_free(void* ptr) { std::free(ptr); }
-
-SANDLET_API const char* sandlet_code_name(sandlet_code_t code) {
-  switch (code) {
-    case SANDLET_OK: return "OK";
-    case SANDLET_CANCELLED: return "CANCELLED";
-    case SANDLET_UNKNOWN: return "UNKNOWN";
-    case SANDLET_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case SANDLET_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case SANDLET_NOT_FOUND: return "NOT_FOUND";
-    case SANDLET_ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case SANDLET_PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case SANDLET_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case SANDLET_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case SANDLET_ABORTED: return "ABORTED";
-    case SANDLET_OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case SANDLET_UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case SANDLET_INTERNAL: return "INTERNAL";
-    case SANDLET_UNAVAILABLE: return "UNAVAILABLE";
-    case SANDLET_DATA_LOSS: return "DATA_LOSS";
-  }
-  return "UNKNOWN";
-}
-
 SANDLET_API uint32_t sandlet_abi_version(void) { return SANDLET_ABI_VERSION; }
 SANDLET_API const char* sandlet_version_string(void) { return SANDLET_VERSION_STRING; }
 
@@ -58,21 +40,18 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
   return guard([&] {
     sandlet::RuntimeOptions options;
     if (opts) {
-      if (opts->size < sizeof(uint32_t) * 2)
-        throw sandlet::Error(sandlet::Code::kInvalidArgument, "sandlet_runtime_options_t.size is too small");
-      if (opts->size >= offsetof(sandlet_runtime_options_t, worker_threads) + sizeof(uint32_t) && opts->worker_threads)
-        options.worker_threads = opts->worker_threads;
-      if (opts->size >= offsetof(sandlet_runtime_options_t, skip_gc_on_open) + sizeof(int))
-        options.gc_on_open = !opts->skip_gc_on_open;
-      if (opts->size >= offsetof(sandlet_runtime_options_t, disable_warm_pool) + sizeof(int))
-        options.warm_pool = opts->disable_warm_pool ? 0 : options.warm_pool;
-      if (opts->size >= offsetof(sandlet_runtime_options_t, create_soon) + sizeof(int))
-        options.create_soon = opts->create_soon != 0;
+      using T = sandlet_runtime_options_t;
+      const T& o = *opts;
+      check_options_size(o, "sandlet_runtime_options_t", "SANDLET_RUNTIME_OPTIONS_INIT");
+      if (uint32_t n = field_or(o, &T::worker_threads, 0)) options.worker_threads = n;
+      options.gc_on_open = !field_or(o, &T::skip_gc_on_open, 0);
+      if (field_or(o, &T::disable_warm_pool, 0)) options.warm_pool = 0;
+      options.create_soon = field_or(o, &T::create_soon, 0) != 0;
     }
     auto handle = std::make_unique<sandlet_runtime>();
     handle->rt = sandlet::Runtime::open(root ? root : "", options);
     for (const auto& b : handle->rt->backends())
-      handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.reason.c_str()});
+      handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.capabilities, b.reason.c_str()});
     *out = handle.release();
   });
 }
@@ -90,12 +69,14 @@ SANDLET_API void sandlet_runtime_close(sandlet_runtime_t* rt) {
 SANDLET_API const char* sandlet_runtime_root(const sandlet_runtime_t* rt) { return rt ? rt->rt->root().c_str() : ""; }
 
 SANDLET_API sandlet_error_t* sandlet_runtime_backends(sandlet_runtime_t* rt, const sandlet_backend_info_t** out,
-                                                      size_t* count) {
+                                                      size_t* count, size_t* elem_size) {
   SANDLET_REQUIRE_HANDLE(rt);
   SANDLET_REQUIRE(out);
   SANDLET_REQUIRE(count);
+  SANDLET_REQUIRE(elem_size);
   *out = rt->backend_infos.data();
   *count = rt->backend_infos.size();
+  *elem_size = sizeof(sandlet_backend_info_t);
   return nullptr;
 }
 

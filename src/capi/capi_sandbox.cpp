@@ -3,32 +3,37 @@
 
 #include "capi/handles.hpp"
 
+#include "capi/options.hpp"
+
+using sandlet::capi::check_options_size;
+using sandlet::capi::field_or;
 using sandlet::capi::guard;
 
 namespace {
 
 // Copies the C options into owned C++ values (the caller's memory may go away after the call returns).
-sandlet::ExecParams to_params(const sandlet_exec_options_t* o) {
+sandlet::ExecParams to_params(const sandlet_exec_options_t& o) {
   using sandlet::Code;
   using sandlet::Error;
-  if (o->size < offsetof(sandlet_exec_options_t, output_user_data) + sizeof(void*))
-    throw Error(Code::kInvalidArgument, "sandlet_exec_options_t.size is too small (use SANDLET_EXEC_OPTIONS_INIT)");
-  if (!o->argv || !o->argv[0]) throw Error(Code::kInvalidArgument, "invalid exec field 'argv': a command is required");
+  using T = sandlet_exec_options_t;
+  check_options_size(o, "sandlet_exec_options_t", "SANDLET_EXEC_OPTIONS_INIT");
+  const char* const* argv = field_or(o, &T::argv, nullptr);
+  if (!argv || !argv[0]) throw Error(Code::kInvalidArgument, "invalid exec field 'argv': a command is required");
   sandlet::ExecParams p;
-  for (auto a = o->argv; *a; ++a) p.argv.emplace_back(*a);
-  if (o->env)
-    for (auto e = o->env; *e; ++e) p.env.emplace_back(*e);
-  if (o->cwd) p.cwd = o->cwd;
-  if (o->user) p.user = o->user;
-  if (o->stdin_data && o->stdin_len) p.stdin_data.assign(static_cast<const char*>(o->stdin_data), o->stdin_len);
-  p.timeout_s = o->timeout_s;
-  p.output_limit = o->output_limit;
-  p.kill_on_output_limit = o->kill_on_output_limit != 0;
-  if (o->size >= offsetof(sandlet_exec_options_t, keep_background) + sizeof(int))
-    p.keep_background = o->keep_background != 0;
-  if (o->on_output) {
-    auto cb = o->on_output;
-    void* ud = o->output_user_data;
+  for (auto a = argv; *a; ++a) p.argv.emplace_back(*a);
+  if (const char* const* env = field_or(o, &T::env, nullptr))
+    for (auto e = env; *e; ++e) p.env.emplace_back(*e);
+  if (const char* cwd = field_or(o, &T::cwd, nullptr)) p.cwd = cwd;
+  if (const char* user = field_or(o, &T::user, nullptr)) p.user = user;
+  const void* stdin_data = field_or(o, &T::stdin_data, nullptr);
+  const size_t stdin_len = field_or(o, &T::stdin_len, 0);
+  if (stdin_data && stdin_len) p.stdin_data.assign(static_cast<const char*>(stdin_data), stdin_len);
+  p.timeout_s = field_or(o, &T::timeout_s, 0.0);
+  p.output_limit = field_or(o, &T::output_limit, 0);
+  p.kill_on_output_limit = field_or(o, &T::kill_on_output_limit, 0) != 0;
+  p.keep_background = field_or(o, &T::keep_background, 0) != 0;
+  if (sandlet_output_cb cb = field_or(o, &T::on_output, nullptr)) {
+    void* ud = field_or(o, &T::output_user_data, nullptr);
     p.on_output = [cb, ud](int stream, std::string_view data) { cb(ud, stream, data.data(), data.size()); };
   }
   return p;
@@ -135,7 +140,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec(sandlet_sandbox_t* sb, const s
   SANDLET_REQUIRE(out);
   return guard([&] {
     auto result = std::make_unique<sandlet_exec_result>();
-    result->outcome = sb->sb->exec(to_params(opts));
+    result->outcome = sb->sb->exec(to_params(*opts));
     *out = result.release();
   });
 }
@@ -149,7 +154,7 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec_start(sandlet_sandbox_t* sb, c
   return guard([&] {
     // Allocated first: once the exec is started, nothing here may fail any more.
     std::unique_ptr<sandlet_exec_control> handle(control ? new sandlet_exec_control{sandlet::ExecControl({})} : nullptr);
-    auto started = sb->sb->exec_async(to_params(opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
+    auto started = sb->sb->exec_async(to_params(*opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
       sandlet::capi::complete_exec(cb, user_data, std::move(error), std::move(outcome));
     });
     if (handle) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,17 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "capi/error_object.hpp"
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/sandbox.hpp"
 #include "sandlet/sandlet.h"
 #include "spec/spec.hpp"
-
-struct sandlet_error {
-  sandlet_code_t code;
-  int err_no;
-  std::string message;
-};
 
 namespace sandlet::capi {
 
@@ -67,23 +63,14 @@ struct sandlet_sandbox_list {
 
 namespace sandlet::capi {
 
-inline sandlet_error_t* make_error(sandlet_code_t code, std::string message, int err_no = 0) {
-  auto* e = new (std::nothrow) sandlet_error;
-  if (!e) return nullptr;  // cannot even report: the caller sees success-free NULL out-params
-  e->code = code;
-  e->err_no = err_no;
-  e->message = std::move(message);
-  return e;
-}
-
 // Converts the exception in flight to an error object.
-inline sandlet_error_t* current_error() {
+inline sandlet_error_t* current_error() noexcept {
   try {
     throw;
   } catch (const Error& e) {
     return make_error(static_cast<sandlet_code_t>(e.code()), e.what(), e.err_no());
   } catch (const std::bad_alloc&) {
-    return make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM);
+    return out_of_memory_error();  // the same content, without allocating when memory is short
   } catch (const std::exception& e) {
     return make_error(SANDLET_INTERNAL, e.what());
   } catch (...) {
@@ -91,7 +78,7 @@ inline sandlet_error_t* current_error() {
   }
 }
 
-inline sandlet_error_t* error_from(std::exception_ptr p) {
+inline sandlet_error_t* error_from(std::exception_ptr p) noexcept {
   try {
     std::rethrow_exception(p);
   } catch (...) {
@@ -108,7 +95,7 @@ inline void complete_exec(sandlet_exec_cb cb, void* user_data, std::exception_pt
   }
   auto* r = new (std::nothrow) sandlet_exec_result;
   if (!r) {
-    cb(user_data, make_error(SANDLET_RESOURCE_EXHAUSTED, "out of memory", ENOMEM), nullptr);
+    cb(user_data, out_of_memory_error(), nullptr);
     return;
   }
   r->outcome = std::move(outcome);
@@ -126,8 +113,10 @@ sandlet_error_t* guard(F&& f) noexcept {
   }
 }
 
-inline sandlet_error_t* null_arg(const char* name) {
-  return make_error(SANDLET_INVALID_ARGUMENT, std::string("argument '") + name + "' must not be NULL");
+inline sandlet_error_t* null_arg(const char* name) noexcept {
+  char message[128];
+  std::snprintf(message, sizeof message, "argument '%s' must not be NULL", name);
+  return make_error(SANDLET_INVALID_ARGUMENT, message);
 }
 
 inline char* dup_string(const std::string& s) {
@@ -146,18 +135,20 @@ inline char* dup_string(const std::string& s) {
 
 namespace sandlet::capi {
 
-inline sandlet_error_t* forked_error(const char* what, pid_t opener) {
-  return make_error(SANDLET_FAILED_PRECONDITION,
-                    std::string(what) + " handle was opened by process " + std::to_string(opener) +
-                        "; handles do not survive fork(): open a new runtime in this process");
+inline sandlet_error_t* forked_error(const char* what, pid_t opener) noexcept {
+  char message[160];
+  std::snprintf(message, sizeof message,
+                "%s handle was opened by process %d; handles do not survive fork(): open a new runtime in this process",
+                what, static_cast<int>(opener));
+  return make_error(SANDLET_FAILED_PRECONDITION, message);
 }
 
-inline sandlet_error_t* check_handle(const sandlet_runtime* rt, const char* name) {
+inline sandlet_error_t* check_handle(const sandlet_runtime* rt, const char* name) noexcept {
   if (!rt) return null_arg(name);
   return rt->opened.forked() ? forked_error("runtime", rt->opened.pid) : nullptr;
 }
 
-inline sandlet_error_t* check_handle(const sandlet_sandbox* sb, const char* name) {
+inline sandlet_error_t* check_handle(const sandlet_sandbox* sb, const char* name) noexcept {
   if (!sb) return null_arg(name);
   return sb->opened.forked() ? forked_error("sandbox", sb->opened.pid) : nullptr;
 }

@@ -257,8 +257,7 @@ int layer_import(CommandContext& ctx, const std::vector<std::string>& args) {
   validate_role(a.last("role"));
 
   Progress progress(::isatty(STDERR_FILENO) == 1);
-  sandlet_layer_import_options_t opts{};
-  opts.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+  sandlet_layer_import_options_t opts = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   opts.role = a.last("role") ? a.last("role")->c_str() : nullptr;
   opts.name = a.last("name") ? a.last("name")->c_str() : nullptr;
   opts.parent = a.last("parent") ? a.last("parent")->c_str() : nullptr;
@@ -366,8 +365,7 @@ int layer_merge(CommandContext& ctx, const std::vector<std::string>& args) {
   if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, merge_usage(), &a)) return 0;
   if (a.operands.size() < 2) throw UsageError("merge: requires at least two layer REFs");
   validate_role(a.last("role"));
-  sandlet_layer_import_options_t opts{};
-  opts.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+  sandlet_layer_import_options_t opts = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   opts.role = a.last("role") ? a.last("role")->c_str() : nullptr;
   opts.name = a.last("name") ? a.last("name")->c_str() : nullptr;
   std::vector<const char*> refs;

@@ -93,9 +93,12 @@ static void test_sandbox_roundtrip(const char *root) {
   OK(sandlet_runtime_open(root, NULL, &rt));
   if (!rt) return;
   const sandlet_backend_info_t *backends = NULL;
-  size_t nbackends = 0;
-  OK(sandlet_runtime_backends(rt, &backends, &nbackends));
-  CHECK(nbackends >= 1 && strcmp(backends[0].name, "container") == 0 && backends[0].available);
+  size_t nbackends = 0, backend_size = 0;
+  OK(sandlet_runtime_backends(rt, &backends, &nbackends, &backend_size));
+  CHECK(backend_size == sizeof(sandlet_backend_info_t));
+  CHECK(nbackends >= 1 && strcmp(SANDLET_ARRAY_AT(sandlet_backend_info_t, backends, backend_size, 0)->name,
+                                 "container") == 0);
+  CHECK(nbackends >= 1 && SANDLET_ARRAY_AT(sandlet_backend_info_t, backends, backend_size, 0)->available);
 
   sandlet_spec_t *spec = NULL;
   OK(sandlet_spec_new(&spec));

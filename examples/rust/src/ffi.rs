@@ -85,10 +85,11 @@ pub type sandlet_output_cb = Option<
 >;
 
 /// `struct sandlet_exec_options`, field by field (same order, same C types). On LP64 (x86_64, aarch64)
-/// it is 104 bytes: size@0 (then 4 bytes of padding), argv@8, env@16, cwd@24, user@32, stdin_data@40,
-/// stdin_len@48, timeout_s@56, output_limit@64, kill_on_output_limit@72 (padding), on_output@80,
-/// output_user_data@88, keep_background@96 (padding to 104). `size` must be set to
-/// `size_of::<sandlet_exec_options_t>()`: `Default` does that, like SANDLET_EXEC_OPTIONS_INIT.
+/// it is 96 bytes: size@0 (then 4 bytes of padding), argv@8, env@16, cwd@24, user@32, stdin_data@40,
+/// stdin_len@48, timeout_s@56, output_limit@64, kill_on_output_limit@72, keep_background@76,
+/// on_output@80, output_user_data@88. `size` must be set to `size_of::<sandlet_exec_options_t>()`:
+/// `Default` does that, like SANDLET_EXEC_OPTIONS_INIT. (A library newer than this declaration gives
+/// the fields it added their defaults; see the header's conventions.)
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sandlet_exec_options_t {
@@ -102,9 +103,9 @@ pub struct sandlet_exec_options_t {
     pub timeout_s: c_double,
     pub output_limit: u64,
     pub kill_on_output_limit: c_int,
+    pub keep_background: c_int,
     pub on_output: sandlet_output_cb,
     pub output_user_data: *mut c_void,
-    pub keep_background: c_int,
 }
 
 impl Default for sandlet_exec_options_t {
@@ -121,16 +122,16 @@ impl Default for sandlet_exec_options_t {
             timeout_s: 0.0,
             output_limit: 0,
             kill_on_output_limit: 0,
+            keep_background: 0,
             on_output: None,
             output_user_data: std::ptr::null_mut(),
-            keep_background: 0,
         }
     }
 }
 
 // The header's layout on 64-bit Linux, checked at compile time (const panics are stable since 1.57).
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<sandlet_exec_options_t>() == 104);
+const _: () = assert!(std::mem::size_of::<sandlet_exec_options_t>() == 96);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::align_of::<sandlet_exec_options_t>() == 8);
 const _: () = assert!(std::mem::size_of::<sandlet_runtime_options_t>() == 20);
@@ -250,11 +251,11 @@ mod tests {
             assert_eq!(off(addr_of!((*p).timeout_s) as usize), 56);
             assert_eq!(off(addr_of!((*p).output_limit) as usize), 64);
             assert_eq!(off(addr_of!((*p).kill_on_output_limit) as usize), 72);
+            assert_eq!(off(addr_of!((*p).keep_background) as usize), 76);
             assert_eq!(off(addr_of!((*p).on_output) as usize), 80);
             assert_eq!(off(addr_of!((*p).output_user_data) as usize), 88);
-            assert_eq!(off(addr_of!((*p).keep_background) as usize), 96);
         }
-        assert_eq!(std::mem::size_of::<sandlet_exec_options_t>(), 104);
-        assert_eq!(sandlet_exec_options_t::default().size, 104);
+        assert_eq!(std::mem::size_of::<sandlet_exec_options_t>(), 96);
+        assert_eq!(sandlet_exec_options_t::default().size, 96);
     }
 }

@@ -55,8 +55,7 @@ TEST_CASE("a named store layer is mounted once for concurrent sandboxes and rele
   Harness h;
   sandlet_runtime_t* rt = h.rt().get();
 
-  sandlet_layer_import_options_t opts{};
-  opts.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+  sandlet_layer_import_options_t opts = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   opts.name = "busybox";
   char* result = nullptr;
   c_check(sandlet_layer_import(rt, SANDLET_TEST_ROOTFS, &opts, &result));
@@ -179,8 +178,7 @@ TEST_CASE("a layer stays mounted while a sandbox uses it, layer gc unmounts it a
     sandlet::RuntimeOptions o;
     o.disable_warm_pool = true;
     auto rt = sandlet::Runtime::open(root, o);
-    sandlet_layer_import_options_t opts{};
-    opts.version = SANDLET_LAYER_IMPORT_OPTIONS_VERSION;
+    sandlet_layer_import_options_t opts = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
     char* result = nullptr;
     c_check(sandlet_layer_import(rt.get(), SANDLET_TEST_ROOTFS, &opts, &result));
     std::string digest = json_string_field(take_string(result), "digest");

@@ -1,0 +1,247 @@
+// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, the layer store and environments).
+// Part of sandlet.hpp (C++17 or later); may be included alone.
+#ifndef SANDLET_CXX_RUNTIME_HPP
+#define SANDLET_CXX_RUNTIME_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sandlet/cxx/error.hpp"
+#include "sandlet/cxx/options.hpp"
+#include "sandlet/cxx/results.hpp"
+#include "sandlet/cxx/sandbox.hpp"
+#include "sandlet/cxx/spec.hpp"
+#include "sandlet/sandlet.h"
+
+namespace sandlet {
+inline namespace cxx {  // see sandlet/cxx/error.hpp
+
+class Runtime {
+ public:
+  using CreateCallback = std::function<void(const Error* err, Sandbox sb)>;
+
+  Runtime() noexcept = default;  // empty; valid() == false
+  explicit Runtime(sandlet_runtime_t* rt) noexcept : rt_(rt) {}  // adopts a C handle
+
+  // Opens (creating if needed) the runtime rooted at `root`; NULL means $SANDLET_ROOT, else /var/lib/sandlet.
+  static Runtime open(const char* root = nullptr, const RuntimeOptions& options = RuntimeOptions()) {
+    sandlet_runtime_options_t c = SANDLET_RUNTIME_OPTIONS_INIT;
+    c.worker_threads = options.worker_threads;
+    c.skip_gc_on_open = options.skip_gc_on_open ? 1 : 0;
+    c.disable_warm_pool = options.disable_warm_pool ? 1 : 0;
+    c.create_soon = options.create_soon ? 1 : 0;
+    sandlet_runtime_t* rt = nullptr;
+    detail::check(sandlet_runtime_open(root, &c, &rt));
+    return Runtime(rt);
+  }
+  static Runtime open(const std::string& root, const RuntimeOptions& options = RuntimeOptions()) {
+    return open(root.c_str(), options);
+  }
+
+  Runtime(Runtime&& o) noexcept : rt_(std::exchange(o.rt_, nullptr)) {}
+  Runtime& operator=(Runtime&& o) noexcept {
+    if (this != &o) {
+      sandlet_runtime_close(rt_);
+      rt_ = std::exchange(o.rt_, nullptr);
+    }
+    return *this;
+  }
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime() { sandlet_runtime_close(rt_); }
+
+  bool valid() const noexcept { return rt_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+  sandlet_runtime_t* get() const noexcept { return rt_; }
+  sandlet_runtime_t* release() noexcept { return std::exchange(rt_, nullptr); }
+
+  // Destroys every `owned` sandbox this runtime created and waits for in-flight callbacks.
+  // Must not be called from a callback (nor may the destructor run there).
+  void close() noexcept { sandlet_runtime_close(std::exchange(rt_, nullptr)); }
+
+  std::string root() const {
+    const char* s = sandlet_runtime_root(rt_);
+    return s != nullptr ? std::string(s) : std::string();
+  }
+
+  std::vector<BackendInfo> backends() const {
+    const sandlet_backend_info_t* first = nullptr;
+    size_t n = 0, elem_size = 0;
+    detail::check(sandlet_runtime_backends(rt_, &first, &n, &elem_size));
+    std::vector<BackendInfo> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const sandlet_backend_info_t* info = SANDLET_ARRAY_AT(sandlet_backend_info_t, first, elem_size, i);
+      BackendInfo b;
+      b.name = info->name != nullptr ? info->name : "";
+      b.available = info->available != 0;
+      b.capabilities = info->capabilities;
+      b.reason = info->reason != nullptr ? info->reason : "";
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+
+  // Counters of this runtime (warm pool hits and misses, ...) as JSON (sandlet_runtime_stats_json).
+  std::string stats_json() const {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_stats_json(rt_, &out));
+    return detail::take_string(out);
+  }
+
+  // Sweeps what crashed or expired runs left behind; returns how many sandboxes were removed.
+  size_t gc() {
+    size_t removed = 0;
+    detail::check(sandlet_runtime_gc(rt_, &removed));
+    return removed;
+  }
+
+  // All sandboxes under this root (from every process); label_filter is "" or "key=value".
+  std::vector<SandboxInfo> list(const std::string& label_filter = std::string()) const {
+    sandlet_sandbox_list_t* l = nullptr;
+    detail::check(sandlet_runtime_list(rt_, label_filter.empty() ? nullptr : label_filter.c_str(), &l));
+    std::unique_ptr<sandlet_sandbox_list_t, void (*)(sandlet_sandbox_list_t*)> guard(l, &sandlet_sandbox_list_delete);
+    std::vector<SandboxInfo> out;
+    const size_t n = sandlet_sandbox_list_count(l);
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      SandboxInfo s;
+      const char* v = sandlet_sandbox_list_id(l, i);
+      s.id = v != nullptr ? v : "";
+      v = sandlet_sandbox_list_state(l, i);
+      s.state = v != nullptr ? v : "";
+      v = sandlet_sandbox_list_json(l, i);
+      s.json = v != nullptr ? v : "";
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  Sandbox create(const Spec& spec) {
+    sandlet_sandbox_t* sb = nullptr;
+    detail::check(sandlet_sandbox_create(rt_, spec.get(), &sb));
+    return Sandbox(sb);
+  }
+
+  // Creates a sandbox, runs one command in it with the given descriptors, destroys it (sandlet_run).
+  ExecResult run(const Spec& spec, const RunOptions& opts) {
+    detail::CRunOptions c(opts);
+    sandlet_exec_result_t* r = nullptr;
+    detail::check(sandlet_run(rt_, spec.get(), c.get(), &r));
+    return ExecResult::take(r);
+  }
+  // The same without blocking (sandlet_run_async): `cb` runs once, on the event-loop thread.
+  using RunCallback = std::function<void(const Error* err, ExecResult result)>;
+  void run_async(const Spec& spec, const RunOptions& opts, RunCallback cb) {
+    detail::CRunOptions c(opts);
+    auto ctx = std::make_unique<RunCallback>(std::move(cb));
+    detail::check(sandlet_run_async(rt_, spec.get(), c.get(), &run_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
+  // `cb` gets the error (NULL on success, valid only during the call) or the new sandbox. If the request
+  // cannot even be queued this throws and `cb` is never called.
+  void create_async(const Spec& spec, CreateCallback cb) {
+    auto ctx = std::make_unique<CreateCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_create_async(rt_, spec.get(), &create_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
+
+  // ---- layer store and environments (blocking; results are the C ABI's JSON documents) ----
+
+  // Imports a directory, tar / tar.gz / tar.zst, OCI layout or `docker save` tarball.
+  // Returns {"layers":[...],"existed":[...],"environment":"..."}.
+  std::string layer_import(const std::string& path, const LayerImportOptions& options = LayerImportOptions()) {
+    detail::CLayerOptions c(options);
+    char* out = nullptr;
+    detail::check(sandlet_layer_import(rt_, path.c_str(), c.get(), &out));
+    return detail::take_string(out);
+  }
+  std::string layer_list() { return json_call(&sandlet_layer_list); }
+  std::string layer_inspect(const std::string& ref) {
+    char* out = nullptr;
+    detail::check(sandlet_layer_inspect(rt_, ref.c_str(), &out));
+    return detail::take_string(out);
+  }
+  void layer_remove(const std::string& ref) { detail::check(sandlet_layer_remove(rt_, ref.c_str())); }
+  std::string layer_gc() { return json_call(&sandlet_layer_gc); }
+  std::string layer_merge(const std::vector<std::string>& refs,
+                          const LayerImportOptions& options = LayerImportOptions()) {
+    std::vector<const char*> c_refs;
+    for (const auto& r : refs) c_refs.push_back(r.c_str());
+    detail::CLayerOptions c(options);
+    char* out = nullptr;
+    detail::check(sandlet_layer_merge(rt_, c_refs.data(), c_refs.size(), c.get(), &out));
+    return detail::take_string(out);
+  }
+  // `defaults_json` empty or {"env":{...},"workdir":"/abs","user":"uid[:gid]"}; returns the version's JSON.
+  std::string env_create(const std::string& name, const std::vector<std::string>& layers,
+                         const std::string& defaults_json = std::string()) {
+    std::vector<const char*> c_layers;
+    for (const auto& l : layers) c_layers.push_back(l.c_str());
+    char* out = nullptr;
+    detail::check(sandlet_env_create(rt_, name.c_str(), c_layers.data(), c_layers.size(),
+                                     defaults_json.empty() ? nullptr : defaults_json.c_str(), &out));
+    return detail::take_string(out);
+  }
+  std::string env_list() { return json_call(&sandlet_env_list); }
+  void env_remove(const std::string& name) { detail::check(sandlet_env_remove(rt_, name.c_str())); }
+
+  // Opens a handle on an existing sandbox by id (also one created by another process).
+  Sandbox attach(const std::string& id) {
+    sandlet_sandbox_t* sb = nullptr;
+    detail::check(sandlet_sandbox_attach(rt_, id.c_str(), &sb));
+    return Sandbox(sb);
+  }
+
+ private:
+  std::string json_call(sandlet_error_t* (*fn)(sandlet_runtime_t*, char**)) {
+    char* out = nullptr;
+    detail::check(fn(rt_, &out));
+    return detail::take_string(out);
+  }
+
+  static void run_trampoline(void* user_data, sandlet_error_t* err, sandlet_exec_result_t* result) noexcept {
+    std::unique_ptr<RunCallback> cb(static_cast<RunCallback*>(user_data));
+    try {
+      if (err != nullptr) {
+        sandlet_exec_result_delete(std::exchange(result, nullptr));  // NULL by contract; harmless otherwise
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e, ExecResult());
+      } else {
+        ExecResult r = ExecResult::take(std::exchange(result, nullptr));
+        if (*cb) (*cb)(nullptr, std::move(r));
+      }
+    } catch (...) {
+      // Never unwind into C. Free whatever was not handed over yet.
+      sandlet_error_delete(err);
+      sandlet_exec_result_delete(result);
+    }
+  }
+
+  static void create_trampoline(void* user_data, sandlet_error_t* err, sandlet_sandbox_t* sb) noexcept {
+    std::unique_ptr<CreateCallback> cb(static_cast<CreateCallback*>(user_data));
+    Sandbox owned(sb);  // closed on every path unless the callback moves it out
+    try {
+      if (err != nullptr) {
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e, Sandbox());
+      } else if (*cb) {
+        (*cb)(nullptr, std::move(owned));
+      }
+    } catch (...) {
+      sandlet_error_delete(err);
+    }
+  }
+
+  sandlet_runtime_t* rt_ = nullptr;
+};
+
+}  // inline namespace cxx
+}  // namespace sandlet
+
+#endif  // SANDLET_CXX_RUNTIME_HPP

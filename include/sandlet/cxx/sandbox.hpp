@@ -1,0 +1,223 @@
+// sandlet C++ wrapper: sandlet::Sandbox (exec, files, destroy) and sandlet::ExecControl. Part of
+// sandlet.hpp (C++17 or later); may be included alone.
+#ifndef SANDLET_CXX_SANDBOX_HPP
+#define SANDLET_CXX_SANDBOX_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sandlet/cxx/error.hpp"
+#include "sandlet/cxx/options.hpp"
+#include "sandlet/cxx/results.hpp"
+#include "sandlet/sandlet.h"
+
+namespace sandlet {
+inline namespace cxx {  // see sandlet/cxx/error.hpp
+
+// ---- exec control -------------------------------------------------------------------------------------
+
+// A running command started with Sandbox::exec_start. Releasing it does not cancel the command.
+class ExecControl {
+ public:
+  ExecControl() noexcept = default;
+  explicit ExecControl(sandlet_exec_control_t* c) noexcept : c_(c) {}
+  ExecControl(ExecControl&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+  ExecControl& operator=(ExecControl&& o) noexcept {
+    if (this != &o) {
+      sandlet_exec_control_delete(c_);
+      c_ = std::exchange(o.c_, nullptr);
+    }
+    return *this;
+  }
+  ExecControl(const ExecControl&) = delete;
+  ExecControl& operator=(const ExecControl&) = delete;
+  ~ExecControl() { sandlet_exec_control_delete(c_); }
+
+  // Delivers `signo` to every process of the command.
+  void signal(int signo) { detail::check(sandlet_exec_control_signal(c_, signo)); }
+  // Kills every process of the command; its callback then reports CANCELLED.
+  void cancel() noexcept { sandlet_exec_control_cancel(c_); }
+
+ private:
+  sandlet_exec_control_t* c_ = nullptr;
+};
+
+// ---- sandbox ------------------------------------------------------------------------------------------
+
+class Sandbox {
+ public:
+  using ExecCallback = std::function<void(const Error* err, ExecResult result)>;
+  using DoneCallback = std::function<void(const Error* err)>;
+
+  Sandbox() noexcept = default;  // empty; valid() == false
+  // Adopts a C handle (takes ownership).
+  explicit Sandbox(sandlet_sandbox_t* sb) noexcept : sb_(sb) {}
+
+  Sandbox(Sandbox&& o) noexcept : sb_(std::exchange(o.sb_, nullptr)) {}
+  Sandbox& operator=(Sandbox&& o) noexcept {
+    if (this != &o) {
+      sandlet_sandbox_close(sb_);
+      sb_ = std::exchange(o.sb_, nullptr);
+    }
+    return *this;
+  }
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+  ~Sandbox() { sandlet_sandbox_close(sb_); }
+
+  bool valid() const noexcept { return sb_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+  sandlet_sandbox_t* get() const noexcept { return sb_; }
+  sandlet_sandbox_t* release() noexcept { return std::exchange(sb_, nullptr); }
+  // Releases the handle now (an `owned` sandbox whose last handle this is gets destroyed).
+  void close() noexcept { sandlet_sandbox_close(std::exchange(sb_, nullptr)); }
+
+  std::string id() const {
+    const char* s = sandlet_sandbox_id(sb_);
+    return s != nullptr ? std::string(s) : std::string();
+  }
+
+  // Kills every process of the sandbox and removes it; the handle stays open until close()/destruction.
+  void destroy() { detail::check(sandlet_sandbox_destroy(sb_)); }
+  void destroy_async(DoneCallback cb) {
+    auto ctx = std::make_unique<DoneCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_destroy_async(sb_, &done_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
+
+  // Runs a command and waits for it and everything it started. A command that cannot be started throws
+  // (NOT_FOUND / PERMISSION_DENIED); a command that ran and failed is a result with exit_code != 0.
+  ExecResult exec(const ExecOptions& opts) {
+    detail::CExecOptions c(opts, &opts.on_output);  // the call blocks, so opts.on_output outlives it
+    sandlet_exec_result_t* r = nullptr;
+    detail::check(sandlet_sandbox_exec(sb_, c.get(), &r));
+    return ExecResult::take(r);
+  }
+  ExecResult exec(std::vector<std::string> argv) { return exec(ExecOptions(std::move(argv))); }
+
+  // Starts a command; `cb` gets the error (NULL on success, valid only during the call) or the result.
+  // If starting fails this throws and `cb` is never called.
+  void exec_async(const ExecOptions& opts, ExecCallback cb) { start(opts, std::move(cb), nullptr); }
+
+  // Like exec_async, and returns a control to signal or cancel the running command.
+  ExecControl exec_start(const ExecOptions& opts, ExecCallback cb) {
+    sandlet_exec_control_t* control = nullptr;
+    start(opts, std::move(cb), &control);
+    return ExecControl(control);
+  }
+
+  // Creates or replaces `path` (parents created). mode 0 means 0644.
+  void write_file(const std::string& path, std::string_view data, uint32_t mode = 0644) {
+    detail::check(sandlet_sandbox_write_file(sb_, path.c_str(), data.data(), data.size(), mode));
+  }
+  // Reads a whole file; max_bytes 0 = library default (64 MiB); a larger file throws OUT_OF_RANGE.
+  std::string read_file(const std::string& path, uint64_t max_bytes = 0) {
+    void* data = nullptr;
+    size_t len = 0;
+    detail::check(sandlet_sandbox_read_file(sb_, path.c_str(), max_bytes, &data, &len));
+    detail::CBuffer guard(static_cast<char*>(data));
+    return data != nullptr ? std::string(static_cast<const char*>(data), len) : std::string();
+  }
+
+  // Asynchronous file calls. `cb` gets the error (NULL on success, valid only during the call) and, for
+  // reads, the file's bytes and mode. `data` is copied before write_file_async returns. If the request
+  // cannot be queued this throws and `cb` is never called.
+  using FileCallback = std::function<void(const Error* err, std::string data, uint32_t mode)>;
+  void write_file_async(const std::string& path, std::string_view data, uint32_t mode, FileCallback cb) {
+    auto ctx = std::make_unique<FileCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_write_file_async(sb_, path.c_str(), data.data(), data.size(), mode,
+                                                   &file_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
+  void read_file_async(const std::string& path, uint64_t max_bytes, FileCallback cb) {
+    auto ctx = std::make_unique<FileCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_read_file_async(sb_, path.c_str(), max_bytes, &file_trampoline, ctx.get()));
+    ctx.release();
+  }
+
+  // Freezes every process of the sandbox / lets them run on (sandlet_sandbox_pause).
+  void pause() { detail::check(sandlet_sandbox_pause(sb_)); }
+  void resume() { detail::check(sandlet_sandbox_resume(sb_)); }
+
+  // The sandbox's record (id, state, backend, labels, spec, created_at, ...) as a JSON object.
+  std::string info_json() {
+    char* out = nullptr;
+    detail::check(sandlet_sandbox_info_json(sb_, &out));
+    return detail::take_string(out);
+  }
+
+ private:
+  struct ExecContext {
+    ExecCallback done;
+    detail::OutputFn on_output;
+  };
+
+  void start(const ExecOptions& opts, ExecCallback cb, sandlet_exec_control_t** control) {
+    // The library copies the options but not what output_user_data points to: keep the output callback
+    // alive on the heap next to the completion callback until the completion trampoline runs.
+    auto ctx = std::make_unique<ExecContext>(ExecContext{std::move(cb), opts.on_output});
+    detail::CExecOptions c(opts, &ctx->on_output);
+    detail::check(sandlet_sandbox_exec_start(sb_, c.get(), &exec_trampoline, ctx.get(), control));
+    ctx.release();
+  }
+
+  static void exec_trampoline(void* user_data, sandlet_error_t* err, sandlet_exec_result_t* result) noexcept {
+    std::unique_ptr<ExecContext> ctx(static_cast<ExecContext*>(user_data));
+    try {
+      if (err != nullptr) {
+        sandlet_exec_result_delete(std::exchange(result, nullptr));  // NULL by contract; harmless otherwise
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (ctx->done) ctx->done(&e, ExecResult());
+      } else {
+        ExecResult r = ExecResult::take(std::exchange(result, nullptr));
+        if (ctx->done) ctx->done(nullptr, std::move(r));
+      }
+    } catch (...) {
+      // Never unwind into C. Free whatever was not handed over yet (take() frees even when it throws).
+      sandlet_error_delete(err);
+      sandlet_exec_result_delete(result);
+    }
+  }
+
+  static void file_trampoline(void* user_data, sandlet_error_t* err, const void* data, size_t len,
+                              uint32_t mode) noexcept {
+    std::unique_ptr<FileCallback> cb(static_cast<FileCallback*>(user_data));
+    try {
+      if (err != nullptr) {
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e, std::string(), 0);
+      } else if (*cb) {
+        (*cb)(nullptr, data != nullptr ? std::string(static_cast<const char*>(data), len) : std::string(), mode);
+      }
+    } catch (...) {
+      sandlet_error_delete(err);
+    }
+  }
+
+  static void done_trampoline(void* user_data, sandlet_error_t* err) noexcept {
+    std::unique_ptr<DoneCallback> cb(static_cast<DoneCallback*>(user_data));
+    try {
+      if (err != nullptr) {
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e);
+      } else if (*cb) {
+        (*cb)(nullptr);
+      }
+    } catch (...) {
+      sandlet_error_delete(err);
+    }
+  }
+
+  sandlet_sandbox_t* sb_ = nullptr;
+};
+
+}  // inline namespace cxx
+}  // namespace sandlet
+
+#endif  // SANDLET_CXX_SANDBOX_HPP
