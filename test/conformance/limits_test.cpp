@@ -1,5 +1,6 @@
 // Limits every backend must enforce: memory, pids, disk. The sandbox survives hitting each.
 #include <cerrno>
+#include <csignal>
 
 #include "conformance/conformance.hpp"
 
@@ -11,8 +12,9 @@ TEST_CASE("memory: a process past the limit is killed, the sandbox lives on", "[
   // `tail -n 1` keeps a whole line: 256 MiB without a newline against 64 MiB.
   auto r = sh(sb, "head -c 268435456 /dev/zero | tail -n 1 >/dev/null; echo \"tail: $?\"", 60);
   INFO(r.stdout_data << r.stderr_data);
-  CHECK(r.exit_code == 0);
-  CHECK(r.stdout_data == "tail: 137\n");  // SIGKILL by the OOM killer
+  // The OOM killer ends tail (SIGKILL: the shell sees 137); it may take the shell too before tail's memory
+  // is reaped (seen under cgroup v2 in a slow VM), and then the exec itself dies by SIGKILL.
+  CHECK((r.stdout_data == "tail: 137\n" || (r.exit_code == -1 && r.signal == SIGKILL)));
   // Below the limit the same works.
   CHECK(out(sb, "head -c 16777216 /dev/zero | tail -n 1 | wc -c") == "16777216\n");
   f.check_no_leaks();

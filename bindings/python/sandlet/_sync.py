@@ -194,6 +194,11 @@ class ExecStream:
             self.cancel()
 
 
+# SANDLET_CAP_* of sandlet.h: what a backend supports beyond create, exec, files and destroy.
+_CAPABILITIES = ((0x01, "prepare_ahead"), (0x02, "one_shot"), (0x04, "pause"), (0x08, "snapshot"), (0x10, "fork"),
+                 (0x20, "store_layers"))
+
+
 class Runtime:
     """A sandlet runtime rooted at a state directory (default $SANDLET_ROOT, else /var/lib/sandlet).
 
@@ -319,8 +324,10 @@ class Runtime:
         return self._h.gc()
 
     def backends(self) -> List[Dict[str, Any]]:
-        """Backends of this build and whether this host can run each (and if not, why)."""
-        return [{"name": n, "available": a, "reason": r} for n, a, r in self._h.backends()]
+        """Backends of this build, whether this host can run each (and if not, why), and what each supports
+        beyond create, exec, files and destroy ("prepare_ahead": a warm pool, "one_shot", "pause", ...)."""
+        return [{"name": n, "available": a, "reason": r, "capabilities": [name for bit, name in _CAPABILITIES if c & bit]}
+                for n, a, r, c in self._h.backends()]
 
     # ---- layer store and environments (blocking) ----
 

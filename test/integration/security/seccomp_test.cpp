@@ -42,7 +42,10 @@ ProbeOutput run_probe(sandlet::Sandbox& sb, const std::string& user) {
 TEST_CASE("the baseline seccomp filter is installed and denies its calls with EPERM", "[security][seccomp]") {
   Harness h;
   auto sb = h.rt().create(Harness::spec());
-  sb.write_file("/tmp/seccomp-probe", slurp(SANDLET_SECCOMP_PROBE), 0755);
+  const std::string probe = slurp(SANDLET_SECCOMP_PROBE);
+  INFO("probe " << SANDLET_SECCOMP_PROBE);
+  REQUIRE_FALSE(probe.empty());
+  sb.write_file("/tmp/seccomp-probe", probe, 0755);
   for (const char* user : {"0", "sandbox"}) {
     INFO("as user " << user);
     ProbeOutput p = run_probe(sb, user);

@@ -7,7 +7,7 @@ import errno
 import os
 import random
 import time
-from typing import Set
+from typing import List, Set
 
 import pytest
 
@@ -140,7 +140,8 @@ def test_cancel_kills_every_descendant(conf: Conformance) -> None:
 def test_memory_limit(conf: Conformance) -> None:
     with conf.create(limits={"memory": "64M"}) as sb:
         r = sb.exec('head -c 268435456 /dev/zero | tail -n 1 >/dev/null; echo "tail: $?"', timeout=60)
-        assert r.stdout == b"tail: 137\n", r.stderr
+        # The OOM killer ends tail (the shell sees 137), or the shell too before tail's memory is reaped.
+        assert r.stdout == b"tail: 137\n" or (r.exit_code, r.signal) == (-1, 9), (r.stdout, r.stderr)
         assert shell(sb, "echo alive") == "alive\n"
     conf.check_no_leaks()
 
@@ -168,15 +169,41 @@ def test_disk_limit(conf: Conformance) -> None:
     conf.check_no_leaks()
 
 
-def test_warm_pool_serves_repeated_creates(conf: Conformance) -> None:
+def capabilities(conf: Conformance) -> List[str]:
+    return next(b["capabilities"] for b in conf.rt.backends() if b["name"] == conf.backend)
+
+
+def test_warm_pool_serves_repeated_creates_where_the_backend_prepares_ahead(conf: Conformance) -> None:
+    ahead = "prepare_ahead" in capabilities(conf)
     assert conf.rt.stats()["warm_pool"]["hits"] == 0
     for i in range(4):
         with conf.create(hostname=f"h{i}") as sb:
             assert shell(sb, "hostname") == f"h{i}\n"  # a pooled sandbox still gets its spec
-        if i >= 1:  # the pool starts at the second create and fills on a thread of its own
+        if ahead and i >= 1:  # the pool starts at the second create and fills on a thread of its own
             assert until(lambda: conf.rt.stats()["warm_pool"]["ready"] >= 1)
     pool = conf.rt.stats()["warm_pool"]
-    assert pool["hits"] >= 2, pool  # the third and fourth found a prepared sandbox
-    assert pool["hits"] + pool["misses"] == 4
-    assert pool["backend"] == conf.backend
+    if ahead:
+        assert pool["hits"] >= 2, pool  # the third and fourth found a prepared sandbox
+        assert pool["hits"] + pool["misses"] == 4
+        assert pool["backend"] == conf.backend
+    else:
+        assert pool["hits"] == 0
+    conf.check_no_leaks()
+
+
+def test_pause_freezes_the_sandbox_or_is_unimplemented(conf: Conformance) -> None:
+    with conf.create() as sb:
+        if "pause" not in capabilities(conf):
+            with pytest.raises(sandlet.Unimplemented, match=conf.backend):
+                sb.pause()
+        else:
+            sb.exec("(while :; do echo x >> /tmp/ticks; sleep 0.02; done) >/dev/null 2>&1 &", keep_background=True)
+            assert until(lambda: sb.exec("test -s /tmp/ticks").exit_code == 0)
+            before = sb.read_file("/tmp/ticks").count(b"x")
+            sb.pause()
+            assert sb.info()["state"] == "paused"
+            time.sleep(0.4)  # ~20 ticks if it were running
+            first = sb.read_file("/tmp/ticks").count(b"x")  # this call resumes it
+            assert first - before <= 3
+            assert until(lambda: sb.read_file("/tmp/ticks").count(b"x") > first + 3)
     conf.check_no_leaks()
