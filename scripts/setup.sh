@@ -30,6 +30,9 @@ packages=(
   hyperfine python3 python3-dev python3-venv
   # The pure cgroup v2 test boots a throw-away VM (software emulation) with a Debian kernel.
   qemu-system-x86 e2fsprogs xz-utils
+  # The agent channel's fuzz targets (test/fuzz): clang and its libFuzzer runtime (libclang_rt.fuzzer),
+  # which is a package of its own.
+  clang-14 libclang-rt-14-dev
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
 # if none exists. cargo builds the Rust example over the C ABI (examples/rust).

@@ -34,21 +34,9 @@ class Buffer final {
   size_t cap_ = 0, begin_ = 0, end_ = 0;
 };
 
-// Writes a frame header for `len` payload bytes at p (8 bytes, little-endian as in agent_protocol.hpp).
-inline void put_header(char* p, proto::Msg type, uint32_t len) {
-  p[0] = static_cast<char>(len & 0xff);
-  p[1] = static_cast<char>((len >> 8) & 0xff);
-  p[2] = static_cast<char>((len >> 16) & 0xff);
-  p[3] = static_cast<char>((len >> 24) & 0xff);
-  p[4] = static_cast<char>(type);
-  p[5] = static_cast<char>(proto::kVersion);
-  p[6] = 0;
-  p[7] = 0;
-}
-
-inline void append_frame(Buffer& b, proto::Msg type, const void* payload, size_t len) {
+inline void append_frame(Buffer& b, proto::AgentMsg type, const void* payload, size_t len) {
   char* p = b.reserve_tail(proto::kHeaderSize + len);
-  put_header(p, type, static_cast<uint32_t>(len));
+  proto::put_header(p, type, static_cast<uint32_t>(len));
   if (len) __builtin_memcpy(p + proto::kHeaderSize, payload, len);
   b.commit(proto::kHeaderSize + len);
 }

@@ -1,8 +1,11 @@
 #include "guest/command.hpp"
 
+#include <sys/resource.h>
+
 #include <cstring>
 
 #include "common/errno_code.hpp"
+#include "proto/arg_limits.hpp"
 #include "sandlet/sandlet.h"
 
 namespace sandlet::guest {
@@ -10,10 +13,34 @@ namespace {
 
 bool has_prefix(const std::string& s, const char* p, size_t n) { return s.size() >= n && s.compare(0, n, p) == 0; }
 
+uint64_t own_stack_limit() {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_STACK, &r) != 0) return 8u << 20;
+  return r.rlim_cur == RLIM_INFINITY ? ~0ull : static_cast<uint64_t>(r.rlim_cur);
+}
+
+// The kernel refused the arguments (E2BIG): say by how much, as the host would have. The kernel also
+// counts the file name it found on PATH, which can tip a total the host let through.
+[[gnu::cold]] Status too_big_status(const CommandVectors& cmd, size_t exec_path_len, const char* what) {
+  std::vector<std::string> argv, env;
+  for (const char* const* p = cmd.argv.data(); *p; ++p) argv.emplace_back(*p);
+  for (const char* const* p = cmd.envp.data(); *p; ++p) env.emplace_back(*p);
+  proto::ArgProblem p = proto::check_exec_args(argv, env, own_stack_limit);
+  if (p.ok() || p.kind == proto::ArgProblem::kTotalTooLarge) {
+    p.kind = proto::ArgProblem::kTotalTooLarge;
+    p.stack_limit = own_stack_limit();
+    p.size = proto::exec_arg_bytes(argv, env, exec_path_len);
+    p.limit = proto::arg_space_for_stack(p.stack_limit);
+  }
+  return make_status(SANDLET_INVALID_ARGUMENT, E2BIG, proto::describe(p, what));
+}
+
 }  // namespace
 
-Status spawn_failure_status(const SpawnError& se, const std::string& argv0, const std::string& cwd,
-                            const std::string& user) {
+Status spawn_failure_status(const SpawnError& se, const CommandVectors& cmd, const std::string& cwd,
+                            const std::string& user, const char* request) {
+  if (se.step == SpawnStep::kExec && se.err == E2BIG) return too_big_status(cmd, se.exec_path_len, request);
+  const std::string argv0 = cmd.argv.empty() || !cmd.argv[0] ? std::string() : std::string(cmd.argv[0]);
   const char* what = std::strerror(se.err);
   // The shared table: exec/chdir ENOENT is NOT_FOUND, EACCES PERMISSION_DENIED, clone EAGAIN (the pids
   // limit) RESOURCE_EXHAUSTED, ENOEXEC FAILED_PRECONDITION, ...

@@ -25,9 +25,11 @@ struct CommandVectors {
   SpawnSpec spawn_spec(const Identity& id, const std::string& cwd) const;
 };
 
-// A failed spawn as a status for the host: NOT_FOUND / PERMISSION_DENIED for the command or its working
-// directory (what the CLI turns into 127 / 126), the step and errno in the message.
-Status spawn_failure_status(const SpawnError& se, const std::string& argv0, const std::string& cwd,
-                            const std::string& user);
+// A failed spawn of `cmd` as a status for the host: NOT_FOUND / PERMISSION_DENIED for the command or its
+// working directory (what the CLI turns into 127 / 126), the step and errno in the message; E2BIG as the
+// host's own INVALID_ARGUMENT naming the sizes and the kernel's limit (proto/arg_limits.hpp). `what` is
+// "exec" or "run", whose fields the message names.
+Status spawn_failure_status(const SpawnError& se, const CommandVectors& cmd, const std::string& cwd,
+                            const std::string& user, const char* what);
 
 }  // namespace sandlet::guest

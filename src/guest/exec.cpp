@@ -28,7 +28,7 @@ void close_pair(int p[2]) {
 void Server::exec_start(Conn* c, std::string_view payload) {
   proto::ExecRequest req;
   if (!proto::ExecRequest::decode(payload, &req)) {
-    conn_close(c);
+    conn_reject(c, "malformed exec request");
     return;
   }
   const std::string& user = req.user.empty() ? cfg_.user : req.user;
@@ -85,7 +85,7 @@ void Server::exec_start(Conn* c, std::string_view payload) {
     close(errp[0]);
     if (inp[1] >= 0) close(inp[1]);
     cgroups_.release(&cg);  // the failed child left nothing running behind
-    reply_error(c, spawn_failure_status(se, req.argv[0], cwd, user.empty() ? "root" : user));
+    reply_error(c, spawn_failure_status(se, cmd_scratch_, cwd, user.empty() ? "root" : user, "exec"));
     return;
   }
 
@@ -112,40 +112,35 @@ void Server::exec_start(Conn* c, std::string_view payload) {
     e->deadline_ns = deadline_after(start, req.timeout_ms);
     want_deadline(e->deadline_ns);
   }
-  char p[4] = {static_cast<char>(pid & 0xff), static_cast<char>((pid >> 8) & 0xff),
-               static_cast<char>((pid >> 16) & 0xff), static_cast<char>((pid >> 24) & 0xff)};
-  reply(c, proto::Msg::kStarted, std::string_view(p, 4));
+  reply(c, proto::AgentMsg::kStarted, proto::encode_u32(static_cast<uint32_t>(pid)));
   conn_flush(c);
 }
 
-void Server::exec_frame(Conn* c, proto::Msg type, std::string_view payload) {
+// `action` is one classify() allows here (frame_parse.hpp: stdin only when the exec takes it, before its end).
+void Server::exec_frame(Conn* c, Action action, std::string_view payload) {
   Exec* e = c->exec;
   if (!e) return;
-  bool takes_stdin = e->req_flags & proto::kExecHasStdin;
-  switch (type) {
-    case proto::Msg::kStdin:
-      if (!takes_stdin || e->stdin_eof) break;
+  switch (action) {
+    case Action::kStdin:
       if (e->stdin_fd < 0) return;  // the command closed its stdin or exited: drop the bytes
       e->stdin_buf.append(payload.data(), payload.size());
       exec_stdin_flush(e);
       // Stop taking frames until the command consumed its input (resumed from exec_stdin_writable).
       if (e->stdin_fd >= 0 && e->stdin_buf.size() >= kStdinHigh) c->in_paused = true;
       return;
-    case proto::Msg::kStdinEof:
-      if (!takes_stdin || e->stdin_eof) break;
+    case Action::kStdinEof:
       e->stdin_eof = true;
       if (e->stdin_buf.empty()) exec_stdin_close(e);
       return;
-    case proto::Msg::kSignal: {
-      if (payload.size() != 4) break;
-      uint32_t sig = static_cast<uint8_t>(payload[0]) | static_cast<uint8_t>(payload[1]) << 8 |
-                     static_cast<uint8_t>(payload[2]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(payload[3])) << 24;
-      exec_signal(e, static_cast<int>(sig));
+    case Action::kSignal: {
+      int sig = 0;
+      if (!decode_signal(payload, &sig)) break;
+      exec_signal(e, sig);
       return;
     }
     default: break;
   }
-  conn_close(c);  // protocol violation: drop the connection, which cancels the exec
+  conn_reject(c, "bad signal number");  // (the only payload classify() leaves unchecked)
 }
 
 void Server::exec_pipe_readable(Exec* e, int stream) {
@@ -161,7 +156,7 @@ void Server::exec_pipe_readable(Exec* e, int stream) {
       char* p = c->out.reserve_tail(proto::kHeaderSize + want);
       n = read(fd, p + proto::kHeaderSize, want);
       if (n > 0) {
-        put_header(p, stream ? proto::Msg::kStderr : proto::Msg::kStdout, static_cast<uint32_t>(n));
+        proto::put_header(p, stream ? proto::AgentMsg::kStderr : proto::AgentMsg::kStdout, static_cast<uint32_t>(n));
         c->out.commit(proto::kHeaderSize + static_cast<size_t>(n));
         e->count[stream] += static_cast<uint64_t>(n);
       }
@@ -298,7 +293,7 @@ void Server::exec_detach_background(Exec* e) {
   if (Conn* c = e->conn) {
     e->conn = nullptr;
     c->exec = nullptr;
-    reply(c, proto::Msg::kExit, exit_status(e).encode());
+    reply(c, proto::AgentMsg::kExit, exit_status(e).encode());
     conn_finish(c);
   }
   exec_pause_pipes(e, false);
@@ -365,7 +360,7 @@ void Server::exec_maybe_finish(Exec* e) {
   if (Conn* c = e->conn) {
     e->conn = nullptr;
     c->exec = nullptr;
-    reply(c, proto::Msg::kExit, xs.encode());
+    reply(c, proto::AgentMsg::kExit, xs.encode());
     conn_finish(c);
   }
 }

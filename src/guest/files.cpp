@@ -132,7 +132,7 @@ bool write_all(int fd, const char* p, size_t n) {
 void Server::write_start(Conn* c, std::string_view payload) {
   proto::WriteFileRequest req;
   if (!proto::WriteFileRequest::decode(payload, &req)) {
-    conn_close(c);
+    conn_reject(c, "malformed write-file request");
     return;
   }
   c->state = Conn::State::kWrite;
@@ -179,17 +179,14 @@ void Server::write_start(Conn* c, std::string_view payload) {
   }
 }
 
-void Server::write_frame(Conn* c, proto::Msg type, std::string_view payload) {
+// `action` is kFileData or kFileEof (classify() allows nothing else here).
+void Server::write_frame(Conn* c, Action action, std::string_view payload) {
   WriteJob& w = c->wjob;
-  if (type == proto::Msg::kFileData) {
+  if (action == Action::kFileData) {
     if (w.error.ok() && w.fd >= 0 && !write_all(w.fd, payload.data(), payload.size())) {
       w.error = path_status(errno, "write", w.path);
       write_abort(c);
     }
-    return;
-  }
-  if (type != proto::Msg::kFileEof) {
-    conn_close(c);  // protocol violation (conn_close removes the temporary file)
     return;
   }
   if (w.error.ok() && close(w.fd) != 0) w.error = path_status(errno, "write", w.path);
@@ -205,7 +202,7 @@ void Server::write_frame(Conn* c, proto::Msg type, std::string_view payload) {
     reply_error(c, w.error);
     return;
   }
-  reply(c, proto::Msg::kOk);
+  reply(c, proto::AgentMsg::kOk);
   conn_finish(c);
 }
 
@@ -222,7 +219,7 @@ void Server::write_abort(Conn* c) {
 void Server::read_start(Conn* c, std::string_view payload) {
   proto::ReadFileRequest req;
   if (!proto::ReadFileRequest::decode(payload, &req)) {
-    conn_close(c);
+    conn_reject(c, "malformed read-file request");
     return;
   }
   if (req.path.find('\0') != std::string::npos) {
@@ -294,7 +291,7 @@ void Server::read_pump(Conn* c) {
       Status s = path_status(errno, "read", r.path);
       read_end(c);
       proto::ErrorReply er{s.code, s.err_no, s.message};
-      reply(c, proto::Msg::kError, er.encode());
+      reply(c, proto::AgentMsg::kError, er.encode());
       return;
     }
     if (n == 0) {
@@ -302,7 +299,7 @@ void Server::read_pump(Conn* c) {
       done.size = r.sent;
       done.mode = r.mode;
       read_end(c);
-      reply(c, proto::Msg::kFileDone, done.encode());
+      reply(c, proto::AgentMsg::kFileDone, done.encode());
       return;
     }
     if (r.sent + static_cast<uint64_t>(n) > r.max) {
@@ -310,10 +307,10 @@ void Server::read_pump(Conn* c) {
       proto::ErrorReply er{SANDLET_OUT_OF_RANGE, EFBIG,
                            "read \"" + r.path + "\": file grew beyond the limit of " + std::to_string(r.max) +
                                " bytes"};
-      reply(c, proto::Msg::kError, er.encode());
+      reply(c, proto::AgentMsg::kError, er.encode());
       return;
     }
-    put_header(p, proto::Msg::kFileChunk, static_cast<uint32_t>(n));
+    proto::put_header(p, proto::AgentMsg::kFileChunk, static_cast<uint32_t>(n));
     c->out.commit(proto::kHeaderSize + static_cast<size_t>(n));
     r.sent += static_cast<uint64_t>(n);
   }

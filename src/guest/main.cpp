@@ -23,7 +23,7 @@ namespace {
   r.err_no = s.err_no;
   r.message = s.message;
   log_line("start-up failed: %s", s.message.c_str());
-  send_frame_blocking(kSetupFd, proto::Msg::kError, r.encode());
+  send_frame_blocking(kSetupFd, proto::InitMsg::kError, r.encode());
   _exit(1);
 }
 
@@ -69,7 +69,7 @@ int main() {
   if (!s.ok()) fail(s);
   s = setup_filesystem(fds);
   if (!s.ok()) fail(s);
-  if (!send_frame_blocking(kSetupFd, proto::Msg::kInitStaged, std::string())) _exit(1);
+  if (!send_frame_blocking(kSetupFd, proto::InitMsg::kStaged, std::string())) _exit(1);
   // Phase 2: who the sandbox is.
   proto::InitConfig cfg;
   int stdio[3];
@@ -89,7 +89,7 @@ int main() {
     if (fds.listener >= 0) close(fds.listener);  // nobody connects to a one-shot sandbox
     s = install_seccomp(bpf);
     if (!s.ok()) fail(s);
-    if (!send_frame_blocking(kSetupFd, proto::Msg::kInitReady, std::string())) _exit(1);
+    if (!send_frame_blocking(kSetupFd, proto::InitMsg::kReady, std::string())) _exit(1);
     run_once(cfg, stdio, child_nofile);
   }
   Server server(std::move(cfg), fds, child_nofile);
@@ -97,7 +97,7 @@ int main() {
   if (!s.ok()) fail(s);
   s = install_seccomp(bpf);
   if (!s.ok()) fail(s);
-  if (!send_frame_blocking(kSetupFd, proto::Msg::kInitReady, std::string())) {
+  if (!send_frame_blocking(kSetupFd, proto::InitMsg::kReady, std::string())) {
     log_line("could not report ready (errno %d); exiting", errno);
     _exit(1);
   }

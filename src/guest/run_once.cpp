@@ -15,7 +15,7 @@
 namespace sandlet::guest {
 namespace {
 
-[[noreturn]] void report_and_exit(proto::Msg type, const std::string& payload) {
+[[noreturn]] void report_and_exit(proto::InitMsg type, const std::string& payload) {
   send_frame_blocking(kSetupFd, type, payload);
   _exit(0);
 }
@@ -25,7 +25,7 @@ namespace {
   r.code = s.code;
   r.err_no = s.err_no;
   r.message = s.message;
-  report_and_exit(proto::Msg::kError, r.encode());
+  report_and_exit(proto::InitMsg::kError, r.encode());
 }
 
 // The earliest of the command's timeout and the sandbox's max lifetime (0 = none), and which one it is.
@@ -81,7 +81,7 @@ void run_once(const proto::InitConfig& cfg, const int stdio[3], const struct rli
   // Only the command keeps the host's descriptors: a reader of its output sees EOF when it is done.
   for (int i = 0; i < 3; ++i)
     if (stdio[i] >= 0) close(stdio[i]);
-  if (pid < 0) report_error_and_exit(spawn_failure_status(se, cmd.argv[0], cwd, user.empty() ? "root" : user));
+  if (pid < 0) report_error_and_exit(spawn_failure_status(se, vectors, cwd, user.empty() ? "root" : user, "run"));
 
   const Deadline deadline = deadline_for(cfg, start);
   sigset_t wanted;  // blocked since start-up (main), so they queue for sigtimedwait
@@ -122,7 +122,7 @@ void run_once(const proto::InitConfig& cfg, const int stdio[3], const struct rli
     exit.exit_code = -1;
     exit.signal = WTERMSIG(status);
   }
-  report_and_exit(proto::Msg::kExit, exit.encode());
+  report_and_exit(proto::InitMsg::kRunExit, exit.encode());
 }
 
 }  // namespace sandlet::guest

@@ -5,11 +5,11 @@
 #pragma once
 #include <sys/resource.h>
 
-#include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 
 namespace sandlet::guest {
 
-// stdio[i] is the command's fd i, or -1 for the sandbox's /dev/null. Reports kExit (or kError when the
+// stdio[i] is the command's fd i, or -1 for the sandbox's /dev/null. Reports kRunExit (or kError when the
 // command cannot be started) on the setup socket, then exits.
 [[noreturn]] void run_once(const proto::InitConfig& cfg, const int stdio[3], const struct rlimit* child_nofile);
 

@@ -255,42 +255,53 @@ void Server::conn_read(Conn* c) {
 }
 
 void Server::conn_process_frames(Conn* c) {
-  while (!c->dead && !c->in_paused && c->state != Conn::State::kDone && c->in.size() >= proto::kHeaderSize) {
-    proto::FrameHeader h;
-    if (!proto::decode_header(c->in.data(), &h)) {
-      conn_close(c);
+  while (!c->dead && !c->in_paused && c->state != Conn::State::kDone) {
+    const FrameView f = next_agent_frame(c->in.data(), c->in.size());
+    if (f.kind == FrameView::kBad) {
+      conn_reject(c, proto::describe(f.check, f.header, proto::kHostToAgent));
       return;
     }
-    size_t total = proto::kHeaderSize + h.len;
-    if (c->in.size() < total) {
-      c->in.reserve_tail(total - c->in.size());  // one allocation for a large frame, not many
+    if (f.kind == FrameView::kNeedMore) {
+      // One allocation for a large frame, not many; only once its header passed (its type's maximum).
+      if (f.total > c->in.size()) c->in.reserve_tail(f.total - c->in.size());
       return;
     }
-    conn_handle_frame(c, h.type, std::string_view(c->in.data() + proto::kHeaderSize, h.len));
+    conn_handle_frame(c, static_cast<proto::AgentMsg>(f.header.type), f.payload);
     if (c->dead) return;
-    c->in.consume(total);
+    c->in.consume(f.total);
   }
 }
 
-void Server::conn_handle_frame(Conn* c, proto::Msg type, std::string_view payload) {
-  using proto::Msg;
-  switch (c->state) {
-    case Conn::State::kNew:
-      switch (type) {
-        case Msg::kPing: reply(c, Msg::kPong); conn_finish(c); return;
-        case Msg::kExec: exec_start(c, payload); return;
-        case Msg::kWriteFile: write_start(c, payload); return;
-        case Msg::kReadFile: read_start(c, payload); return;
-        default: conn_close(c); return;
-      }
-    case Conn::State::kExec: exec_frame(c, type, payload); return;
-    case Conn::State::kWrite: write_frame(c, type, payload); return;
-    case Conn::State::kRead: conn_close(c); return;  // nothing may follow a read request
-    case Conn::State::kDone: return;
+void Server::conn_handle_frame(Conn* c, proto::AgentMsg type, std::string_view payload) {
+  const bool takes_stdin = c->exec && (c->exec->req_flags & proto::kExecHasStdin);
+  const bool stdin_eof = c->exec && c->exec->stdin_eof;
+  const char* why = nullptr;
+  const Action action = classify(c->state, type, takes_stdin, stdin_eof, &why);
+  switch (action) {
+    case Action::kPing: reply(c, proto::AgentMsg::kPong); conn_finish(c); return;
+    case Action::kExecStart: exec_start(c, payload); return;
+    case Action::kWriteStart: write_start(c, payload); return;
+    case Action::kReadStart: read_start(c, payload); return;
+    case Action::kStdin: case Action::kStdinEof: case Action::kSignal: exec_frame(c, action, payload); return;
+    case Action::kFileData: case Action::kFileEof: write_frame(c, action, payload); return;
+    case Action::kIgnore: return;
+    case Action::kReject: conn_reject(c, why); return;
   }
 }
 
-void Server::reply(Conn* c, proto::Msg type, std::string_view payload) {
+[[gnu::cold]] void Server::conn_reject(Conn* c, const std::string& why) {
+  log_line("agent: rejected a request: %s", why.c_str());
+  if (Exec* e = c->exec) {
+    c->exec = nullptr;
+    exec_cancel(e);  // whatever it started is killed, as when the host goes away
+  }
+  if (c->state == Conn::State::kWrite) write_abort(c);
+  if (c->rjob.fd >= 0) read_end(c);
+  // In this agent's own protocol version: a host of another version learns which one this is.
+  reply_error(c, make_status(SANDLET_INTERNAL, EPROTO, "sandbox agent rejected the request: " + why));
+}
+
+void Server::reply(Conn* c, proto::AgentMsg type, std::string_view payload) {
   append_frame(c->out, type, payload.data(), payload.size());
 }
 
@@ -299,7 +310,7 @@ void Server::reply_error(Conn* c, const Status& s) {
   r.code = s.code == SANDLET_OK ? static_cast<uint32_t>(SANDLET_INTERNAL) : s.code;
   r.err_no = s.err_no;
   r.message = s.message;
-  reply(c, proto::Msg::kError, r.encode());
+  reply(c, proto::AgentMsg::kError, r.encode());
   conn_finish(c);
 }
 

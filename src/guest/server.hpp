@@ -1,7 +1,8 @@
 // The agent's serving loop: one thread, one epoll set over the listening socket, the connections, the
 // execs' pipes, a signalfd (SIGCHLD reaping, SIGTERM) and one timerfd (exec timeouts, idle and lifetime
-// limits). One connection carries one request; nothing a connection sends can crash the agent: a
-// malformed frame drops that connection (and cancels its exec).
+// limits). One connection carries one request; nothing a connection sends can crash the agent: a frame
+// that is malformed or out of order (guest/frame_parse.hpp) is answered with an error and ends that
+// connection (cancelling its exec); the other connections go on.
 //
 // The Server's methods are split by subsystem: server.cpp (loop, connections, framing, timers),
 // exec.cpp (exec lifecycle), files.cpp (file transfer).
@@ -16,10 +17,12 @@
 #include "guest/buffer.hpp"
 #include "guest/cgroups.hpp"
 #include "guest/command.hpp"
+#include "guest/frame_parse.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
 #include "guest/users.hpp"
 #include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 
 namespace sandlet::guest {
 
@@ -49,7 +52,7 @@ struct ReadJob {
 };
 
 struct Conn {
-  enum class State : uint8_t { kNew, kExec, kWrite, kRead, kDone };
+  using State = Phase;
   Watch watch{Watch::kConn, this};
   int fd = -1;
   State state = State::kNew;
@@ -111,12 +114,14 @@ class Server final {
   void reap_children();
   void conn_read(Conn* c);
   void conn_process_frames(Conn* c);
-  void conn_handle_frame(Conn* c, proto::Msg type, std::string_view payload);
+  void conn_handle_frame(Conn* c, proto::AgentMsg type, std::string_view payload);
+  // A frame the protocol does not allow here: an error reply, then the connection ends.
+  void conn_reject(Conn* c, const std::string& why);
   void conn_flush(Conn* c);
   void conn_update_events(Conn* c);
   void conn_close(Conn* c);
   void conn_finish(Conn* c);  // the request's last frame is queued: flush, then close
-  void reply(Conn* c, proto::Msg type, std::string_view payload = {});
+  void reply(Conn* c, proto::AgentMsg type, std::string_view payload = {});
   void reply_error(Conn* c, const Status& s);
   void want_deadline(uint64_t ns);
   void collect_garbage();
@@ -124,7 +129,7 @@ class Server final {
 
   // exec.cpp
   void exec_start(Conn* c, std::string_view payload);
-  void exec_frame(Conn* c, proto::Msg type, std::string_view payload);
+  void exec_frame(Conn* c, Action action, std::string_view payload);
   void exec_pipe_readable(Exec* e, int stream);
   void exec_pipe_close(Exec* e, int stream);
   void exec_pause_pipes(Exec* e, bool pause);
@@ -143,7 +148,7 @@ class Server final {
 
   // files.cpp
   void write_start(Conn* c, std::string_view payload);
-  void write_frame(Conn* c, proto::Msg type, std::string_view payload);
+  void write_frame(Conn* c, Action action, std::string_view payload);
   void write_abort(Conn* c);
   void read_start(Conn* c, std::string_view payload);
   void read_pump(Conn* c);

@@ -1,6 +1,6 @@
 #include "guest/setup.hpp"
 
-#include "proto/wire.hpp"
+#include "guest/frame_parse.hpp"
 
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -184,7 +184,7 @@ Status install_seccomp(const std::string& bpf) {
   return Status::Ok();
 }
 
-bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload) {
+bool send_frame_blocking(int fd, proto::InitMsg type, const std::string& payload) {
   std::string f = proto::frame(type, payload);
   size_t off = 0;
   while (off < f.size()) {
@@ -204,13 +204,16 @@ bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload) {
 namespace {
 // One setup frame of `type` with up to kMaxSetupFds SCM_RIGHTS fds (closed again on error).
 constexpr size_t kMaxSetupFds = 4;
-Status receive_setup_frame(int sock, proto::Msg type, std::string* payload, int* got_fds, size_t* nfds,
+Status receive_setup_frame(int sock, proto::InitMsg type, std::string* payload, int* got_fds, size_t* nfds,
                            bool* ctrunc) {
   char hdr[proto::kHeaderSize];
   Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, nfds, kMaxSetupFds, ctrunc);
   proto::FrameHeader h{};
-  if (st.ok() && (!proto::decode_header(hdr, &h) || h.type != type))
-    st = make_status(SANDLET_INTERNAL, EPROTO, "read setup frame: bad frame header");
+  if (st.ok()) {
+    // Checked before the payload is allocated or read.
+    if (std::string bad = check_setup_header(hdr, type, &h); !bad.empty())
+      st = make_status(SANDLET_INTERNAL, EPROTO, "read setup frame: " + bad);
+  }
   if (st.ok()) {
     payload->resize(h.len);
     st = recv_exact(sock, payload->data(), payload->size(), got_fds, nfds, kMaxSetupFds, ctrunc);
@@ -228,12 +231,12 @@ Status receive_stage(int sock, InitFds* fds) {
   size_t nfds = 0;
   bool ctrunc = false;
   std::string payload;
-  Status st = receive_setup_frame(sock, proto::Msg::kInitStage, &payload, got_fds, &nfds, &ctrunc);
+  Status st = receive_setup_frame(sock, proto::InitMsg::kStage, &payload, got_fds, &nfds, &ctrunc);
   if (!st.ok()) return st;
-  wire::Reader r(payload);
-  uint32_t flags = r.u32();
+  uint32_t flags = 0;
+  const bool flags_ok = decode_stage(payload, &flags);
   size_t want = (flags & proto::kInitHasCgroup) ? 4 : 3;
-  if (!r.ok() || ctrunc || nfds != want) {
+  if (!flags_ok || ctrunc || nfds != want) {
     for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);
     return make_status(SANDLET_INTERNAL, EBADF,
                        "read init stage: expected " + std::to_string(want) + " fds, got " + std::to_string(nfds));
@@ -251,7 +254,7 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3]) {
   bool ctrunc = false;
   std::string payload;
   for (int i = 0; i < 3; ++i) stdio[i] = -1;
-  Status st = receive_setup_frame(sock, proto::Msg::kInitConfig, &payload, got_fds, &nfds, &ctrunc);
+  Status st = receive_setup_frame(sock, proto::InitMsg::kConfig, &payload, got_fds, &nfds, &ctrunc);
   if (!st.ok()) return st;
   auto close_fds = [&] {
     for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);

@@ -3,7 +3,7 @@
 // steps; the first failure is reported to the host as a kError frame naming the step.
 #pragma once
 #include "guest/status.hpp"
-#include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 
 namespace sandlet::guest {
 
@@ -34,6 +34,6 @@ Status install_seccomp(const std::string& bpf);
 Status check_seccomp(const std::string& bpf);
 
 // Blocking write of one frame (setup socket only; the serving loop never blocks).
-bool send_frame_blocking(int fd, proto::Msg type, const std::string& payload);
+bool send_frame_blocking(int fd, proto::InitMsg type, const std::string& payload);
 
 }  // namespace sandlet::guest

@@ -35,6 +35,7 @@ struct ChildCtx {
   int cgroup_procs_fd;  // only on the clone() fallback path: the child joins its cgroup itself
   volatile int err;
   volatile int step;
+  volatile size_t exec_path_len;
 };
 
 char* child_stack() {
@@ -49,8 +50,10 @@ char* child_stack() {
 }
 
 // execvpe() without its malloc (we share the parent's heap): same PATH rules, no ENOEXEC /bin/sh retry.
-void exec_search(const char* file, char* const* argv, char* const* envp, const char* path) {
+// *tried: the length of the path given to the execve whose errno stands (the kernel counts it in ARG_MAX).
+void exec_search(const char* file, char* const* argv, char* const* envp, const char* path, volatile size_t* tried) {
   if (!*file) { errno = ENOENT; return; }
+  *tried = std::strlen(file);
   if (std::strchr(file, '/')) { execve(file, argv, envp); return; }
   size_t flen = std::strlen(file);
   char buf[4096];
@@ -71,7 +74,7 @@ void exec_search(const char* file, char* const* argv, char* const* envp, const c
       switch (errno) {
         case EACCES: saw_eacces = true; break;
         case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT: case ENAMETOOLONG: break;
-        default: return;
+        default: *tried = static_cast<size_t>(o - buf) + flen; return;
       }
     }
     if (!*end) break;
@@ -130,7 +133,7 @@ int child_main(void* arg) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   close_inherited_fds();  // also what O_CLOEXEC would do, only earlier (see close_inherited_fds)
-  exec_search(s.argv[0], const_cast<char* const*>(s.argv), const_cast<char* const*>(s.envp), s.path);
+  exec_search(s.argv[0], const_cast<char* const*>(s.argv), const_cast<char* const*>(s.envp), s.path, &c->exec_path_len);
   child_fail(c, SpawnStep::kExec);
 }
 
@@ -139,7 +142,7 @@ int child_main(void* arg) {
 
 pid_t spawn_process(const SpawnSpec& spec, SpawnError* error) {
   static bool no_clone3 = false;  // e.g. a seccomp profile answering ENOSYS for clone3 (Docker's does)
-  ChildCtx ctx{&spec, -1, 0, 0};
+  ChildCtx ctx{&spec, -1, 0, 0, 0};
   char* stack = child_stack();
   if (!stack) {
     *error = {SpawnStep::kClone, ENOMEM};
@@ -181,7 +184,7 @@ pid_t spawn_process(const SpawnSpec& spec, SpawnError* error) {
     return -1;
   }
   if (ctx.step != 0) {
-    *error = {static_cast<SpawnStep>(ctx.step), ctx.err};
+    *error = {static_cast<SpawnStep>(ctx.step), ctx.err, ctx.exec_path_len};
     return -1;
   }
   return static_cast<pid_t>(pid);

@@ -31,6 +31,7 @@ enum class SpawnStep : int { kNone = 0, kClone, kCgroup, kSetsid, kCaps, kGroups
 struct SpawnError {
   SpawnStep step = SpawnStep::kNone;
   int err = 0;
+  size_t exec_path_len = 0;  // kExec: the length of the path the failing execve was given
 };
 
 // Returns the child's pid, or -1 with *error filled. A child that failed after clone is left as a

@@ -1,83 +1,88 @@
-// The versioned, length-checked protocol between the host runtime and the in-sandbox agent (PID 1).
+// The agent protocol: the host runtime and the in-sandbox agent, over the channel the backend provides
+// (a Unix stream socket for containers). Only exec, stdin, signals, files and ping, with their replies;
+// the container init's start-up messages are another protocol (init_protocol.hpp) with types of their own.
 //
-// Transport: a Unix stream socket. The host always opens the connection (the agent only accepts on a
-// listening socket the host created and handed in); nothing inside the sandbox can reach the runtime.
-// One connection carries one request (exec, file read/write, ping) and its replies.
-//
-// Frame: 8-byte header {u32 payload_len, u8 type, u8 version, u16 reserved=0} then payload_len bytes.
-// payload_len is capped at kMaxPayload; a frame with a bad version or oversize length closes the
-// connection. All integers little-endian (wire.hpp).
+// The host always opens the connection (the agent only accepts on a socket the host created and handed
+// in); nothing inside the sandbox can reach the runtime. One connection carries one request and its
+// replies. Frames as in frame.hpp, version kAgentVersion; every type has a payload size range per
+// direction (the tables below), checked by the receiver before it allocates anything. Everything the host
+// reads here may come from code that root inside the sandbox replaced: the host also checks the order of
+// replies and caps what it accepts (runtime/agent_replies.hpp).
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "proto/frame.hpp"
+#include "proto/replies.hpp"
 #include "proto/wire.hpp"
 
 namespace sandlet::proto {
 
-constexpr uint8_t kVersion = 1;
-constexpr uint32_t kMaxPayload = 1u << 20;
-constexpr size_t kHeaderSize = 8;
+constexpr uint8_t kAgentVersion = 2;  // 1: one message space shared with the init's start-up
 
-enum class Msg : uint8_t {
+constexpr uint32_t kMaxDataFrame = 1u << 20;  // stdin, output and file chunks (senders use 64-256 KiB)
+// An ExecRequest at the kernel's largest ARG_MAX (6 MiB, arg_limits.hpp) with room for cwd and user.
+constexpr uint32_t kMaxExecRequest = (6u << 20) + (64u << 10);
+constexpr uint32_t kMaxPathRequest = 64u << 10;  // a file request: a path (PATH_MAX 4096) and a user
+
+enum class AgentMsg : uint8_t {
   // host -> agent, first frame of a connection
-  kExec = 1,        // ExecRequest; followed by kStdin* and kStdinEof when kExecHasStdin is set
-  kWriteFile = 5,   // WriteFileRequest; followed by kFileData* and kFileEof
-  kReadFile = 8,    // ReadFileRequest
-  kPing = 9,        // empty; agent answers kPong
+  kExec = 0x01,       // ExecRequest; followed by kStdin* and kStdinEof when kExecHasStdin is set
+  kWriteFile = 0x05,  // WriteFileRequest; followed by kFileData* and kFileEof
+  kReadFile = 0x08,   // ReadFileRequest
+  kPing = 0x09,       // empty; the agent answers kPong
   // host -> agent, later frames
-  kStdin = 2,       // raw bytes
-  kStdinEof = 3,    // empty
-  kSignal = 4,      // u32 signal number: deliver to every process of this exec (cancellation)
-  kFileData = 6,    // raw bytes
-  kFileEof = 7,     // empty
-  // host -> init, on the setup socket only, in this order
-  kInitStage = 34,  // u32 InitFlags (only kInitHasCgroup counts); fds via SCM_RIGHTS (see InitConfig):
-                    // the init builds its filesystem view and answers kInitStaged
-  kInitConfig = 32, // InitConfig: identity and policy; the init answers kInitReady. With kInitRunOnce it
-                    // carries the command's stdio fds (SCM_RIGHTS, see RunOnce) and, after ready, the init
-                    // answers kExit or kError once the command has ended, then exits
-  // init -> host, on the setup socket only
-  kInitStaged = 35, // empty payload
-  kInitReady = 33,  // empty payload
+  kStdin = 0x02,      // raw bytes
+  kStdinEof = 0x03,   // empty
+  kSignal = 0x04,     // u32 signal number: deliver to every process of this exec (cancellation)
+  kFileData = 0x06,   // raw bytes
+  kFileEof = 0x07,    // empty
   // agent -> host
-  kStarted = 64,    // u32 pid inside the sandbox
-  kStdout = 65,     // raw bytes
-  kStderr = 66,     // raw bytes
-  kExit = 67,       // ExitStatus; last frame of an exec
-  kError = 68,      // ErrorReply; last frame of any request that failed
-  kFileChunk = 69,  // raw bytes of a read file
-  kFileDone = 70,   // FileDone; last frame of a successful read
-  kOk = 71,         // empty; last frame of a successful write
-  kPong = 72,       // empty
+  kStarted = 0x41,    // u32 pid inside the sandbox; first reply of an exec that started
+  kStdout = 0x42,     // raw bytes
+  kStderr = 0x43,     // raw bytes
+  kExit = 0x44,       // ExitStatus; last frame of an exec
+  kError = 0x45,      // ErrorReply; last frame of any request that failed
+  kFileChunk = 0x46,  // raw bytes of a read file
+  kFileDone = 0x47,   // FileDone; last frame of a successful read
+  kOk = 0x48,         // empty; last frame of a successful write
+  kPong = 0x49,       // empty
 };
 
-struct FrameHeader {
-  uint32_t len;
-  Msg type;
-  uint8_t version;
+inline constexpr FrameType kHostToAgentTypes[] = {
+    {0x01, 40, kMaxExecRequest, "exec"},
+    {0x02, 1, kMaxDataFrame, "stdin"},
+    {0x03, 0, 0, "stdin-eof"},
+    {0x04, 4, 4, "signal"},
+    {0x05, 16, kMaxPathRequest, "write-file"},
+    {0x06, 1, kMaxDataFrame, "file-data"},
+    {0x07, 0, 0, "file-eof"},
+    {0x08, 12, kMaxPathRequest, "read-file"},
+    {0x09, 0, 0, "ping"},
 };
+inline constexpr FrameType kAgentToHostTypes[] = {
+    {0x41, 4, 4, "started"},
+    {0x42, 1, kMaxDataFrame, "stdout"},
+    {0x43, 1, kMaxDataFrame, "stderr"},
+    {0x44, ExitStatus::kSize, ExitStatus::kSize, "exit"},
+    {0x45, 12, kErrorReplyMax, "error"},
+    {0x46, 1, kMaxDataFrame, "file-chunk"},
+    {0x47, 12, 12, "file-done"},
+    {0x48, 0, 0, "ok"},
+    {0x49, 0, 0, "pong"},
+};
+inline constexpr Direction kHostToAgent{"agent protocol, host -> agent", kAgentVersion, kHostToAgentTypes,
+                                        sizeof kHostToAgentTypes / sizeof kHostToAgentTypes[0]};
+inline constexpr Direction kAgentToHost{"agent protocol, agent -> host", kAgentVersion, kAgentToHostTypes,
+                                        sizeof kAgentToHostTypes / sizeof kAgentToHostTypes[0]};
 
-inline std::string encode_header(Msg type, uint32_t len) {
-  wire::Writer w;
-  w.u32(len);
-  w.u8(static_cast<uint8_t>(type));
-  w.u8(kVersion);
-  w.u8(0);
-  w.u8(0);
-  return std::move(w.data());
+inline std::string frame(AgentMsg type, std::string_view payload) {
+  return encode_frame(static_cast<uint8_t>(type), kAgentVersion, payload);
 }
-inline std::string frame(Msg type, const std::string& payload) {
-  return encode_header(type, static_cast<uint32_t>(payload.size())) + payload;
-}
-// Returns false when the header is malformed (wrong version, oversize).
-inline bool decode_header(const char* p, FrameHeader* h) {
-  wire::Reader r(std::string_view(p, kHeaderSize));
-  h->len = r.u32();
-  h->type = static_cast<Msg>(r.u8());
-  h->version = r.u8();
-  return r.ok() && h->version == kVersion && h->len <= kMaxPayload;
+inline void put_header(char* p, AgentMsg type, uint32_t len) {
+  put_header(p, static_cast<uint8_t>(type), kAgentVersion, len);
 }
 
 // ---- messages -------------------------------------------------------------------------------------
@@ -88,6 +93,7 @@ enum ExecFlags : uint32_t {
   kExecKeepBackground = 4,    // processes still running when the main one exits are left alive; the exec
                               // completes at once and their later output is discarded
 };
+constexpr uint32_t kExecKnownFlags = 7;
 
 struct ExecRequest {
   std::vector<std::string> argv;  // argv[0] resolved through PATH of env
@@ -108,51 +114,21 @@ struct ExecRequest {
     wire::Reader r(p);
     out->argv = r.strs(); out->env = r.strs(); out->cwd = r.str(); out->user = r.str();
     out->timeout_ms = r.u64(); out->output_limit = r.u64(); out->flags = r.u32();
-    return r.ok() && r.at_end() && !out->argv.empty();
+    return r.ok() && r.at_end() && !out->argv.empty() && (out->flags & ~kExecKnownFlags) == 0;
   }
 };
 
-enum ExitFlags : uint32_t {
-  kExitStdoutTruncated = 1,
-  kExitStderrTruncated = 2,
-  kExitTimedOut = 4,
-  kExitOutputLimitKilled = 8,
-};
-
-struct ExitStatus {
-  int32_t exit_code = -1;  // -1 when killed by a signal
-  int32_t signal = 0;
-  uint32_t flags = 0;
-  uint64_t run_ns = 0;     // from spawn to the exit of the last process of the exec
-
-  std::string encode() const {
-    wire::Writer w;
-    w.i32(exit_code); w.i32(signal); w.u32(flags); w.u64(run_ns);
-    return std::move(w.data());
-  }
-  static bool decode(std::string_view p, ExitStatus* out) {
-    wire::Reader r(p);
-    out->exit_code = r.i32(); out->signal = r.i32(); out->flags = r.u32(); out->run_ns = r.u64();
-    return r.ok() && r.at_end();
-  }
-};
-
-struct ErrorReply {
-  uint32_t code = 13;  // a sandlet_code_t
-  int32_t err_no = 0;
-  std::string message;
-
-  std::string encode() const {
-    wire::Writer w;
-    w.u32(code); w.i32(err_no); w.str(message);
-    return std::move(w.data());
-  }
-  static bool decode(std::string_view p, ErrorReply* out) {
-    wire::Reader r(p);
-    out->code = r.u32(); out->err_no = r.i32(); out->message = r.str();
-    return r.ok() && r.at_end();
-  }
-};
+// The payload of kStarted and kSignal: one u32.
+inline std::string encode_u32(uint32_t v) {
+  wire::Writer w;
+  w.u32(v);
+  return std::move(w.data());
+}
+inline bool decode_u32(std::string_view p, uint32_t* v) {
+  wire::Reader r(p);
+  *v = r.u32();
+  return r.ok() && r.at_end();
+}
 
 enum WriteFileFlags : uint32_t { kWriteMkdirParents = 1 };
 
@@ -202,69 +178,7 @@ struct FileDone {
   static bool decode(std::string_view p, FileDone* out) {
     wire::Reader r(p);
     out->size = r.u64(); out->mode = r.u32();
-    return r.ok() && r.at_end();
-  }
-};
-
-// Start-up is two exchanges on the setup socket (the init's fd 3), so that the first can happen ahead of
-// time in a warm pool: kInitStage carries these SCM_RIGHTS fds, in this order:
-//   [0] the root filesystem: a detached mount (fsmount/open_tree fd) to attach and pivot into
-//   [1] the sandbox's /dev: a detached tmpfs with the device nodes (backends/container/sandbox_dev.hpp) to attach on /dev
-//   [2] the agent's listening Unix socket (already bound and listening, on a host path)
-//   [3] optional (kInitHasCgroup): an O_DIRECTORY fd of the sandbox's cgroup2 directory, delegated to the
-//       sandbox root, under which the agent creates one child cgroup per exec (to kill whole trees)
-enum InitFlags : uint32_t {
-  kInitHasCgroup = 1,
-  kInitLoopbackUp = 2,
-  kInitDetached = 4,  // the sandbox outlives its creator: drop the parent-death signal
-  kInitRunOnce = 8,   // one-shot: run InitConfig::run_once right after ready instead of serving requests
-};
-
-// The command of a one-shot sandbox. Its stdin/stdout/stderr arrive with the kInitConfig frame as
-// SCM_RIGHTS fds, in that order, only those whose bit is set in `stdio` (bit 0 stdin, 1 stdout, 2 stderr);
-// a missing one is the sandbox's /dev/null.
-struct RunOnce {
-  std::vector<std::string> argv;  // argv[0] resolved through PATH of env
-  std::vector<std::string> env;   // complete environment, "K=V"
-  std::string cwd;                // empty = config workdir
-  std::string user;               // empty = config user
-  uint64_t timeout_ms = 0;        // 0 = none; on expiry every process of the sandbox is killed
-  uint32_t stdio = 0;
-};
-
-struct InitConfig {
-  std::string hostname;
-  std::string workdir = "/";
-  std::string user;               // default exec user, "uid[:gid]" or a passwd name; empty = root
-  std::vector<std::string> env;   // default environment for execs that send none (not used when an exec sends env)
-  std::string seccomp_bpf;        // struct sock_filter[] installed on the agent before serving (inherited by execs)
-  uint64_t max_lifetime_ms = 0;   // the agent exits (tearing the sandbox down) after this; 0 = never
-  uint64_t idle_timeout_ms = 0;   // ... or after this long without a request; 0 = never
-  uint32_t flags = 0;
-  RunOnce run_once;               // only with kInitRunOnce
-
-  std::string encode() const {
-    wire::Writer w;
-    w.str(hostname); w.str(workdir); w.str(user); w.strs(env); w.str(seccomp_bpf);
-    w.u64(max_lifetime_ms); w.u64(idle_timeout_ms); w.u32(flags);
-    if (flags & kInitRunOnce) {
-      w.strs(run_once.argv); w.strs(run_once.env); w.str(run_once.cwd); w.str(run_once.user);
-      w.u64(run_once.timeout_ms); w.u32(run_once.stdio);
-    }
-    return std::move(w.data());
-  }
-  static bool decode(std::string_view p, InitConfig* out) {
-    wire::Reader r(p);
-    out->hostname = r.str(); out->workdir = r.str(); out->user = r.str(); out->env = r.strs();
-    out->seccomp_bpf = r.str(); out->max_lifetime_ms = r.u64(); out->idle_timeout_ms = r.u64();
-    out->flags = r.u32();
-    if (out->flags & kInitRunOnce) {
-      RunOnce& c = out->run_once;
-      c.argv = r.strs(); c.env = r.strs(); c.cwd = r.str(); c.user = r.str();
-      c.timeout_ms = r.u64(); c.stdio = r.u32();
-      if (c.argv.empty() || (c.stdio & ~7u) != 0) return false;
-    }
-    return r.ok() && r.at_end();
+    return r.ok() && r.at_end() && (out->mode & ~07777u) == 0;
   }
 };
 

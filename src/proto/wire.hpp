@@ -46,10 +46,12 @@ class Reader final {
     pos_ += n;
     return s;
   }
-  std::vector<std::string> strs(uint32_t max_count = 1u << 16) {
+  // A count larger than the bytes left could hold (each string takes at least its 4-byte length) fails
+  // before anything is allocated for it.
+  std::vector<std::string> strs() {
     uint32_t n = u32();
     std::vector<std::string> v;
-    if (n > max_count) { ok_ = false; return v; }
+    if (!ok_ || n > (data_.size() - pos_) / 4) { ok_ = false; return v; }
     for (uint32_t i = 0; i < n && ok_; ++i) v.push_back(str());
     return v;
   }

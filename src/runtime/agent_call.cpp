@@ -5,18 +5,34 @@
 namespace asio = boost::asio;
 
 namespace sandlet {
+namespace {
+
+// A frame the reader refused: another protocol version is a sandbox made by another sandlet release (or
+// an agent that lies about it); anything else is an agent that breaks the protocol.
+Error bad_frame_error(const proto::FrameReader& reader) {
+  if (reader.error_kind() == proto::HeaderCheck::kBadVersion)
+    return Error(Code::kFailedPrecondition,
+                 "sandbox agent speaks agent protocol version " + std::to_string(reader.header().version) +
+                     ", this library version " + std::to_string(proto::kAgentVersion) +
+                     " (a sandbox made by another sandlet release?)");
+  return Error(Code::kInternal, "sandbox agent broke the protocol: " + reader.error());
+}
+
+}  // namespace
 
 AgentCall::AgentCall(asio::io_context& io, FrameHandler on_frame, Done done)
     : socket_(io), on_frame_(std::move(on_frame)), done_(std::move(done)) {}
 
 std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, sys::UniqueFd fd, std::string request_frames,
-                                            FrameHandler on_frame, Done done) {
+                                            FrameHandler on_frame, Done done,
+                                            std::optional<std::chrono::milliseconds> deadline) {
   auto call = std::make_shared<AgentCall>(io, std::move(on_frame), std::move(done));
   call->socket_.assign(asio::local::stream_protocol(), fd.release());
   call->outgoing_.push_back(std::move(request_frames));
-  asio::post(io, [call] {
+  asio::post(io, [call, deadline] {
+    if (deadline) call->arm_deadline(*deadline);
     call->write_next();
-    call->read_header();
+    call->read_next();
   });
   return call;
 }
@@ -69,50 +85,81 @@ void AgentCall::cancel(std::string kill_frame, std::chrono::milliseconds grace) 
   });
 }
 
-void AgentCall::read_header() {
+void AgentCall::arm_deadline(std::chrono::milliseconds after) {
+  deadline_timer_ = std::make_unique<asio::steady_timer>(socket_.get_executor(), after);
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(header_, sizeof header_), [self](boost::system::error_code ec, size_t) {
-    if (ec) {
-      self->finish(std::make_exception_ptr(Error(
-          Code::kUnavailable, "sandbox agent closed the connection before replying (sandbox destroyed or dead?): " +
-                                  ec.message())));
-      return;
-    }
-    if (!proto::decode_header(self->header_, &self->frame_)) {
-      self->finish(std::make_exception_ptr(Error(Code::kInternal, "sandbox agent sent a malformed frame header")));
-      return;
-    }
-    self->read_payload();
+  deadline_timer_->async_wait([self, after](boost::system::error_code ec) {
+    if (ec || self->finished_) return;
+    boost::system::error_code ignored;
+    self->socket_.close(ignored);  // the agent kills what the call started when the connection drops
+    self->finish(std::make_exception_ptr(Error(
+        Code::kDeadlineExceeded, "sandbox agent did not complete the call within " + std::to_string(after.count()) +
+                                     " ms (the command's timeout plus a grace period): it is stuck or broken")));
   });
 }
 
-void AgentCall::read_payload() {
+// The reader allocates a payload only after its header passed, and only as large as that type may be.
+void AgentCall::read_next() {
+  if (finished_) return;
   auto self = shared_from_this();
-  payload_.resize(frame_.len);
-  asio::async_read(socket_, asio::buffer(payload_), [self](boost::system::error_code ec, size_t) {
+  const bool staged = reader_.space_size() < sizeof stage_;
+  auto buffer = staged ? asio::buffer(stage_) : asio::buffer(reader_.space(), reader_.space_size());
+  socket_.async_read_some(buffer, [self, staged](boost::system::error_code ec, size_t n) {
+    if (self->finished_) return;
     if (ec) {
-      self->finish(std::make_exception_ptr(
-          Error(Code::kUnavailable, "sandbox agent connection lost mid-frame: " + ec.message())));
+      self->on_read_error(ec);
       return;
     }
-    bool final_frame = false;
-    try {
-      final_frame = self->on_frame_(self->frame_.type, self->payload_);
-    } catch (...) {
-      self->finish(std::current_exception());
-      return;
-    }
-    if (final_frame)
-      self->finish(nullptr);
-    else
-      self->read_header();
+    self->on_read(staged, n);
   });
+}
+
+void AgentCall::on_read(bool staged, size_t n) {
+  using Result = proto::FrameReader::Result;
+  if (!staged) {
+    const Result r = reader_.commit(n);
+    if (r == Result::kBad) return finish(std::make_exception_ptr(bad_frame_error(reader_)));
+    if (r == Result::kFrame && !deliver()) return;
+    return read_next();
+  }
+  std::string_view in(stage_, n);
+  while (!in.empty()) {
+    const Result r = reader_.take(in);
+    if (r == Result::kBad) return finish(std::make_exception_ptr(bad_frame_error(reader_)));
+    if (r == Result::kFrame && !deliver()) return;  // (bytes after the final frame are ignored)
+  }
+  read_next();
+}
+
+bool AgentCall::deliver() {
+  ++frames_;
+  bool final_frame = false;
+  try {
+    final_frame = on_frame_(static_cast<proto::AgentMsg>(reader_.type()), reader_.payload());
+  } catch (...) {
+    finish(std::current_exception());
+    return false;
+  }
+  if (final_frame) finish(nullptr);
+  return !final_frame;
+}
+
+void AgentCall::on_read_error(const boost::system::error_code& ec) {
+  std::string what;
+  if (reader_.mid_frame())
+    what = "sandbox agent connection lost mid-frame";
+  else if (frames_ == 0)
+    what = "sandbox agent closed the connection before replying (sandbox destroyed or dead?)";
+  else
+    what = "sandbox agent closed the connection before the request completed (sandbox destroyed or dead?)";
+  finish(std::make_exception_ptr(Error(Code::kUnavailable, what + ": " + ec.message())));
 }
 
 void AgentCall::finish(std::exception_ptr error) {
   if (finished_) return;
   finished_ = true;
   if (cancel_timer_) cancel_timer_->cancel();
+  if (deadline_timer_) deadline_timer_->cancel();
   if (cancelled_) error = std::make_exception_ptr(Error(Code::kCancelled, "cancelled by the caller"));
   boost::system::error_code ignored;
   socket_.close(ignored);

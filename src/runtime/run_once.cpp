@@ -8,10 +8,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <boost/asio/steady_timer.hpp>
 #include <future>
 
 #include "common/error.hpp"
-#include "proto/agent_protocol.hpp"
+#include "runtime/agent_client.hpp"
 #include "spec/exec_env.hpp"
 #include "runtime/one_shot_report.hpp"
 #include "runtime/runtime.hpp"
@@ -20,6 +21,29 @@
 namespace asio = boost::asio;
 
 namespace sandlet {
+namespace {
+
+// Reads the report socket whenever it is readable, without blocking the loop, and concludes once the
+// report is complete or broken.
+template <typename State, typename Conclude>
+void wait_for_report(std::shared_ptr<State> st, Conclude conclude) {
+  st->report.async_wait(asio::posix::stream_descriptor::wait_read, [st, conclude](boost::system::error_code ec) {
+    if (ec || st->concluded) return;
+    std::optional<ExecOutcome> out;
+    try {
+      out = st->reader->read_some(st->report.native_handle());
+    } catch (...) {
+      conclude(std::current_exception(), ExecOutcome());
+      return;
+    }
+    if (out)
+      conclude(nullptr, std::move(*out));
+    else
+      wait_for_report(st, conclude);
+  });
+}
+
+}  // namespace
 
 // The command of a one-shot run, validated (what fails here fails before anything is made).
 OneShot Runtime::one_shot_of(const Spec& spec, const RunOnceParams& params) {
@@ -37,7 +61,7 @@ OneShot Runtime::one_shot_of(const Spec& spec, const RunOnceParams& params) {
     throw Error(Code::kInvalidArgument, "invalid run field 'cancel_fd': not an open descriptor");
   if (spec.lifetime != Lifetime::kOwned)
     throw Error(Code::kInvalidArgument, "invalid spec field 'lifetime': a one-shot run's sandbox is owned");
-  (void)merge_env({}, params.env);  // rejects an entry without '='
+  check_command_args(params.argv, merge_env(base_env(spec), params.env), "run");  // (rejects an entry without '=')
   OneShot one_shot;
   one_shot.argv = params.argv;
   one_shot.env = params.env;
@@ -81,15 +105,19 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   ExecOutcome out;
   std::exception_ptr error;
   try {
+    OneShotReport report(started.rec.id, one_shot.timeout_ms);
     pollfd p[2] = {{one_shot.report.get(), POLLIN, 0}, {params.cancel_fd, POLLIN, 0}};
     for (;;) {
-      if (::poll(p, params.cancel_fd >= 0 ? 2 : 1, -1) < 0) {
+      if (::poll(p, params.cancel_fd >= 0 ? 2 : 1, report.poll_timeout_ms()) < 0) {
         if (errno == EINTR) continue;
         throw_errno("poll a one-shot sandbox");
       }
       if (p[0].revents != 0) {
-        out = read_report(one_shot.report.get(), started.rec.id);
-        break;
+        if (auto done = report.read_some(one_shot.report.get())) {
+          out = std::move(*done);
+          break;
+        }
+        continue;
       }
       if (p[1].revents != 0) throw Error(Code::kCancelled, "cancelled by the caller");
     }
@@ -106,12 +134,14 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
   // What one asynchronous run needs until its completion; its descriptors are watched on the loop.
   struct State {
     State(asio::io_context& io, Spec s, OneShot o, RunDone d)
-        : spec(std::move(s)), one_shot(std::move(o)), done(std::move(d)), report(io), cancel(io) {}
+        : spec(std::move(s)), one_shot(std::move(o)), done(std::move(d)), report(io), cancel(io), backstop(io) {}
     Spec spec;
     OneShot one_shot;
     RunDone done;
     Started started;
     asio::posix::stream_descriptor report, cancel;
+    std::unique_ptr<OneShotReport> reader;
+    asio::steady_timer backstop;
     uint64_t begin = sys::now_monotonic_ns();
     bool concluded = false;
   };
@@ -126,21 +156,14 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
   auto st = std::make_shared<State>(loop_.io(), std::move(spec), std::move(one_shot), std::move(done));
   if (cancel) st->cancel.assign(cancel.release());
 
-  // Runs once, on the loop thread: the report (or the cancel) arrived.
-  auto conclude = [this, st](bool cancelled) {
+  // Runs once, on the loop thread: the report (or the cancel, or the backstop) arrived.
+  auto conclude = [this, st](std::exception_ptr error, ExecOutcome out) {
     if (st->concluded) return;
     st->concluded = true;
     boost::system::error_code ignored;
     st->cancel.close(ignored);
-    ExecOutcome out;
-    std::exception_ptr error;
-    try {
-      if (cancelled) throw Error(Code::kCancelled, "cancelled by the caller");
-      out = read_report(st->report.native_handle(), st->started.rec.id);
-      out.duration_ns = sys::now_monotonic_ns() - st->begin;
-    } catch (...) {
-      error = std::current_exception();
-    }
+    st->backstop.cancel();
+    if (!error) out.duration_ns = sys::now_monotonic_ns() - st->begin;
     st->report.close(ignored);
     end(st->started.rec, st->started.impl);
     st->done(error, std::move(out));
@@ -166,17 +189,33 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
       on_loop(report_error, report_error);
       return;
     }
+    st->reader = std::make_unique<OneShotReport>(st->started.rec.id, st->one_shot.timeout_ms);
     auto watch = [st, conclude] {
-      st->report.async_wait(asio::posix::stream_descriptor::wait_read, [conclude](boost::system::error_code ec) {
-        if (!ec) conclude(false);
-      });
+      wait_for_report(st, conclude);
       if (st->cancel.is_open())
         st->cancel.async_wait(asio::posix::stream_descriptor::wait_read, [conclude](boost::system::error_code ec) {
-          if (!ec) conclude(true);
+          if (!ec) conclude(std::make_exception_ptr(Error(Code::kCancelled, "cancelled by the caller")), {});
         });
+      if (auto after = st->reader->backstop()) {
+        st->backstop.expires_after(*after);
+        st->backstop.async_wait([st, conclude](boost::system::error_code ec) {
+          if (ec) return;
+          try {
+            st->reader->throw_backstop();
+          } catch (...) {
+            conclude(std::current_exception(), {});
+          }
+        });
+      }
     };
-    // Closing: the init was killed at registration, so its report socket is at EOF.
-    on_loop(watch, [conclude] { conclude(false); });
+    // Closing: the init was killed at registration, so its report socket comes to EOF.
+    on_loop(watch, [st, conclude] {
+      try {
+        conclude(nullptr, st->reader->read_blocking(st->report.native_handle()));
+      } catch (...) {
+        conclude(std::current_exception(), {});
+      }
+    });
   });
   if (Backend* b = backend_named(backend)) b->expect_create();
 }

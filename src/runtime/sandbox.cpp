@@ -6,8 +6,8 @@
 #include <future>
 
 #include "common/error.hpp"
-#include "proto/agent_protocol.hpp"
 #include "runtime/agent_call.hpp"
+#include "runtime/agent_client.hpp"
 #include "spec/exec_env.hpp"
 #include "sys/fs_util.hpp"
 
@@ -15,20 +15,6 @@ namespace sandlet {
 namespace {
 
 constexpr uint64_t kDefaultOutputLimit = 16ull << 20;
-constexpr size_t kChunk = 256 * 1024;
-
-void append_chunked(std::string& frames, proto::Msg type, std::string_view data) {
-  for (size_t off = 0; off < data.size(); off += kChunk) {
-    std::string part(data.substr(off, kChunk));
-    frames += proto::frame(type, part);
-  }
-}
-
-[[noreturn]] void throw_agent_error(std::string_view payload) {
-  proto::ErrorReply err;
-  if (!proto::ErrorReply::decode(payload, &err)) throw Error(Code::kInternal, "sandbox agent sent a malformed error");
-  throw Error(static_cast<Code>(err.code), err.message, err.err_no);
-}
 
 }  // namespace
 
@@ -62,12 +48,6 @@ sys::UniqueFd Sandbox::connect_for_call() {
   return impl_->connect();
 }
 
-static std::string signal_frame(int signo) {
-  wire::Writer w;
-  w.u32(static_cast<uint32_t>(signo));
-  return proto::frame(proto::Msg::kSignal, w.data());
-}
-
 void ExecControl::signal(int signo) {
   if (signo <= 0 || signo >= 65) throw Error(Code::kInvalidArgument, "invalid signal number " + std::to_string(signo));
   if (auto call = call_.lock()) call->send(signal_frame(signo));
@@ -96,58 +76,19 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   if (params.keep_background) req.flags |= proto::kExecKeepBackground;
   if (!params.stdin_data.empty()) req.flags |= proto::kExecHasStdin;
 
-  std::string frames = proto::frame(proto::Msg::kExec, req.encode());
-  if (!params.stdin_data.empty()) {
-    append_chunked(frames, proto::Msg::kStdin, params.stdin_data);
-    frames += proto::frame(proto::Msg::kStdinEof, "");
-  }
+  std::string frames = exec_request_frames(req, params.stdin_data);  // checked before anything is sent
 
   struct State {
-    ExecOutcome outcome;
+    State(uint64_t limit, ExecReplies::OnOutput on_output) : replies(limit, std::move(on_output)) {}
+    ExecReplies replies;
     uint64_t start_ns = sys::now_monotonic_ns();
-    std::function<void(int, std::string_view)> on_output;
   };
-  auto state = std::make_shared<State>();
-  state->on_output = std::move(params.on_output);
-
-  auto on_frame = [state](proto::Msg type, std::string_view payload) -> bool {
-    switch (type) {
-      case proto::Msg::kStarted:
-        return false;
-      case proto::Msg::kStdout:
-      case proto::Msg::kStderr: {
-        int stream = type == proto::Msg::kStdout ? 1 : 2;
-        if (state->on_output) {
-          try {
-            state->on_output(stream, payload);
-          } catch (...) {
-            // A throwing output callback must not tear the connection; drop the exception.
-          }
-        } else {
-          (stream == 1 ? state->outcome.stdout_data : state->outcome.stderr_data).append(payload);
-        }
-        return false;
-      }
-      case proto::Msg::kExit: {
-        proto::ExitStatus st;
-        if (!proto::ExitStatus::decode(payload, &st)) throw Error(Code::kInternal, "sandbox agent sent a malformed exit status");
-        state->outcome.exit_code = st.exit_code;
-        state->outcome.signal = st.signal;
-        state->outcome.timed_out = st.flags & proto::kExitTimedOut;
-        state->outcome.stdout_truncated = st.flags & proto::kExitStdoutTruncated;
-        state->outcome.stderr_truncated = st.flags & proto::kExitStderrTruncated;
-        state->outcome.run_ns = st.run_ns;
-        return true;
-      }
-      case proto::Msg::kError:
-        throw_agent_error(payload);
-      default:
-        throw Error(Code::kInternal, "sandbox agent sent an unexpected frame during exec");
-    }
-  };
+  auto state = std::make_shared<State>(req.output_limit, std::move(params.on_output));
+  auto on_frame = [state](proto::AgentMsg type, std::string_view payload) { return state->replies.on_frame(type, payload); };
   std::string sandbox_id = id();
   auto on_done = [state, done = std::move(done), sandbox_id](std::exception_ptr error) {
-    state->outcome.duration_ns = sys::now_monotonic_ns() - state->start_ns;
+    ExecOutcome& outcome = state->replies.outcome;
+    outcome.duration_ns = sys::now_monotonic_ns() - state->start_ns;
     if (error) {
       try {
         std::rethrow_exception(error);
@@ -156,10 +97,10 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
       } catch (...) {
       }
     }
-    done(error, std::move(state->outcome));
+    done(error, std::move(outcome));
   };
-  return ExecControl(
-      AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame), std::move(on_done)));
+  return ExecControl(AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame),
+                                      std::move(on_done), exec_backstop(req.timeout_ms)));
 }
 
 ExecOutcome Sandbox::exec(ExecParams params) {
@@ -175,67 +116,25 @@ ExecOutcome Sandbox::exec(ExecParams params) {
   return future.get();
 }
 
-void Sandbox::call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
-                         std::function<void(std::exception_ptr)> done) {
+void Sandbox::call_async(std::string frames, AgentCall::FrameHandler on_frame, std::function<void(std::exception_ptr)> done) {
   auto owner = owner_checked();
-  AgentCall::start(
-      owner->io(), connect_for_call(), std::move(frames),
-      [on_frame = std::move(on_frame)](proto::Msg type, std::string_view payload) {
-        if (type == proto::Msg::kError) throw_agent_error(payload);
-        return on_frame(static_cast<uint8_t>(type), payload);
-      },
-      std::move(done));
-}
-
-static void check_path(const std::string& path) {
-  if (path.empty() || path[0] != '/')
-    throw Error(Code::kInvalidArgument, "invalid file path '" + path + "': must be absolute inside the sandbox");
+  AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame), std::move(done));
 }
 
 void Sandbox::write_file_async(const std::string& path, std::string data, uint32_t mode, FileDone done) {
-  check_path(path);
-  proto::WriteFileRequest req;
-  req.path = path;
-  req.mode = mode ? mode : 0644;
-  std::string frames = proto::frame(proto::Msg::kWriteFile, req.encode());
-  append_chunked(frames, proto::Msg::kFileData, data);
-  frames += proto::frame(proto::Msg::kFileEof, "");
-  call_async(
-      std::move(frames),
-      [](uint8_t type, std::string_view) {
-        if (type != static_cast<uint8_t>(proto::Msg::kOk)) throw Error(Code::kInternal, "unexpected reply to write_file");
-        return true;
-      },
-      [done = std::move(done)](std::exception_ptr error) { done(error, std::string(), 0); });
+  call_async(write_file_frames(path, data, mode), write_file_reply,
+             [done = std::move(done)](std::exception_ptr error) { done(error, std::string(), 0); });
 }
 
 void Sandbox::read_file_async(const std::string& path, uint64_t max_bytes, FileDone done) {
-  check_path(path);
-  proto::ReadFileRequest req;
-  req.path = path;
-  req.max_bytes = max_bytes ? max_bytes : (64ull << 20);
-  struct State {
-    std::string data;
-    uint32_t mode = 0;
-  };
-  auto st = std::make_shared<State>();
-  uint64_t limit = req.max_bytes;
+  if (!max_bytes) max_bytes = 64ull << 20;
+  std::string frame = read_file_frame(path, max_bytes);
+  auto replies = std::make_shared<ReadFileReplies>(max_bytes);
   call_async(
-      proto::frame(proto::Msg::kReadFile, req.encode()),
-      [st, limit](uint8_t type, std::string_view payload) {
-        if (type == static_cast<uint8_t>(proto::Msg::kFileChunk)) {
-          if (st->data.size() + payload.size() > limit) throw Error(Code::kOutOfRange, "file larger than the read limit");
-          st->data.append(payload);
-          return false;
-        }
-        if (type == static_cast<uint8_t>(proto::Msg::kFileDone)) {
-          proto::FileDone fd;
-          if (proto::FileDone::decode(payload, &fd)) st->mode = fd.mode;
-          return true;
-        }
-        throw Error(Code::kInternal, "unexpected reply to read_file");
-      },
-      [st, done = std::move(done)](std::exception_ptr error) { done(error, std::move(st->data), st->mode); });
+      std::move(frame), [replies](proto::AgentMsg type, std::string_view payload) { return replies->on_frame(type, payload); },
+      [replies, done = std::move(done)](std::exception_ptr error) {
+        done(error, std::move(replies->data), replies->mode);
+      });
 }
 
 void Sandbox::write_file(const std::string& path, std::string data, uint32_t mode) {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "proto/agent_protocol.hpp"
+#include "runtime/exec_outcome.hpp"
 #include "runtime/record.hpp"
 #include "runtime/sandbox_owner.hpp"
 
@@ -41,18 +43,6 @@ struct ExecParams {
   bool kill_on_output_limit = false;
   bool keep_background = false;
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
-};
-
-struct ExecOutcome {
-  int exit_code = -1;
-  int signal = 0;
-  bool timed_out = false;
-  bool stdout_truncated = false;
-  bool stderr_truncated = false;
-  std::string stdout_data;
-  std::string stderr_data;
-  uint64_t duration_ns = 0;
-  uint64_t run_ns = 0;
 };
 
 class Sandbox final : public std::enable_shared_from_this<Sandbox> {
@@ -93,7 +83,7 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   std::shared_ptr<SandboxOwner> owner_checked() const;
   // Before a call that needs the agent: resumes a paused sandbox; returns a new connection to the agent.
   sys::UniqueFd connect_for_call();
-  void call_async(std::string frames, std::function<bool(uint8_t, std::string_view)> on_frame,
+  void call_async(std::string frames, std::function<bool(proto::AgentMsg, std::string_view)> on_frame,
                   std::function<void(std::exception_ptr)> done);
 
   std::weak_ptr<SandboxOwner> owner_;

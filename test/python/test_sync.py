@@ -21,6 +21,8 @@ def test_version_and_backends(rt: sandlet.Runtime) -> None:
     assert sandlet.ABI_VERSION == 1
     backends = {b["name"]: b for b in rt.backends()}
     assert backends["container"]["available"] is True
+    assert {"prepare_ahead", "one_shot", "pause", "store_layers"} <= set(backends["container"]["capabilities"])
+    assert backends["microvm"]["capabilities"] == [] and backends["microvm"]["reason"]
     assert rt.root and os.path.isdir(rt.root)
 
 

@@ -152,6 +152,14 @@ def env_defaults_json(env: Optional[Mapping[str, str]], workdir: Optional[str], 
     return json.dumps(d) if d else ""
 
 
+# The bits of sandlet_backend_info_t.capabilities (SANDLET_CAP_* in sandlet.h), by name.
+_CAPABILITIES = ("prepare_ahead", "one_shot", "pause", "snapshot", "fork", "store_layers")
+
+
+def capability_names(bits: int) -> List[str]:
+    return [name for i, name in enumerate(_CAPABILITIES) if bits & (1 << i)]
+
+
 def listed(items: Sequence[Tuple[str, str, str]]) -> List[Dict[str, Any]]:
     """Runtime.list() rows as the records they are (dicts), id and state included."""
     out = []

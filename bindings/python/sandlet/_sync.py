@@ -7,7 +7,8 @@ import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, env_defaults_json, exec_args, import_kwargs, listed, run_args
+from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
+                      listed, run_args)
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -194,11 +195,6 @@ class ExecStream:
             self.cancel()
 
 
-# SANDLET_CAP_* of sandlet.h: what a backend supports beyond create, exec, files and destroy.
-_CAPABILITIES = ((0x01, "prepare_ahead"), (0x02, "one_shot"), (0x04, "pause"), (0x08, "snapshot"), (0x10, "fork"),
-                 (0x20, "store_layers"))
-
-
 class Runtime:
     """A sandlet runtime rooted at a state directory (default $SANDLET_ROOT, else /var/lib/sandlet).
 
@@ -324,9 +320,10 @@ class Runtime:
         return self._h.gc()
 
     def backends(self) -> List[Dict[str, Any]]:
-        """Backends of this build, whether this host can run each (and if not, why), and what each supports
-        beyond create, exec, files and destroy ("prepare_ahead": a warm pool, "one_shot", "pause", ...)."""
-        return [{"name": n, "available": a, "reason": r, "capabilities": [name for bit, name in _CAPABILITIES if c & bit]}
+        """Backends of this build and whether this host can run each (and if not, why), with what each
+        supports beyond create, exec, files and destroy: "capabilities", a list of "prepare_ahead" (warm
+        pool), "one_shot", "pause", "snapshot", "fork", "store_layers"."""
+        return [{"name": n, "available": a, "reason": r, "capabilities": capability_names(c)}
                 for n, a, r, c in self._h.backends()]
 
     # ---- layer store and environments (blocking) ----

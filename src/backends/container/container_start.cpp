@@ -16,7 +16,7 @@
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
 #include "policy/seccomp_profile.hpp"
-#include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 #include "proto/wire.hpp"
 #include "spec/exec_env.hpp"
 #include "sys/fs_util.hpp"
@@ -142,14 +142,14 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     }
   }
   try {
-    sys::send_with_fds(s.setup.get(), proto::frame(proto::Msg::kInitConfig, config.encode()), stdio);
+    sys::send_with_fds(s.setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), stdio);
   } catch (const Error&) {
     // An init that failed its filesystem set-up has exited: its own error, not EPIPE, says why.
     if (stage_now) s.await_staged(spec.layers, spec.limits.disk);
     throw;
   }
   if (stage_now) s.await_staged(spec.layers, spec.limits.disk);
-  s.expect(proto::Msg::kInitReady, "start-up");
+  s.expect(proto::InitMsg::kReady, "start-up");
   fault_point("container.ready");
   if (one_shot) one_shot->report = std::move(s.setup);  // the command's exit arrives there
   s.cgroup.release();

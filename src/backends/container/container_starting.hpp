@@ -11,7 +11,7 @@
 #include "backends/container/sandbox_cgroup.hpp"
 #include "backends/container/sandbox_dev.hpp"
 #include "backends/container/spawn_init.hpp"
-#include "proto/agent_protocol.hpp"
+#include "proto/init_protocol.hpp"
 #include "proto/wire.hpp"
 #include "sys/mount_api.hpp"
 #include "sys/unix_socket.hpp"
@@ -34,7 +34,7 @@ struct StartingInit {
   std::vector<std::string> layers;
   uint64_t disk = 0;
 
-  void expect(proto::Msg want, const char* step) {
+  void expect(proto::InitMsg want, const char* step) {
     expect_setup_reply(setup.get(), init.pidfd(), init.pid(), want, step, kReadyTimeoutMs);
   }
   // Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace, and its /dev.
@@ -51,12 +51,12 @@ struct StartingInit {
     }
     wire::Writer w;
     w.u32(proto::kInitHasCgroup);
-    sys::send_with_fds(setup.get(), proto::frame(proto::Msg::kInitStage, w.data()),
+    sys::send_with_fds(setup.get(), proto::frame(proto::InitMsg::kStage, w.data()),
                        {rootfs.root.get(), root_dev.get(), listener.get(), cgroup.v2_fd()});
     listener.reset();
   }
   void await_staged(const std::vector<std::string>& lower, uint64_t disk_bytes) {
-    expect(proto::Msg::kInitStaged, "filesystem set-up");
+    expect(proto::InitMsg::kStaged, "filesystem set-up");
     staged = true;
     layers = lower;
     disk = disk_bytes;

@@ -4,9 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <chrono>
 
 #include "common/error.hpp"
+#include "proto/frame_reader.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet::container {
@@ -25,30 +26,28 @@ std::string describe_stuck(pid_t pid) {
   return "init pid " + std::to_string(pid) + " state " + state + ", waiting in " + wchan + " [" + stack + "]";
 }
 
-// Reads one frame from the setup socket, waiting at most `timeout_ms`.
-bool read_setup_frame(int fd, proto::FrameHeader& h, std::string& payload, int timeout_ms, pid_t pid) {
-  std::string buf;
-  auto fill = [&](size_t want) {
-    while (buf.size() < want) {
-      pollfd p{fd, POLLIN, 0};
-      int r = ::poll(&p, 1, timeout_ms);
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0)
-        throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
-                                                 std::to_string(timeout_ms / 1000) + " s (" + describe_stuck(pid) + ")");
-      char tmp[4096];
-      ssize_t n = ::read(fd, tmp, std::min(sizeof tmp, want - buf.size()));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      buf.append(tmp, static_cast<size_t>(n));
+// Reads one frame from the setup socket, waiting at most `timeout_ms` in all; false at end of file. Reads
+// never go past the frame: a one-shot sandbox's report follows on the same socket.
+bool read_setup_frame(int fd, proto::FrameReader& reader, int timeout_ms, pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    int r = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0)
+      throw Error(Code::kDeadlineExceeded, "sandbox init did not report ready within " +
+                                               std::to_string(timeout_ms / 1000) + " s (" + describe_stuck(pid) + ")");
+    ssize_t n = ::read(fd, reader.space(), reader.space_size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return false;
+    switch (reader.commit(static_cast<size_t>(n))) {
+      case proto::FrameReader::Result::kNeedMore: continue;
+      case proto::FrameReader::Result::kFrame: return true;
+      case proto::FrameReader::Result::kBad:
+        throw Error(Code::kInternal, "sandbox init broke its set-up protocol: " + reader.error());
     }
-    return true;
-  };
-  if (!fill(proto::kHeaderSize)) return false;
-  if (!proto::decode_header(buf.data(), &h)) throw Error(Code::kInternal, "sandbox init sent a malformed frame");
-  if (!fill(proto::kHeaderSize + h.len)) return false;
-  payload = buf.substr(proto::kHeaderSize);
-  return true;
+  }
 }
 
 }  // namespace
@@ -71,18 +70,25 @@ std::string describe_init_exit(int pidfd) {
   return "no exit status";
 }
 
-void expect_setup_reply(int setup_fd, int init_pidfd, pid_t init_pid, proto::Msg want, const char* step,
+void expect_setup_reply(int setup_fd, int init_pidfd, pid_t init_pid, proto::InitMsg want, const char* step,
                         int timeout_ms) {
-  proto::FrameHeader h;
-  std::string payload;
-  if (!read_setup_frame(setup_fd, h, payload, timeout_ms, init_pid))
+  proto::FrameReader reader(proto::kInitToHost);
+  if (!read_setup_frame(setup_fd, reader, timeout_ms, init_pid))
     throw Error(Code::kInternal, std::string("sandbox init exited during ") + step + " (" + describe_init_exit(init_pidfd) + ")");
-  if (h.type == proto::Msg::kError) {
+  check_setup_reply(static_cast<proto::InitMsg>(reader.type()), reader.payload(), want, step);
+}
+
+void check_setup_reply(proto::InitMsg type, std::string_view payload, proto::InitMsg want, const char* step) {
+  if (type == proto::InitMsg::kError) {
     proto::ErrorReply err;
-    proto::ErrorReply::decode(payload, &err);
+    if (!proto::ErrorReply::decode(payload, &err))
+      throw Error(Code::kInternal, std::string("sandbox init sent a malformed error during ") + step);
     throw Error(static_cast<Code>(err.code), "sandbox setup failed: " + err.message, err.err_no);
   }
-  if (h.type != want) throw Error(Code::kInternal, std::string("sandbox init sent an unexpected frame during ") + step);
+  if (type != want) {
+    const proto::FrameType* got = proto::kInitToHost.find(static_cast<uint8_t>(type));
+    throw Error(Code::kInternal, std::string("sandbox init sent '") + (got ? got->name : "?") + "' during " + step);
+  }
 }
 
 }  // namespace sandlet::container

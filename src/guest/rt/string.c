@@ -58,3 +58,11 @@ char *strstr(const char *haystack, const char *needle) {
     if (*haystack == *needle && memcmp(haystack, needle, n) == 0) return (char *)haystack;
   return NULL;
 }
+
+/* The compiler turns snprintf(buf, n, "literal") into this when the literal fits. */
+char *strcpy(char *restrict dst, const char *restrict src) {
+  char *d = dst;
+  while ((*d++ = *src++) != '\0') {
+  }
+  return dst;
+}

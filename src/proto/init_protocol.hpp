@@ -1,0 +1,119 @@
+// The container init's set-up protocol, on its set-up socket (the init's fd 3, a socketpair with the host):
+// the host stages the filesystem (kInitStage), then configures the sandbox (kInitConfig); the init answers
+// kInitStaged and kInitReady, or kInitError naming the step that failed. A one-shot sandbox (kInitRunOnce)
+// then reports its command's end on the same socket, once: kInitRunExit, or kInitError when the command
+// could not be started. Nothing of the agent protocol (agent_protocol.hpp) is valid here, nor the other
+// way round: the message types are disjoint. Frames as in frame.hpp, version kInitVersion.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/frame.hpp"
+#include "proto/replies.hpp"
+#include "proto/wire.hpp"
+
+namespace sandlet::proto {
+
+constexpr uint8_t kInitVersion = 1;
+// A configuration with a one-shot command at the kernel's largest ARG_MAX, the default environment and a
+// seccomp program (at most BPF_MAXINSNS = 4096 instructions of 8 bytes).
+constexpr uint32_t kMaxInitConfig = 16u << 20;
+
+enum class InitMsg : uint8_t {
+  // host -> init, in this order
+  kStage = 0x81,    // u32 InitFlags (only kInitHasCgroup counts); fds via SCM_RIGHTS (see below): the init
+                    // builds its filesystem view and answers kStaged
+  kConfig = 0x82,   // InitConfig: identity and policy; the init answers kReady. With kInitRunOnce it carries
+                    // the command's stdio fds (SCM_RIGHTS, see RunOnce) and, after ready, the init answers
+                    // kRunExit or kError once the command has ended, then exits
+  // init -> host
+  kStaged = 0xc1,   // empty
+  kReady = 0xc2,    // empty
+  kError = 0xc3,    // ErrorReply: a start-up step failed, or the one-shot command could not start
+  kRunExit = 0xc4,  // ExitStatus of the one-shot command
+};
+
+inline constexpr FrameType kHostToInitTypes[] = {
+    {0x81, 4, 4, "stage"},
+    {0x82, 40, kMaxInitConfig, "config"},
+};
+inline constexpr FrameType kInitToHostTypes[] = {
+    {0xc1, 0, 0, "staged"},
+    {0xc2, 0, 0, "ready"},
+    {0xc3, 12, kErrorReplyMax, "error"},
+    {0xc4, ExitStatus::kSize, ExitStatus::kSize, "run-exit"},
+};
+inline constexpr Direction kHostToInit{"init set-up protocol, host -> init", kInitVersion, kHostToInitTypes,
+                                       sizeof kHostToInitTypes / sizeof kHostToInitTypes[0]};
+inline constexpr Direction kInitToHost{"init set-up protocol, init -> host", kInitVersion, kInitToHostTypes,
+                                       sizeof kInitToHostTypes / sizeof kInitToHostTypes[0]};
+
+inline std::string frame(InitMsg type, std::string_view payload) {
+  return encode_frame(static_cast<uint8_t>(type), kInitVersion, payload);
+}
+
+// Start-up is two exchanges on the setup socket (the init's fd 3), so that the first can happen ahead of
+// time in a warm pool: kStage carries these SCM_RIGHTS fds, in this order:
+//   [0] the root filesystem: a detached mount (fsmount/open_tree fd) to attach and pivot into
+//   [1] the sandbox's /dev: a detached tmpfs with the device nodes (backends/container/sandbox_dev.hpp) to attach on /dev
+//   [2] the agent's listening Unix socket (already bound and listening, on a host path)
+//   [3] optional (kInitHasCgroup): an O_DIRECTORY fd of the sandbox's cgroup2 directory, delegated to the
+//       sandbox root, under which the agent creates one child cgroup per exec (to kill whole trees)
+enum InitFlags : uint32_t {
+  kInitHasCgroup = 1,
+  kInitLoopbackUp = 2,
+  kInitDetached = 4,  // the sandbox outlives its creator: drop the parent-death signal
+  kInitRunOnce = 8,   // one-shot: run InitConfig::run_once right after ready instead of serving requests
+};
+
+// The command of a one-shot sandbox. Its stdin/stdout/stderr arrive with the kConfig frame as
+// SCM_RIGHTS fds, in that order, only those whose bit is set in `stdio` (bit 0 stdin, 1 stdout, 2 stderr);
+// a missing one is the sandbox's /dev/null.
+struct RunOnce {
+  std::vector<std::string> argv;  // argv[0] resolved through PATH of env
+  std::vector<std::string> env;   // complete environment, "K=V"
+  std::string cwd;                // empty = config workdir
+  std::string user;               // empty = config user
+  uint64_t timeout_ms = 0;        // 0 = none; on expiry every process of the sandbox is killed
+  uint32_t stdio = 0;
+};
+
+struct InitConfig {
+  std::string hostname;
+  std::string workdir = "/";
+  std::string user;               // default exec user, "uid[:gid]" or a passwd name; empty = root
+  std::vector<std::string> env;   // default environment for execs that send none (not used when an exec sends env)
+  std::string seccomp_bpf;        // struct sock_filter[] installed on the agent before serving (inherited by execs)
+  uint64_t max_lifetime_ms = 0;   // the agent exits (tearing the sandbox down) after this; 0 = never
+  uint64_t idle_timeout_ms = 0;   // ... or after this long without a request; 0 = never
+  uint32_t flags = 0;
+  RunOnce run_once;               // only with kInitRunOnce
+
+  std::string encode() const {
+    wire::Writer w;
+    w.str(hostname); w.str(workdir); w.str(user); w.strs(env); w.str(seccomp_bpf);
+    w.u64(max_lifetime_ms); w.u64(idle_timeout_ms); w.u32(flags);
+    if (flags & kInitRunOnce) {
+      w.strs(run_once.argv); w.strs(run_once.env); w.str(run_once.cwd); w.str(run_once.user);
+      w.u64(run_once.timeout_ms); w.u32(run_once.stdio);
+    }
+    return std::move(w.data());
+  }
+  static bool decode(std::string_view p, InitConfig* out) {
+    wire::Reader r(p);
+    out->hostname = r.str(); out->workdir = r.str(); out->user = r.str(); out->env = r.strs();
+    out->seccomp_bpf = r.str(); out->max_lifetime_ms = r.u64(); out->idle_timeout_ms = r.u64();
+    out->flags = r.u32();
+    if (out->flags & kInitRunOnce) {
+      RunOnce& c = out->run_once;
+      c.argv = r.strs(); c.env = r.strs(); c.cwd = r.str(); c.user = r.str();
+      c.timeout_ms = r.u64(); c.stdio = r.u32();
+      if (c.argv.empty() || (c.stdio & ~7u) != 0) return false;
+    }
+    return r.ok() && r.at_end();
+  }
+};
+
+}  // namespace sandlet::proto
