@@ -146,22 +146,17 @@ struct CFree {
   void operator()(char* p) const noexcept { sandlet_free(p); }
 };
 
+using json::bj::value;
+
 // Takes a JSON string the library returned (freed here) and parses it.
-json::Value take_json(char* raw) {
+value take_json(char* raw) {
   std::unique_ptr<char, CFree> owned(raw);
   if (raw == nullptr) return {};
   return json::parse(raw);
 }
 
-std::string str(const json::Value* v) {
-  if (v == nullptr) return "";
-  if (v->type == json::Value::Type::kString || v->type == json::Value::Type::kNumber) return v->text;
-  return "";
-}
-
-double num(const json::Value* v) {
-  return v != nullptr && v->type == json::Value::Type::kNumber ? std::strtod(v->text.c_str(), nullptr) : 0;
-}
+std::string str(const value* v) { return json::text(v); }
+double num(const value* v) { return json::number(v); }
 
 std::string human_size(double bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -178,8 +173,8 @@ std::string human_size(double bytes) {
   return buf;
 }
 
-std::string age(const json::Value* v) {
-  if (v == nullptr || v->type != json::Value::Type::kNumber) return str(v);
+std::string age(const value* v) {
+  if (v == nullptr || !v->is_number()) return str(v);
   return format_age(num(v));
 }
 
@@ -273,19 +268,18 @@ int layer_import(CommandContext& ctx, const std::vector<std::string>& args) {
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
   detail::check(sandlet_layer_import(rt.get(), a.operands[0].c_str(), &opts, &raw));
-  const json::Value result = take_json(raw);
+  const value result = take_json(raw);
   progress.finish();
 
   std::string out, notes;
-  const json::Value* layers = result.find("layers");
-  const json::Value* existed = result.find("existed");
-  for (size_t i = 0; layers != nullptr && i < layers->items.size(); ++i) {
-    const std::string digest = full_digest(str(layers->items[i].find("digest")));
+  const auto& layers = json::items(json::find(result, "layers"));
+  const auto& existed = json::items(json::find(result, "existed"));
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string digest = full_digest(str(json::find(layers[i], "digest")));
     out += digest + "\n";
-    if (existed != nullptr && i < existed->items.size() && existed->items[i].boolean)
-      notes += digest + " (already present)\n";
+    if (i < existed.size() && existed[i].is_bool() && existed[i].get_bool()) notes += digest + " (already present)\n";
   }
-  const std::string env = str(result.find("environment"));
+  const std::string env = str(json::find(result, "environment"));
   if (!env.empty()) out += "environment " + env + "\n";
   write_all(STDERR_FILENO, notes);
   write_all(STDOUT_FILENO, out);
@@ -300,15 +294,16 @@ int layer_ls(CommandContext& ctx, const std::vector<std::string>& args) {
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
   detail::check(sandlet_layer_list(rt.get(), &raw));
-  const json::Value list = take_json(raw);
+  const value list = take_json(raw);
   if (a.has("json")) {
-    write_all(STDOUT_FILENO, json::serialize_pretty(list.type == json::Value::Type::kNull ? json::Value::array() : list) + "\n");
+    write_all(STDOUT_FILENO, json::serialize_pretty(list.is_null() ? value(json::bj::array()) : list) + "\n");
     return 0;
   }
   std::vector<std::vector<std::string>> rows = {{"DIGEST", "ROLE", "NAME", "SIZE", "STORED", "CREATED"}};
-  for (const auto& l : list.items) {
-    rows.push_back({short_digest(str(l.find("digest"))), str(l.find("role")), str(l.find("name")),
-                    human_size(num(l.find("size"))), human_size(num(l.find("stored_bytes"))), age(l.find("created"))});
+  for (const auto& l : json::items(&list)) {
+    rows.push_back({short_digest(str(json::find(l, "digest"))), str(json::find(l, "role")),
+                    str(json::find(l, "name")), human_size(num(json::find(l, "size"))),
+                    human_size(num(json::find(l, "stored_bytes"))), age(json::find(l, "created"))});
   }
   print_table(rows);
   return 0;
@@ -343,13 +338,11 @@ int layer_gc(CommandContext& ctx, const std::vector<std::string>& args) {
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
   char* raw = nullptr;
   detail::check(sandlet_layer_gc(rt.get(), &raw));
-  const json::Value report = take_json(raw);
+  const value report = take_json(raw);
   std::string out;
   auto list = [&](std::string_view key, std::string_view what) {
-    const json::Value* v = report.find(key);
-    for (size_t i = 0; v != nullptr && i < v->items.size(); ++i) {
-      const json::Value& item = v->items[i];
-      std::string id = item.is_object() ? str(item.find("digest")) : str(&item);
+    for (const value& item : json::items(json::find(report, key))) {
+      std::string id = item.is_object() ? str(json::find(item, "digest")) : str(&item);
       if (what == "layer") id = full_digest(id);
       out += "removed ";
       out += what;
@@ -358,7 +351,7 @@ int layer_gc(CommandContext& ctx, const std::vector<std::string>& args) {
   };
   list("removed_layers", "layer");
   list("removed_blobs", "blob");
-  const double freed = num(report.find("bytes_freed"));
+  const double freed = num(json::find(report, "bytes_freed"));
   char bytes[32];
   std::snprintf(bytes, sizeof bytes, "%.0f", freed);
   out += "freed " + human_size(freed) + " (" + bytes + " bytes)\n";
@@ -380,7 +373,7 @@ int layer_merge(CommandContext& ctx, const std::vector<std::string>& args) {
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
   detail::check(sandlet_layer_merge(rt.get(), refs.data(), refs.size(), &opts, &raw));
-  write_all(STDOUT_FILENO, full_digest(str(take_json(raw).find("digest"))) + "\n");
+  write_all(STDOUT_FILENO, full_digest(str(json::find(take_json(raw), "digest"))) + "\n");
   return 0;
 }
 
@@ -395,11 +388,11 @@ int env_create(CommandContext& ctx, const std::vector<std::string>& args) {
     throw UsageError(a.operands.empty() ? "create: requires a NAME" : "create: unexpected argument '" + a.operands[1] + "'");
   if (a.all("layer").empty()) throw UsageError("create: requires at least one --layer");
 
-  json::Value defaults = json::Value::object();
+  json::bj::object defaults;
   for (const auto& e : a.all("env"))
-    if (auto kv = parse_env_flag(e)) defaults.object_at("env").set(kv->first, json::Value::string(kv->second));
-  if (const std::string* w = a.last("workdir")) defaults.set("workdir", json::Value::string(*w));
-  if (const std::string* u = a.last("user")) defaults.set("user", json::Value::string(*u));
+    if (auto kv = parse_env_flag(e)) json::object_at(defaults, "env")[kv->first] = kv->second;
+  if (const std::string* w = a.last("workdir")) defaults["workdir"] = *w;
+  if (const std::string* u = a.last("user")) defaults["user"] = *u;
   const std::string defaults_json = json::serialize(defaults);
 
   std::vector<const char*> layers;
@@ -408,8 +401,8 @@ int env_create(CommandContext& ctx, const std::vector<std::string>& args) {
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
   detail::check(sandlet_env_create(rt.get(), name.c_str(), layers.data(), layers.size(),
-                                   defaults.items.empty() ? nullptr : defaults_json.c_str(), &raw));
-  const std::string version = str(take_json(raw).find("version"));
+                                   defaults.empty() ? nullptr : defaults_json.c_str(), &raw));
+  const std::string version = str(json::find(take_json(raw), "version"));
   write_all(STDOUT_FILENO, name + (version.empty() ? "" : "@" + version) + "\n");
   return 0;
 }
@@ -422,22 +415,19 @@ int env_ls(CommandContext& ctx, const std::vector<std::string>& args) {
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   char* raw = nullptr;
   detail::check(sandlet_env_list(rt.get(), &raw));
-  const json::Value list = take_json(raw);
+  const value list = take_json(raw);
   if (a.has("json")) {
-    write_all(STDOUT_FILENO, json::serialize_pretty(list.type == json::Value::Type::kNull ? json::Value::array() : list) + "\n");
+    write_all(STDOUT_FILENO, json::serialize_pretty(list.is_null() ? value(json::bj::array()) : list) + "\n");
     return 0;
   }
   std::vector<std::vector<std::string>> rows = {{"NAME", "VERSION", "LAYERS", "CREATED"}};
-  for (const auto& e : list.items) {
-    const json::Value* versions = e.find("versions");
-    const json::Value* latest = nullptr;
-    for (size_t i = 0; versions != nullptr && i < versions->items.size(); ++i)
-      if (latest == nullptr || num(versions->items[i].find("version")) > num(latest->find("version")))
-        latest = &versions->items[i];
-    const json::Value* layers = latest != nullptr ? latest->find("layers") : nullptr;
-    rows.push_back({str(e.find("name")), latest != nullptr ? str(latest->find("version")) : "",
-                    std::to_string(layers != nullptr ? layers->items.size() : 0),
-                    latest != nullptr ? age(latest->find("created")) : ""});
+  for (const auto& e : json::items(&list)) {
+    const value* latest = nullptr;
+    for (const value& v : json::items(json::find(e, "versions")))
+      if (latest == nullptr || num(json::find(v, "version")) > num(json::find(*latest, "version"))) latest = &v;
+    rows.push_back({str(json::find(e, "name")), str(json::find(latest, "version")),
+                    std::to_string(json::items(json::find(latest, "layers")).size()),
+                    latest != nullptr ? age(json::find(latest, "created")) : ""});
   }
   print_table(rows);
   return 0;

@@ -45,36 +45,29 @@ constexpr std::string_view kGcUsage =
     "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
     "  -h, --help          Print this help\n";
 
-std::string string_field(const json::Value* v) {
-  if (v == nullptr) return "";
-  if (v->type == json::Value::Type::kString || v->type == json::Value::Type::kNumber) return v->text;
-  return "";
-}
-
 // A record field, or the same field inside the record's "spec" object.
-const json::Value* record_field(const json::Value& record, std::string_view key) {
-  if (const json::Value* v = record.find(key)) return v;
-  if (const json::Value* spec = record.find("spec")) return spec->find(key);
-  return nullptr;
+const json::bj::value* record_field(const json::bj::value& record, std::string_view key) {
+  if (const json::bj::value* v = json::find(record, key)) return v;
+  return json::find(json::find(record, "spec"), key);
 }
 
-std::string created_column(const json::Value* v) {
+std::string created_column(const json::bj::value* v) {
   if (v == nullptr) return "";
-  if (v->type == json::Value::Type::kNumber) {
-    double t = std::strtod(v->text.c_str(), nullptr);
+  if (v->is_number()) {
+    double t = json::number(v);
     // Accept seconds, milliseconds, microseconds or nanoseconds since the epoch.
     while (t > 1e11) t /= 1000;
     return format_age(t);
   }
-  return string_field(v);  // e.g. an RFC 3339 string: shown as is
+  return json::text(v);  // e.g. an RFC 3339 string: shown as is
 }
 
-std::string labels_column(const json::Value* v) {
+std::string labels_column(const json::bj::value* v) {
   std::string out;
   if (v == nullptr || !v->is_object()) return out;
-  for (size_t i = 0; i < v->keys.size(); ++i) {
+  for (const auto& kv : v->get_object()) {
     if (!out.empty()) out += ',';
-    out += v->keys[i] + "=" + string_field(&v->items[i]);
+    out += std::string(kv.key()) + "=" + json::text(&kv.value());
   }
   return out;
 }
@@ -114,13 +107,13 @@ int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args) {
   }
   std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "BACKEND", "CREATED", "LABELS"}};
   for (const auto& s : list) {
-    json::Value record;
+    json::bj::value record;
     try {
       record = json::parse(s.json);
     } catch (const json::ParseError&) {
       // Show what the list itself says; the record is the library's business.
     }
-    rows.push_back({s.id, s.state, string_field(record_field(record, "backend")),
+    rows.push_back({s.id, s.state, json::text(record_field(record, "backend")),
                      created_column(record_field(record, "created_at")),
                      labels_column(record_field(record, "labels"))});
   }

@@ -72,12 +72,6 @@ const std::vector<OptionDef> kSpecOptions = {
     {"environment", 0, true},
 };
 
-// A number stays a JSON number; anything else goes in as a string so that the library's validation
-// rejects it with a message naming the field.
-json::Value number_or_string(const std::string& text) {
-  return json::is_number(text) ? json::Value::number(text) : json::Value::string(text);
-}
-
 std::pair<std::string, std::string> split_label(const std::string& flag) {
   const size_t eq = flag.find('=');
   if (eq == std::string::npos || eq == 0) throw UsageError("invalid --label '" + flag + "': expected KEY=VALUE");
@@ -99,7 +93,7 @@ std::string layer_ref(const std::string& value) {
 
 // Builds the spec JSON (base file, then flags) and lets the library parse and validate it.
 Spec build_spec(const ParsedArgs& a, const char* lifetime) {
-  json::Value spec = json::Value::object();
+  json::bj::value doc = json::bj::object();
   if (const std::string* file = a.last("spec")) {
     std::string text;
     try {
@@ -108,17 +102,19 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
       throw UsageError(std::string("--spec: ") + e.what());
     }
     try {
-      spec = json::parse(text);
+      doc = json::parse(text);
     } catch (const json::ParseError& e) {
       throw UsageError("--spec " + *file + ": " + e.what());
     }
-    if (!spec.is_object()) throw UsageError("--spec " + *file + ": expected a JSON object");
+    if (!doc.is_object()) throw UsageError("--spec " + *file + ": expected a JSON object");
   }
+  json::bj::object& spec = doc.get_object();
+  auto string = [](const std::string& s) { return json::bj::value(json::bj::string_view(s.data(), s.size())); };
 
   if (!a.all("layer").empty()) {
-    json::Value layers = json::Value::array();
-    for (const auto& l : a.all("layer")) layers.items.push_back(json::Value::string(layer_ref(l)));
-    spec.set("layers", std::move(layers));
+    json::bj::array layers;
+    for (const auto& l : a.all("layer")) layers.push_back(string(layer_ref(l)));
+    spec["layers"] = std::move(layers);
   }
   // The store environment: --environment, or an --env without '='. One at most.
   std::string environment;
@@ -131,27 +127,27 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
   for (const auto& e : a.all("environment")) set_environment(e);
   for (const auto& e : a.all("env"))
     if (e.find('=') == std::string::npos) set_environment(e);
-  if (!environment.empty()) spec.set("environment", json::Value::string(environment));
+  if (!environment.empty()) spec["environment"] = string(environment);
   for (const char* field : {"backend", "hostname", "workdir", "user", "network"}) {
-    if (const std::string* v = a.last(field)) spec.set(field, json::Value::string(*v));
+    if (const std::string* v = a.last(field)) spec[field] = string(*v);
   }
   for (const auto& e : a.all("env"))
     if (e.find('=') != std::string::npos)
-      if (auto kv = parse_env_flag(e)) spec.object_at("env").set(kv->first, json::Value::string(kv->second));
+      if (auto kv = parse_env_flag(e)) json::object_at(spec, "env")[kv->first] = string(kv->second);
   for (const auto& l : a.all("label")) {
     auto [k, v] = split_label(l);
-    spec.object_at("labels").set(k, json::Value::string(v));
+    json::object_at(spec, "labels")[k] = string(v);
   }
-  if (const std::string* v = a.last("cpus")) spec.object_at("limits").set("cpus", number_or_string(*v));
-  if (const std::string* v = a.last("pids")) spec.object_at("limits").set("pids", number_or_string(*v));
+  if (const std::string* v = a.last("cpus")) json::object_at(spec, "limits")["cpus"] = json::number_or_string(*v);
+  if (const std::string* v = a.last("pids")) json::object_at(spec, "limits")["pids"] = json::number_or_string(*v);
   // Sizes ("512M") are parsed by the library.
-  if (const std::string* v = a.last("memory")) spec.object_at("limits").set("memory", json::Value::string(*v));
-  if (const std::string* v = a.last("disk")) spec.object_at("limits").set("disk", json::Value::string(*v));
-  if (const std::string* v = a.last("max-lifetime")) spec.set("max_lifetime_s", number_or_string(*v));
-  if (const std::string* v = a.last("idle-timeout")) spec.set("idle_timeout_s", number_or_string(*v));
-  spec.set("lifetime", json::Value::string(lifetime));
+  if (const std::string* v = a.last("memory")) json::object_at(spec, "limits")["memory"] = string(*v);
+  if (const std::string* v = a.last("disk")) json::object_at(spec, "limits")["disk"] = string(*v);
+  if (const std::string* v = a.last("max-lifetime")) spec["max_lifetime_s"] = json::number_or_string(*v);
+  if (const std::string* v = a.last("idle-timeout")) spec["idle_timeout_s"] = json::number_or_string(*v);
+  spec["lifetime"] = lifetime;
 
-  return Spec::from_json(json::serialize(spec));
+  return Spec::from_json(json::serialize(doc));
 }
 
 std::vector<OptionDef> with_spec_options(std::vector<OptionDef> extra) {
@@ -178,7 +174,7 @@ int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
 
   // Ctrl-C from here on: the library destroys the sandbox, then the CLI dies by the signal.
   SignalGuard guard;
-  // Sweeps what crashed runs left, like create: on an idle root it costs nothing measurable (A/B, 400 runs).
+  // Sweeps what crashed runs left, like create (it reads every record of the root: few on an idle one).
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true, /*create_soon=*/true);
   // A one-shot run: the sandbox's init starts the command with our own descriptors as its stdio, so
   // output goes straight to them (nothing relayed through this process).

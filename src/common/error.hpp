@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/errno_code.hpp"
 #include "sandlet/sandlet.h"
 
 namespace sandlet {
@@ -41,20 +42,8 @@ class Error : public std::runtime_error {
   int errno_;
 };
 
-// Maps an errno from a failed syscall to the closest status code.
-inline Code code_from_errno(int e) {
-  switch (e) {
-    case ENOENT: return Code::kNotFound;
-    case EEXIST: return Code::kAlreadyExists;
-    case EPERM: case EACCES: return Code::kPermissionDenied;
-    case EINVAL: return Code::kInvalidArgument;
-    case ENOSPC: case ENOMEM: case EMFILE: case ENFILE: case EAGAIN: return Code::kResourceExhausted;
-    case ENOSYS: case EOPNOTSUPP: return Code::kUnimplemented;
-    case ETIMEDOUT: return Code::kDeadlineExceeded;
-    case ECANCELED: return Code::kCancelled;
-    default: return Code::kInternal;
-  }
-}
+// The status code for a failed system call's errno (the table and its reasons: common/errno_code.hpp).
+inline Code code_from_errno(int e) { return static_cast<Code>(code_for_errno(e)); }
 
 // Throws an Error built from errno: "<what>: <strerror> (errno N)".
 [[noreturn]] inline void throw_errno(const std::string& what, int e = errno) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "common/errno_code.hpp"
 #include "proto/arg_limits.hpp"
 #include "sandlet/sandlet.h"
 
@@ -41,13 +42,9 @@ Status spawn_failure_status(const SpawnError& se, const CommandVectors& cmd, con
   if (se.step == SpawnStep::kExec && se.err == E2BIG) return too_big_status(cmd, se.exec_path_len, request);
   const std::string argv0 = cmd.argv.empty() || !cmd.argv[0] ? std::string() : std::string(cmd.argv[0]);
   const char* what = std::strerror(se.err);
-  uint32_t code = SANDLET_INTERNAL;
-  if (se.step == SpawnStep::kExec || se.step == SpawnStep::kChdir) {
-    if (se.err == ENOENT || se.err == ENOTDIR) code = SANDLET_NOT_FOUND;
-    else if (se.err == EACCES || se.err == EPERM) code = SANDLET_PERMISSION_DENIED;
-  } else if (se.step == SpawnStep::kClone && (se.err == EAGAIN || se.err == ENOMEM)) {
-    code = SANDLET_RESOURCE_EXHAUSTED;
-  }
+  // The shared table: exec/chdir ENOENT is NOT_FOUND, EACCES PERMISSION_DENIED, clone EAGAIN (the pids
+  // limit) RESOURCE_EXHAUSTED, ENOEXEC FAILED_PRECONDITION, ...
+  const uint32_t code = code_for_errno(se.err);
   std::string msg;
   switch (se.step) {
     case SpawnStep::kExec: msg = "exec \"" + argv0 + "\": " + what; break;

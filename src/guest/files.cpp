@@ -1,6 +1,10 @@
 // File transfer: atomic writes (temporary file in the same directory, then rename) with owner and mode,
 // and streamed reads of regular files with a size cap.
 //
+// The agent is root inside; every path operation of a file call runs with the file-system credentials of
+// the sandbox user it is for (fsuid, fsgid and groups of the spec's user), so the kernel checks it as it
+// would that user's own open(2): a permission error is the kernel's EACCES, not a silent root write.
+//
 // Paths come from the host's callers (often model-generated), so they are resolved without procfs magic
 // links: the agent's own /proc/1/fd/<n> would otherwise lead into objects outside the sandbox root
 // (e.g. the host cgroup tree through the cgroup directory fd).
@@ -28,6 +32,39 @@ int open_no_magiclinks(int dirfd, const char* path, uint64_t flags, uint64_t mod
 Status path_status(int e, const char* op, const std::string& path) {
   return errno_statusf(e, "%s \"%s\"", op, path.c_str());
 }
+
+// While alive, this thread's file-system credentials are `id`'s (nothing to switch for root). The agent is
+// single-threaded and the raw system calls change only the calling thread. Leaving restores root with
+// no supplementary groups (the agent needs none; every command it spawns sets its own).
+class AsUser final {
+ public:
+  AsUser(const Identity& id, const std::string& path) {
+    if (id.uid == 0) return;
+    active_ = true;
+    if (syscall(SYS_setgroups, id.groups.size(), id.groups.data()) != 0) {
+      status_ = errno_statusf(errno, "file access to \"%s\" as uid %u: setgroups", path.c_str(), id.uid);
+      return;
+    }
+    syscall(SYS_setfsgid, id.gid);
+    syscall(SYS_setfsuid, id.uid);
+    // setfs[ug]id report no error; asking with -1 returns the value in force.
+    if (static_cast<uid_t>(syscall(SYS_setfsuid, -1)) != id.uid || static_cast<gid_t>(syscall(SYS_setfsgid, -1)) != id.gid)
+      status_ = make_status(SANDLET_INTERNAL, 0, "file access to \"" + path + "\": setfsuid/setfsgid refused");
+  }
+  ~AsUser() {
+    if (!active_) return;
+    syscall(SYS_setfsuid, 0);
+    syscall(SYS_setfsgid, 0);
+    syscall(SYS_setgroups, 0, nullptr);
+  }
+  AsUser(const AsUser&) = delete;
+  AsUser& operator=(const AsUser&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  bool active_ = false;
+  Status status_;
+};
 
 // Opens the directory part of `path` (up to `slash`), creating missing components owned by uid:gid
 // when `make_parents` is set.
@@ -71,6 +108,14 @@ Status open_parent(const std::string& path, size_t slash, bool make_parents, uid
   return Status::Ok();
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
 bool write_all(int fd, const char* p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
@@ -95,18 +140,23 @@ void Server::write_start(Conn* c, std::string_view payload) {
   w.path = req.path;
   // Errors are kept and reported at kFileEof: the host streams the whole file, then reads one reply.
   if (req.path[0] != '/') {
-    w.error = make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "write \"" + req.path + "\": path must be absolute");
+    w.error = make_status(SANDLET_INVALID_ARGUMENT, 0, "invalid file field 'path': \"" + req.path + "\" is not absolute");
     return;
   }
   size_t slash = req.path.rfind('/');
   w.base = req.path.substr(slash + 1);
   if (w.base.empty() || w.base == "." || w.base == ".." || req.path.find('\0') != std::string::npos) {
-    w.error = make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "write \"" + req.path + "\": not a file path");
+    w.error = make_status(SANDLET_INVALID_ARGUMENT, 0, "invalid file field 'path': \"" + req.path + "\" names no file");
     return;
   }
-  Identity id;
+  Identity& id = w.id;
   if (Status st = users_.resolve(req.user.empty() ? cfg_.user : req.user, &id); !st.ok()) {
     w.error = st;
+    return;
+  }
+  AsUser as(id, req.path);
+  if (!as.status().ok()) {
+    w.error = as.status();
     return;
   }
   if (Status st = open_parent(req.path, slash, req.flags & proto::kWriteMkdirParents, id.uid, id.gid, &w.dirfd);
@@ -141,10 +191,13 @@ void Server::write_frame(Conn* c, Action action, std::string_view payload) {
   }
   if (w.error.ok() && close(w.fd) != 0) w.error = path_status(errno, "write", w.path);
   w.fd = -1;
-  if (w.error.ok() && renameat(w.dirfd, w.tmp.c_str(), w.dirfd, w.base.c_str()) != 0)
-    w.error = path_status(errno, "write", w.path);
-  if (w.error.ok()) w.tmp.clear();  // renamed: nothing to clean up
-  write_abort(c);                   // closes the directory (and removes a leftover temporary file)
+  {
+    AsUser as(w.id, w.path);  // (it succeeded at the start, for the same identity)
+    if (w.error.ok() && renameat(w.dirfd, w.tmp.c_str(), w.dirfd, w.base.c_str()) != 0)
+      w.error = path_status(errno, "write", w.path);  // (before any other call can change errno)
+    if (w.error.ok()) w.tmp.clear();  // renamed: nothing to clean up
+    write_abort(c);                   // closes the directory (and removes a leftover temporary file)
+  }
   if (!w.error.ok()) {
     reply_error(c, w.error);
     return;
@@ -170,13 +223,27 @@ void Server::read_start(Conn* c, std::string_view payload) {
     return;
   }
   if (req.path.find('\0') != std::string::npos) {
-    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "read: path contains a NUL byte"));
+    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, 0, "invalid file field 'path': contains a NUL byte"));
     return;
   }
-  // O_NONBLOCK: opening a FIFO must not hang the agent; it is refused below as not a regular file.
-  int fd = open_no_magiclinks(AT_FDCWD, req.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  Identity id;
+  if (Status st = users_.resolve(cfg_.user, &id); !st.ok()) {
+    reply_error(c, st);
+    return;
+  }
+  int fd = -1, open_errno = 0;
+  {
+    AsUser as(id, req.path);
+    if (!as.status().ok()) {
+      reply_error(c, as.status());
+      return;
+    }
+    // O_NONBLOCK: opening a FIFO must not hang the agent; it is refused below as not a regular file.
+    fd = open_no_magiclinks(AT_FDCWD, req.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    open_errno = errno;
+  }
   if (fd < 0) {
-    reply_error(c, path_status(errno, "read", req.path));
+    reply_error(c, path_status(open_errno, "read", req.path));
     return;
   }
   struct stat st;
@@ -188,7 +255,12 @@ void Server::read_start(Conn* c, std::string_view payload) {
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    reply_error(c, make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "read \"" + req.path + "\": not a regular file"));
+    // A directory is what the kernel's read(2) would say (EISDIR); other kinds (FIFO, device, socket)
+    // are refused by this agent, not by the kernel, so they carry no errno.
+    reply_error(c, S_ISDIR(st.st_mode) ? path_status(EISDIR, "read", req.path)
+                                       : make_status(SANDLET_FAILED_PRECONDITION, 0,
+                                                     "read \"" + req.path + "\": not a regular file (" +
+                                                         file_kind(st.st_mode) + ")"));
     return;
   }
   if (static_cast<uint64_t>(st.st_size) > req.max_bytes) {
@@ -203,6 +275,7 @@ void Server::read_start(Conn* c, std::string_view payload) {
   c->rjob.max = req.max_bytes;
   c->rjob.mode = st.st_mode & 07777;
   c->rjob.sent = 0;
+  c->rjob.path = req.path;
   conn_flush(c);  // pumps the file into the queue
 }
 
@@ -215,7 +288,7 @@ void Server::read_pump(Conn* c) {
     ssize_t n = read(r.fd, p + proto::kHeaderSize, kFileChunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Status s = errno_status(errno, "read file");
+      Status s = path_status(errno, "read", r.path);
       read_end(c);
       proto::ErrorReply er{s.code, s.err_no, s.message};
       reply(c, proto::AgentMsg::kError, er.encode());
@@ -232,7 +305,8 @@ void Server::read_pump(Conn* c) {
     if (r.sent + static_cast<uint64_t>(n) > r.max) {
       read_end(c);
       proto::ErrorReply er{SANDLET_OUT_OF_RANGE, EFBIG,
-                           "read: file grew beyond the limit of " + std::to_string(r.max) + " bytes"};
+                           "read \"" + r.path + "\": file grew beyond the limit of " + std::to_string(r.max) +
+                               " bytes"};
       reply(c, proto::AgentMsg::kError, er.encode());
       return;
     }

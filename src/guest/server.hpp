@@ -40,6 +40,7 @@ struct WriteJob {
   int dirfd = -1;  // the parent directory, resolved once (no path re-walks between create and rename)
   int fd = -1;     // the temporary file in it
   std::string path, base, tmp;
+  Identity id;   // whose file-system credentials its path operations use
   Status error;  // first failure; reported at kFileEof (the host sends everything, then reads the reply)
 };
 
@@ -47,6 +48,7 @@ struct ReadJob {
   int fd = -1;
   uint64_t sent = 0, max = 0;
   uint32_t mode = 0;
+  std::string path;  // for errors
 };
 
 struct Conn {

@@ -168,7 +168,7 @@ Status lock_down() {
 
 Status check_seccomp(const std::string& bpf) {
   if (bpf.size() % sizeof(struct sock_filter) != 0 || bpf.size() / sizeof(struct sock_filter) > BPF_MAXINSNS)
-    return make_status(SANDLET_INVALID_ARGUMENT, EINVAL, "install seccomp filter: size is not a valid sock_filter[]");
+    return make_status(SANDLET_INTERNAL, 0, "install seccomp filter: size is not a valid sock_filter[]");
   return Status::Ok();
 }
 

@@ -1,5 +1,7 @@
 #include "guest/status.hpp"
 
+#include "common/errno_code.hpp"
+
 #include <unistd.h>
 
 #include <cstdarg>
@@ -7,22 +9,6 @@
 #include <cstring>
 
 namespace sandlet::guest {
-
-uint32_t code_from_errno(int e) {
-  switch (e) {
-    case 0: return SANDLET_OK;
-    case ENOENT: case ENOTDIR: case ESRCH: return SANDLET_NOT_FOUND;
-    case EEXIST: return SANDLET_ALREADY_EXISTS;
-    case EPERM: case EACCES: case EROFS: return SANDLET_PERMISSION_DENIED;
-    case EINVAL: case ENAMETOOLONG: case ELOOP: case EISDIR: return SANDLET_INVALID_ARGUMENT;
-    case ENOSPC: case ENOMEM: case EMFILE: case ENFILE: case EAGAIN: case EDQUOT: case E2BIG:
-      return SANDLET_RESOURCE_EXHAUSTED;
-    case ENOSYS: case EOPNOTSUPP: return SANDLET_UNIMPLEMENTED;
-    case ETIMEDOUT: return SANDLET_DEADLINE_EXCEEDED;
-    case ECANCELED: return SANDLET_CANCELLED;
-    default: return SANDLET_INTERNAL;
-  }
-}
 
 Status make_status(uint32_t code, int e, const std::string& message) {
   Status s;
@@ -33,8 +19,7 @@ Status make_status(uint32_t code, int e, const std::string& message) {
 }
 
 Status errno_status(int e, const std::string& what) {
-  return make_status(code_from_errno(e) == SANDLET_OK ? static_cast<uint32_t>(SANDLET_INTERNAL) : code_from_errno(e), e,
-                     what + ": " + std::strerror(e));
+  return make_status(code_for_errno(e), e, what + ": " + std::strerror(e));
 }
 
 Status errno_statusf(int e, const char* fmt, ...) {

@@ -18,11 +18,7 @@ struct Status {
   static Status Ok() { return {}; }
 };
 
-// Maps an errno to the closest status code (mirrors common/error.hpp, which the agent cannot include:
-// it throws).
-uint32_t code_from_errno(int e);
-
-// "<what>: <strerror(e)>" with the code derived from e.
+// "<what>: <strerror(e)>" with the code for e from the shared table (common/errno_code.hpp).
 Status errno_status(int e, const std::string& what);
 // Same, formatted printf-style: errno_statusf(ENOENT, "mount %s", path).
 Status errno_statusf(int e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

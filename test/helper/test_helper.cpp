@@ -1,15 +1,27 @@
 // A second process for the integration tests (attach from another process, creator crashes).
 // Usage (runtime root from $SANDLET_ROOT):
 //   sandlet-test-helper create LAYER owned|detached [hang]   prints the id; "hang" then sleeps until killed
-//   sandlet-test-helper create-n LAYER owned|detached N      creates N (the warm pool serves from the 2nd
-//                                                            on), prints the ids, exits
+//   sandlet-test-helper create-n LAYER owned|detached N      creates N (the warm pool serves from the 3rd
+//                                                            on), prints the ids and "hits H", exits
 //   sandlet-test-helper exec ID CMD...                       runs CMD in the attached sandbox, prints stdout
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "sandlet/sandlet.hpp"
+
+namespace {
+
+// A counter of the runtime's warm pool (sandlet_runtime_stats_json), -1 when absent.
+long long pool_counter(sandlet::Runtime& rt, const std::string& key) {
+  const std::string json = rt.stats_json();
+  const size_t at = json.find("\"" + key + "\":");
+  return at == std::string::npos ? -1 : std::atoll(json.c_str() + at + key.size() + 3);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -27,7 +39,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < std::atoi(argv[4]); ++i) {
         boxes.push_back(rt.create(sandlet::Spec().layer(argv[2]).lifetime(argv[3])));
         std::cout << boxes.back().id() << std::endl;
+        // From the second create on the pool fills on a thread of its own: let it, so the next is served.
+        for (int wait = 0; i >= 1 && wait < 500 && pool_counter(rt, "ready") < 1; ++wait) ::usleep(20000);
       }
+      std::cout << "hits " << pool_counter(rt, "hits") << std::endl;
       return 0;  // closing the handles leaves detached sandboxes running (owned ones go with the runtime)
     }
     if (argc >= 4 && std::string(argv[1]) == "exec") {

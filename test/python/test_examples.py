@@ -5,7 +5,7 @@ and checks what they print and what they leave behind.
         .venv/bin/python -m pytest test/python/test_examples.py
 
 SANDLET_PYTHONPATH: the build's python directory (default: where the importable sandlet is, else
-/tmp/build-main/python); SANDLET_TEST_ROOTFS: a busybox root filesystem (default: test-rootfs beside that python
+build/python in the repository); SANDLET_TEST_ROOTFS: a busybox root filesystem (default: test-rootfs beside that python
 directory). Tests whose name ends in "_debian" need the
 Debian base layer of scripts/debian-base.sh: a session fixture builds it once (cached in /var/cache/sandlet; they
 are skipped when it cannot be built, e.g. offline); select or deselect them with ``-k debian``. Needs root.
@@ -29,14 +29,14 @@ EXAMPLES = REPO / "examples" / "python"
 
 def _python_dir() -> str:
     """$SANDLET_PYTHONPATH, else where the sandlet this interpreter imports lives (ctest sets PYTHONPATH),
-    else /tmp/build-main/python."""
+    else the repository's build/python."""
     if os.environ.get("SANDLET_PYTHONPATH"):
         return os.environ["SANDLET_PYTHONPATH"]
     try:
         import sandlet as found
         return str(Path(found.__file__).resolve().parents[1])
     except ImportError:
-        return "/tmp/build-main/python"
+        return str(REPO / "build" / "python")
 
 
 PYTHONPATH = _python_dir()

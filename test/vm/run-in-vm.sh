@@ -181,7 +181,8 @@ chmod +x "$initrd/init"
 
 # Software emulation (TCG): this host's KVM is PVM, which boots only PVM guest kernels. A PC machine, not
 # the lighter microvm: under emulation on a busy host, microvm's kernel could not calibrate its TSC (no
-# HPET or PM timer to compare with) and hung or panicked in ~1 boot of 4; the PC boots ~1 s slower.
+# HPET or PM timer to compare with) and often hung or panicked; the PC boots a little slower (the counts
+# are in docs/ARCHITECTURE.md).
 # A guest that has not reached the command within $boot_timeout s is stuck in its boot: it is killed and
 # booted again (3 attempts); once the command runs, its outcome is final.
 boot_timeout=120

@@ -10,6 +10,8 @@
         r = await sb.exec(["python3", "-m", "pytest"], timeout=60)
 
 Errors are sandlet.Error subclasses named after the C ABI's status codes (NotFound, InvalidArgument, ...).
+File transfer and command start errors that carry the kernel's errno are also the built-in OSError
+subclasses (FileNotFoundError, PermissionError, IsADirectoryError, ...), as ``open`` and ``subprocess`` raise.
 """
 from . import _sandlet
 from ._aio import AsyncExecStream, AsyncRuntime, AsyncSandbox
@@ -22,8 +24,13 @@ from ._errors import (
     DeadlineExceeded,
     Error,
     FailedPrecondition,
+    FileExists,
+    FileNotFound,
+    FilePermissionDenied,
     Internal,
     InvalidArgument,
+    IsADirectory,
+    NotADirectory,
     NotFound,
     OutOfRange,
     PermissionDenied,
@@ -45,4 +52,5 @@ __all__ = [
     "STDOUT", "STDERR", "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
     "Unimplemented", "Internal", "Unavailable", "DataLoss", "CommandFailed",
+    "FileNotFound", "NotADirectory", "FilePermissionDenied", "IsADirectory", "FileExists",
 ]

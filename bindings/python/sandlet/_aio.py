@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _sandlet
 from ._common import Command, SpecLike, build_spec, exec_args, run_args
-from ._errors import FailedPrecondition
+from ._errors import Error, FailedPrecondition, command_error, os_flavoured
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
 _Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
@@ -130,6 +130,8 @@ class AsyncSandbox:
         except asyncio.CancelledError:
             control.cancel()  # the late CANCELLED completion is dropped by the bridge
             raise
+        except Error as e:
+            raise command_error(e) from None
         return result.check() if check else result
 
     def exec_stream(
@@ -153,12 +155,18 @@ class AsyncSandbox:
 
     async def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
         payload = data.encode() if isinstance(data, str) else bytes(data)
-        _, fut = _start(lambda queue, token: self._h.write_file_async(queue, token, path, payload, mode))
-        await fut
+        try:
+            _, fut = _start(lambda queue, token: self._h.write_file_async(queue, token, path, payload, mode))
+            await fut
+        except Error as e:
+            raise os_flavoured(e, path) from None
 
     async def read_file(self, path: str, max_bytes: int = 0) -> bytes:
-        _, fut = _start(lambda queue, token: self._h.read_file_async(queue, token, path, max_bytes))
-        data, _mode = await fut
+        try:
+            _, fut = _start(lambda queue, token: self._h.read_file_async(queue, token, path, max_bytes))
+            data, _mode = await fut
+        except Error as e:
+            raise os_flavoured(e, path) from None
         return data
 
     async def info(self) -> Dict[str, Any]:
@@ -215,7 +223,7 @@ class AsyncExecStream:
             return False
         if not self._done.done():
             if kind == _sandlet.COMPLETION_ERROR:
-                self._done.set_exception(payload)
+                self._done.set_exception(command_error(payload))
             else:
                 self.result = payload
                 self._done.set_result(payload)
@@ -330,6 +338,8 @@ class AsyncRuntime:
             except asyncio.CancelledError:
                 os.write(cancel_w, b"x")  # the late CANCELLED completion is dropped by the bridge
                 raise
+            except Error as e:
+                raise command_error(e) from None
         finally:
             os.close(cancel_r)
             os.close(cancel_w)

@@ -44,7 +44,7 @@ def exec_args(
     kill_on_output_limit: bool,
     keep_background: bool,
 ) -> Tuple[Any, ...]:
-    """The extension's exec arguments, validated, positionally (keyword matching costs microseconds per
+    """The extension's exec arguments, validated, positionally (keyword matching would add to every
     call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background."""
     if timeout is not None and timeout < 0:
         raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)

@@ -4,10 +4,18 @@ Every failing library call raises a subclass of :class:`Error` carrying ``code``
 ``code_name`` ("NOT_FOUND"), the message (it names the object, the operation and, for bad input, the field)
 and ``errno`` (0 when none applies). Some also derive from the matching built-in, so that
 ``except LookupError`` or ``except ValueError`` work as a Python user expects.
+
+Errors of file transfer (``read_file``, ``write_file``) and of starting a command (``exec``, ``run``) that
+carry the kernel's errno are also the built-in ``OSError`` subclass of that errno, as ``open`` and
+``subprocess`` raise them: ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``,
+``NotADirectoryError``, ``FileExistsError``, or ``OSError`` itself, with ``errno``, ``strerror`` and
+``filename`` set (see :func:`os_flavoured`).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Type
+import os
+import re
+from typing import Any, Dict, Optional, Tuple, Type
 
 
 class Error(Exception):
@@ -28,6 +36,8 @@ class Error(Exception):
         return f"{self.code_name}: {self.message}"
 
     def __reduce__(self) -> Any:  # picklable (multiprocessing, Ray, ...)
+        if isinstance(self, OSError) and type(self) in _OS_FLAVOURED.values():
+            return (_rebuild_os_flavoured, (self.message, self.code, self.errno, getattr(self, "filename", None)))
         return (type(self), (self.message, self.code, self.errno))
 
 
@@ -124,3 +134,79 @@ for _code, _cls in _CLASSES.items():
 def from_code(code: int, message: str, errno: int = 0) -> Error:
     """The exception for a C status code (used by the extension module)."""
     return _CLASSES.get(code, Unknown)(message, code, errno)
+
+
+# ---- file and command errors as the built-in OSError subclasses too ----------------------------------------
+
+
+class FileNotFound(NotFound, FileNotFoundError):
+    """A file, directory or command inside the sandbox does not exist (errno ENOENT)."""
+
+
+class NotADirectory(NotFound, NotADirectoryError):
+    """A parent of the path is not a directory (errno ENOTDIR)."""
+
+
+class FilePermissionDenied(PermissionDenied, PermissionError):
+    """The sandbox's kernel refused the file or command to the sandbox user (errno EACCES or EPERM)."""
+
+
+class IsADirectory(FailedPrecondition, IsADirectoryError):
+    """The path is a directory where a file is needed (errno EISDIR)."""
+
+
+class FileExists(AlreadyExists, FileExistsError):
+    """The path exists already (errno EEXIST)."""
+
+
+# (sandlet class, OSError class) -> the class deriving from both; the named ones above, others made on demand.
+_OS_FLAVOURED: Dict[Tuple[Type[Error], Type[OSError]], Type[Error]] = {
+    (c.__bases__[0], c.__bases__[1]): c  # type: ignore[misc]
+    for c in (FileNotFound, NotADirectory, FilePermissionDenied, IsADirectory, FileExists)
+}
+
+
+def _os_class(err_no: int) -> Type[OSError]:
+    # OSError's constructor picks the subclass for an errno itself (ENOENT: FileNotFoundError, ...).
+    return type(OSError(err_no, ""))
+
+
+def _flavoured_class(base: Type[Error], err_no: int) -> Type[Error]:
+    os_cls = _os_class(err_no)
+    key = (base, os_cls)
+    cls = _OS_FLAVOURED.get(key)
+    if cls is None:
+        cls = type(base.__name__ + os_cls.__name__.replace("Error", "") + "Error", (base, os_cls),
+                   {"__doc__": f"{base.__name__} that is also a built-in {os_cls.__name__}.",
+                    "__module__": __name__})
+        _OS_FLAVOURED[key] = cls
+    return cls
+
+
+def os_flavoured(err: Error, filename: Optional[str]) -> Error:
+    """``err`` as an instance of its sandlet class and of the built-in OSError subclass of its errno, with
+    ``errno``, ``strerror`` and ``filename`` set as ``open`` sets them. An error without an errno (input the
+    library validated itself) or one that is an OSError already (DeadlineExceeded) is returned as it is."""
+    if err.errno <= 0 or isinstance(err, OSError):
+        return err
+    out = _flavoured_class(type(err), err.errno)(err.message, err.code, err.errno)
+    out.strerror = os.strerror(err.errno)
+    out.filename = filename
+    return out
+
+
+def _rebuild_os_flavoured(message: str, code: int, err_no: int, filename: Optional[str]) -> Error:
+    return os_flavoured(from_code(code, message, err_no), filename)
+
+
+def command_error(err: BaseException) -> BaseException:
+    """A command that could not be started, flavoured as ``subprocess`` raises it: the agent's message
+    ``... exec "ARGV0": ...`` or ``... chdir "DIR": ...`` gives the filename. Anything else is returned as
+    it is."""
+    if not isinstance(err, Error):
+        return err
+    found = _COMMAND_STEP.search(err.message)
+    return os_flavoured(err, found.group(1)) if found else err
+
+
+_COMMAND_STEP = re.compile(r'(?:^|: )(?:exec|chdir) "(.*?)": ')

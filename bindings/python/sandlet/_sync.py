@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from . import _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
                       listed, run_args)
-from ._errors import FailedPrecondition, InvalidArgument
+from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 
 PathLike = Union[str, "os.PathLike[str]"]
 ProgressFn = Callable[[int, int, int], None]
@@ -61,12 +61,15 @@ class Sandbox:
         started raises NotFound/PermissionDenied; one that ran and failed is a result with ``exit_code != 0``
         (``check=True`` raises CommandFailed instead).
         """
-        if type(cmd) is list and not (env or cwd or user or stdin or timeout or output_limit
-                                      or kill_on_output_limit or keep_background) and _plain_argv(cmd):
-            r = self._h.exec(cmd)  # the common case, without the argument plumbing
-        else:
-            r = self._h.exec(*exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
-                                        kill_on_output_limit, keep_background))
+        try:
+            if type(cmd) is list and not (env or cwd or user or stdin or timeout or output_limit
+                                          or kill_on_output_limit or keep_background) and _plain_argv(cmd):
+                r = self._h.exec(cmd)  # the common case, without the argument plumbing
+            else:
+                r = self._h.exec(*exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
+                                            kill_on_output_limit, keep_background))
+        except Error as e:
+            raise command_error(e) from None
         return r.check() if check else r
 
     def exec_stream(
@@ -89,12 +92,20 @@ class Sandbox:
                                              kill_on_output_limit, keep_background))
 
     def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
-        """Creates or replaces ``path`` inside the sandbox (parents created; symlinks cannot escape)."""
-        self._h.write_file(path, data.encode() if isinstance(data, str) else bytes(data), mode)
+        """Creates or replaces ``path`` inside the sandbox (parents created; symlinks cannot escape).
+        Errors the sandbox's kernel gave are also OSErrors (PermissionError, IsADirectoryError, ...)."""
+        try:
+            self._h.write_file(path, data.encode() if isinstance(data, str) else bytes(data), mode)
+        except Error as e:
+            raise os_flavoured(e, path) from None
 
     def read_file(self, path: str, max_bytes: int = 0) -> bytes:
-        """Reads a whole file (0 = up to 64 MiB; a larger file raises OutOfRange)."""
-        return self._h.read_file(path, max_bytes)
+        """Reads a whole file (0 = up to 64 MiB; a larger file raises OutOfRange). Errors the sandbox's
+        kernel gave are also OSErrors (FileNotFoundError, PermissionError, IsADirectoryError, ...)."""
+        try:
+            return self._h.read_file(path, max_bytes)
+        except Error as e:
+            raise os_flavoured(e, path) from None
 
     def info(self) -> Dict[str, Any]:
         """The sandbox's record: id, state, backend, spec (its labels, env, limits, ...), environment,
@@ -157,7 +168,7 @@ class ExecStream:
                     self.result = payload
                     return
                 else:
-                    raise payload
+                    raise command_error(payload) from None
         finally:
             if self.result is None:
                 self.cancel()
@@ -245,7 +256,10 @@ class Runtime:
         s, _ = build_spec(spec, fields)
         args = run_args(cmd, env, cwd, user, timeout, stdin, stdout, stderr)
         if threading.current_thread() is not threading.main_thread():
-            r = self._h.run(s, *args, -1)  # signals reach only the main thread: nothing to cancel on
+            try:
+                r = self._h.run(s, *args, -1)  # signals reach only the main thread: nothing to cancel on
+            except Error as e:
+                raise command_error(e) from None
             return r.check() if check else r
         # The call blocks in the library; on a helper thread, this one can take Ctrl-C and cancel it through
         # the cancel descriptor. (Waiting on an Event: a Thread.join interrupted by Ctrl-C may afterwards
@@ -275,7 +289,7 @@ class Runtime:
                 os.close(cancel_r)
                 os.close(cancel_w)
         if "error" in outcome:
-            raise outcome["error"]
+            raise command_error(outcome["error"]) from None
         r = outcome["result"]
         return r.check() if check else r
 

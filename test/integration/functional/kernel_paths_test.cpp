@@ -3,6 +3,7 @@
 // on any kernel): they work, and no loop device outlives its use, also after the owner was killed.
 // test/vm runs this on Debian's 6.1 and 6.12 kernels, where the other paths are taken.
 #include <boost/json.hpp>
+#include <iostream>
 #include <set>
 
 #include "integration/harness.hpp"
@@ -167,9 +168,10 @@ TEST_CASE("store layers take the path the report names and leave no loop device"
   else CHECK(loops >= 2);  // the metadata image and at least one blob
 }
 
-TEST_CASE("a layer store on tmpfs mounts its layers through loop devices, freed with their mount", "[kernel][layers]") {
+TEST_CASE("a layer store on tmpfs mounts its layers through loop devices, freed with their mount",
+          "[kernel][layers][needs-loop-devices]") {
   if (!fs::exists("/dev/loop-control")) {
-    WARN("SANDLET-SKIP: no /dev/loop-control (loop module not loaded)");
+    std::cout << "SANDLET-SKIP: no /dev/loop-control (the loop module is not loaded)" << std::endl;
     return;
   }
   // /dev/shm is tmpfs: EROFS cannot read its files directly on any kernel (it asks for a block device).
@@ -185,9 +187,10 @@ TEST_CASE("a layer store on tmpfs mounts its layers through loop devices, freed 
   CHECK(use_store_layer(store.root) >= 2);
 }
 
-TEST_CASE("loop devices of a crashed owner's layers are freed by gc", "[kernel][layers]") {
+TEST_CASE("loop devices of a crashed owner's layers are freed by gc",
+          "[kernel][layers][needs-loop-devices]") {
   if (!fs::exists("/dev/loop-control")) {
-    WARN("SANDLET-SKIP: no /dev/loop-control (loop module not loaded)");
+    std::cout << "SANDLET-SKIP: no /dev/loop-control (the loop module is not loaded)" << std::endl;
     return;
   }
   StoreRoot store("/dev/shm");
@@ -221,9 +224,10 @@ TEST_CASE("loop devices of a crashed owner's layers are freed by gc", "[kernel][
   CHECK(mounts_mentioning(store.root) == 0);
 }
 
-TEST_CASE("a crash while a layer's loop devices are bound leaves none bound", "[kernel][layers]") {
+TEST_CASE("a crash while a layer's loop devices are bound leaves none bound",
+          "[kernel][layers][needs-loop-devices]") {
   if (!fs::exists("/dev/loop-control")) {
-    WARN("SANDLET-SKIP: no /dev/loop-control (loop module not loaded)");
+    std::cout << "SANDLET-SKIP: no /dev/loop-control (the loop module is not loaded)" << std::endl;
     return;
   }
   // Killed (-9) with the devices bound but not mounted yet, then with the layer mounted but not attached:

@@ -76,10 +76,12 @@ TEST_CASE("two sandboxes cannot see each other", "[isolation]") {
 TEST_CASE("a memory bomb is killed inside the sandbox only", "[limits][memory]") {
   Harness h;
   auto sb = h.rt().create(Harness::spec().memory(64ull << 20));
-  // tail buffers its whole input when it has no newline: 256 MiB against a 64 MiB limit.
-  auto r = sb.exec({"sh", "-c", "head -c 268435456 /dev/zero | tail -c 1 >/dev/null; echo survived"});
+  // `tail -n 1` buffers a whole line: 256 MiB without a newline against a 64 MiB limit.
+  auto r = sb.exec({"sh", "-c", "head -c 268435456 /dev/zero | tail -n 1 >/dev/null; echo \"survived, tail: $?\""});
   INFO("stdout: " << r.stdout_data << " stderr: " << r.stderr_data);
-  CHECK(r.stdout_data.find("survived") != std::string::npos);  // the shell lives on, tail was killed
+  // The OOM killer ends tail (SIGKILL: the shell sees 137). Under cgroup v2 it was seen to take the shell
+  // as well before tail's memory was reaped (a slow emulated VM): then the exec itself died by SIGKILL.
+  CHECK((r.stdout_data == "survived, tail: 137\n" || (r.exit_code == -1 && r.signal == SIGKILL)));
   CHECK(run_out(sb, "cat /proc/self/cgroup >/dev/null; echo ok") == "ok\n");
   // The sandbox (its init and agent) survives.
   CHECK(run_out(sb, "echo still here") == "still here\n");
