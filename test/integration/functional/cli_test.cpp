@@ -20,11 +20,11 @@ TEST_CASE("cli: --version, and --help of every command, exit 0 with the usage on
     INFO(args[0]);
     CHECK(r.status == 0);
     CHECK(r.out.rfind("Usage: sandlet ", 0) == 0);
-    for (const char* command : {"run", "create", "exec", "ps", "rm", "gc", "cp", "layer", "env"})
+    for (const char* command : {"run", "create", "exec", "ps", "rm", "pause", "resume", "gc", "cp", "layer", "env"})
       CHECK(contains(r.out, std::string("\n  ") + command + " "));  // every command is listed
     CHECK(r.err.empty());
   }
-  for (const std::string command : {"run", "create", "exec", "ps", "rm", "gc", "cp", "layer", "env"}) {
+  for (const std::string command : {"run", "create", "exec", "ps", "rm", "pause", "resume", "gc", "cp", "layer", "env"}) {
     INFO("command: " << command);
     const CliResult r = cli(h, {command, "--help"});
     CHECK(r.status == 0);
@@ -260,5 +260,31 @@ TEST_CASE("cli: cp copies a file into a sandbox and back out byte for byte", "[c
   CHECK(cli(h, {"rm", id}).status == 0);
   fs::remove(in);
   fs::remove(out);
+  expect_nothing_left(h, {id});
+}
+
+TEST_CASE("cli: pause freezes a sandbox (ps says paused), resume and exec let it run on", "[cli][commands]") {
+  Harness h;
+  const std::string id = expect_id(cli(h, {"create", "--layer", SANDLET_TEST_ROOTFS}));
+  CliResult r = cli(h, {"pause", id});
+  CHECK(r.status == 0);
+  CHECK(r.out == id + "\n");
+  bool paused = false;
+  for (const auto& l : lines(cli(h, {"ps"}).out))
+    if (l.rfind(id + " ", 0) == 0) paused = contains(l, "paused");
+  CHECK(paused);
+  CHECK(cli(h, {"resume", id}).status == 0);
+  CHECK(str(parse_json(cli(h, {"ps", "--json"}).out).get_array().at(0), "state") == "running");
+  // An exec resumes a paused sandbox first.
+  CHECK(cli(h, {"pause", id}).status == 0);
+  r = cli(h, {"exec", id, "--", "echo", "awake"});
+  CHECK(r.status == 0);
+  CHECK(r.out == "awake\n");
+  // An unknown id is reported, exit 1; no id at all is a usage error.
+  r = cli(h, {"pause", "0123456789ab"});
+  CHECK(r.status == 1);
+  CHECK(contains(r.err, "pause 0123456789ab"));
+  CHECK(cli(h, {"resume"}).status == 2);
+  CHECK(cli(h, {"rm", id}).status == 0);
   expect_nothing_left(h, {id});
 }
