@@ -148,8 +148,8 @@ typedef struct sandlet_runtime_options {
                                configures one */
   int create_soon;          /* non-zero: a create follows this open at once (a one-shot run, like the CLI's
                                `sandlet run`): the open starts making that sandbox's network namespace
-                               (~0.5 ms of kernel work) in the background. Costs that work for nothing if no
-                               create follows; the close then waits for it */
+                               (the slowest part of a container start) in the background. Costs that work
+                               for nothing if no create follows; the close then waits for it */
 } sandlet_runtime_options_t;
 #define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0}
 

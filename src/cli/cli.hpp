@@ -47,6 +47,8 @@ int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_gc(CommandContext& ctx, const std::vector<std::string>& args);
+int cmd_pause(CommandContext& ctx, const std::vector<std::string>& args);
+int cmd_resume(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_cp(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args);  // layer_env.cpp
 int cmd_env(CommandContext& ctx, const std::vector<std::string>& args);

@@ -23,6 +23,8 @@ constexpr std::string_view kUsage =
     "  exec      Run a command in an existing sandbox\n"
     "  ps        List sandboxes\n"
     "  rm        Destroy sandboxes\n"
+    "  pause     Freeze every process of sandboxes (the next exec resumes them)\n"
+    "  resume    Let paused sandboxes run on\n"
     "  gc        Remove what crashed or expired runs left behind\n"
     "  cp        Copy a file into or out of a sandbox\n"
     "  layer     Manage the layer store (import, ls, inspect, rm, gc, merge)\n"
@@ -55,7 +57,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
-    {"env", cmd_env}, {"doctor", cmd_doctor},
+    {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
 };
 
 CommandFn find_command(std::string_view name) {

@@ -321,7 +321,7 @@ Status protect_proc_sys() {
 
 Status setup_filesystem(const InitFds& fds) {
   umask(022);
-  // Build with -DSANDLET_GUEST_TIMING to log each step's duration to fd 2 (start-up budget: < 0.5 ms).
+  // Build with -DSANDLET_GUEST_TIMING to log each step's duration to fd 2.
 #ifdef SANDLET_GUEST_TIMING
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);

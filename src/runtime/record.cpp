@@ -3,11 +3,20 @@
 #include <boost/json.hpp>
 
 #include "common/error.hpp"
+#include "common/json_exact.hpp"
 
 namespace json = boost::json;
 
 namespace sandlet {
 namespace {
+
+// Boost.JSON's own parser may be one ulp off on a double: records are read exactly, so that a spec's
+// numbers (and the times) come back as written.
+json::value parse_exact(const std::string& text) {
+  json_exact::Parsed parsed = json_exact::parse(text);
+  if (!parsed.error.empty()) throw Error(Code::kDataLoss, "damaged sandbox record: " + parsed.error);
+  return std::move(parsed.value);
+}
 
 constexpr int kRecordVersion = 2;
 
@@ -27,7 +36,7 @@ std::string SandboxRecord::to_json() const {
   o["id"] = id;
   o["backend"] = backend;
   o["state"] = state_name(state);
-  o["spec"] = json::parse(spec_to_json(spec));
+  o["spec"] = parse_exact(spec_to_json(spec));
   o["created_at"] = created_at;
   o["deadline"] = deadline;
   o["owner_pid"] = owner_pid;
@@ -42,7 +51,7 @@ std::string SandboxRecord::to_json() const {
 
 SandboxRecord SandboxRecord::from_json(const std::string& text) {
   try {
-    json::object o = json::parse(text).as_object();
+    json::object o = parse_exact(text).as_object();
     const int version = o.at("version").to_number<int>();
     if (version != 1 && version != kRecordVersion)
       throw Error(Code::kDataLoss, "unsupported sandbox record version " + std::to_string(version));
@@ -72,7 +81,7 @@ SandboxRecord SandboxRecord::from_json(const std::string& text) {
 }
 
 std::string public_record_json(const SandboxRecord& rec, const char* state) {
-  json::object o = json::parse(rec.to_json()).as_object();
+  json::object o = parse_exact(rec.to_json()).as_object();
   o["state"] = state;
   return json::serialize(o);
 }

@@ -1,6 +1,6 @@
 // Where a runtime keeps its volatile state. Per-sandbox records and agent sockets are created and removed
-// for every sandbox; on a disk filesystem that costs ~0.3 ms of inode allocation per sandbox (ext4 here),
-// on tmpfs ~0.04 ms. They need not survive a reboot (the sandboxes do not), so, like other runtimes'
+// for every sandbox; on a disk filesystem inode allocation makes that several times dearer than on tmpfs
+// (docs/ARCHITECTURE.md, "Known limits"). They need not survive a reboot (the sandboxes do not), so, like other runtimes'
 // state under /run, they live on tmpfs when the host has one: <root>/sandboxes is then a symlink to
 // <tmpfs>/roots/<hash of root>/sandboxes, and the node-wide uid slot table sits beside it.
 #pragma once

@@ -32,7 +32,7 @@ class FsContext final {
 
 // A detached overlay mount and the detached mounts it was built from (idmapped lowers, tmpfs upper: the
 // overlay keeps private copies of them). The kernel dissolves a detached mount on its last close and
-// waits for an RCU grace period to do so (~0.1 ms each here): close `sources` off any hot path.
+// waits for an RCU grace period to do so: close `sources` off any hot path.
 struct OverlayRootfs {
   UniqueFd root;
   std::vector<UniqueFd> sources;

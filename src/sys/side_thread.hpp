@@ -3,8 +3,8 @@
 // Why: a new thread is woken on a CPU of the scheduler's choosing and, under EEVDF, usually preempts
 // the thread that created it when it lands on the same CPU. After an idle spell the scheduler here
 // often put it there although the other CPU was idle, so a side job such as making a network namespace
-// (~0.5 ms of kernel work) ran while its creator waited runnable: no overlap at all (bench/timeline.py;
-// 0.67 ms of the CLI's time after 200 ms idle). Starting the thread with the caller's CPUs minus the
+// ran while its creator waited runnable: no overlap at all (bench/timeline.py; figures in
+// bench/RESULTS.md, session 9). Starting the thread with the caller's CPUs minus the
 // current one keeps the creator running. A caller allowed a single CPU gets a plain thread. A creator
 // about to wait for the thread's result calls allow_all_cpus(): its own CPU is then free, and on a busy
 // host the other CPUs may not be.

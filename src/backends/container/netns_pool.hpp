@@ -1,5 +1,5 @@
 // Network namespaces made ahead of time. Creating a network namespace is the most expensive part of
-// starting a sandbox (~0.6 ms here), so a background thread keeps a few ready and a create just takes one.
+// starting a sandbox, so a background thread keeps a few ready and a create just takes one.
 //
 // The namespaces are owned by the host's user namespace, not the sandbox's: root inside a sandbox cannot
 // reconfigure its network (no CAP_NET_ADMIN there), which is what "network: none" and later host-enforced
@@ -32,7 +32,7 @@ class NetnsPool final {
   // other work can do it first, then take().)
   UniqueFd try_take();
   // Starts making the first namespace on a background thread, so that it overlaps the rest of the
-  // first create's work (a namespace costs ~0.5 ms); the next take() waits for it. Does nothing after
+  // first create's work; the next take() waits for it. Does nothing after
   // the first take(): from the second on, the refill thread keeps the pool.
   void prefetch_first();
   // Makes one in the calling thread, which ends up back in the namespace it started in.

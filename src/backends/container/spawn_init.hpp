@@ -21,8 +21,8 @@ struct InitSpawnParams {
   int cgroup_fd = -1;       // cgroup2 directory for CLONE_INTO_CGROUP
   // v1 `tasks` files (hybrid hosts), opened for writing by the host: the child writes "0" to each to
   // join those groups itself. A process moving only its own thread is the one migration that does not
-  // take the kernel's global threadgroup lock, which otherwise waits for an RCU grace period (~7 ms here)
-  // whenever no other migration happened just before.
+  // take the kernel's global threadgroup lock, which otherwise waits for an RCU grace period whenever no
+  // other migration happened just before (docs/ARCHITECTURE.md, kernel facts).
   std::vector<int> join_v1_fds;
   bool die_with_parent = false;  // SIGKILL the init when the creating thread dies (owned sandboxes)
   bool new_netns = true;         // false: inherit the calling thread's network namespace (a pooled one)

@@ -1,6 +1,6 @@
 // sandlet-seccomp-gen OUT: compiles the baseline seccomp rules and writes them to OUT as a C++ array
-// definition, which the library embeds. Compiling them at every process start cost ~0.2 ms of the first
-// create (libseccomp builds and optimises the BPF tree each time).
+// definition, which the library embeds. Compiling them at every process start made the first create
+// slower (libseccomp builds and optimises the BPF tree each time).
 #include <cstdio>
 #include <exception>
 #include <string>
