@@ -1,7 +1,6 @@
 // Creating a sandbox: resolve its layers, take a prepared one from the warm pool or prepare one, finish it
 // with the spec, record it running, watch its exit. Every step before "running" is undone on failure, and
 // a crash at any step leaves a record (or a directory) that gc_verdict handles.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "common/error.hpp"
@@ -116,17 +115,13 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   return sb;
 }
 
-// The sandbox's exit (destroyed, idle or max lifetime, crash) is seen on the loop thread through a
-// duplicate of its backend object's exit descriptor.
+// The sandbox's exit (destroyed, idle or max lifetime, crash) is seen on the loop thread through its
+// backend object's exit descriptor (exit_watch.hpp).
 void Runtime::watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) {
   Registry::Entry entry;
   entry.record = rec;
   entry.impl = impl;
-  if (impl->exit_fd() >= 0) {
-    int fd = ::fcntl(impl->exit_fd(), F_DUPFD_CLOEXEC, 3);
-    if (fd < 0) throw_errno("duplicate the exit descriptor of sandbox " + rec.id);
-    entry.watcher = std::make_unique<boost::asio::posix::stream_descriptor>(loop_.io(), fd);
-  }
+  if (impl->exit_fd() >= 0) entry.watcher = std::make_unique<ExitWatch>(loop_.io(), impl);
   const std::string id = rec.id;
   registry_.add(std::move(entry));
   registry_.with_watcher(id, [this, id](boost::asio::posix::stream_descriptor& w) {

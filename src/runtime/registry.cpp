@@ -29,8 +29,8 @@ bool Registry::begin_reclaim(const std::string& id) {
   return reclaiming_.insert(id).second;
 }
 
-std::unique_ptr<boost::asio::posix::stream_descriptor> Registry::finish(const std::string& id) {
-  std::unique_ptr<boost::asio::posix::stream_descriptor> watcher;
+std::unique_ptr<ExitWatch> Registry::finish(const std::string& id) {
+  std::unique_ptr<ExitWatch> watcher;
   bool one_shot = false;
   {
     std::lock_guard lock(mutex_);
@@ -65,7 +65,7 @@ void Registry::with_watcher(const std::string& id,
                             const std::function<void(boost::asio::posix::stream_descriptor&)>& fn) {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);
-  if (it != entries_.end() && it->second.watcher) fn(*it->second.watcher);
+  if (it != entries_.end() && it->second.watcher) fn(it->second.watcher->descriptor());
 }
 
 std::vector<std::pair<SandboxRecord, std::shared_ptr<BackendSandbox>>> Registry::live(bool one_shots) const {
@@ -81,7 +81,7 @@ void Registry::cancel_watchers() {
   for (auto& [id, e] : entries_) {
     if (!e.watcher) continue;
     boost::system::error_code ignored;
-    e.watcher->cancel(ignored);
+    e.watcher->descriptor().cancel(ignored);
   }
 }
 
@@ -134,10 +134,13 @@ void Registry::forget(const std::string& id) {
 
 void Registry::mark_ended(const std::string& id) {
   std::lock_guard lock(mutex_);
-  for (auto& [hid, weak] : handles_) {
-    if (!id.empty() && hid != id) continue;
-    if (auto sb = weak.lock()) sb->mark_ended();
+  if (!id.empty()) {
+    if (auto it = handles_.find(id); it != handles_.end())
+      if (auto sb = it->second.lock()) sb->mark_ended();
+    return;
   }
+  for (auto& [hid, weak] : handles_)
+    if (auto sb = weak.lock()) sb->mark_ended();
 }
 
 }  // namespace sandlet

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "runtime/exit_watch.hpp"
 #include "runtime/record.hpp"
 
 namespace sandlet {
@@ -24,8 +25,8 @@ class Registry final {
   struct Entry {
     SandboxRecord record;
     std::shared_ptr<BackendSandbox> impl;
-    // Exit watch (none for one-shots): a duplicate of the backend object's exit_fd(), owned by the watcher.
-    std::unique_ptr<boost::asio::posix::stream_descriptor> watcher;
+    std::unique_ptr<ExitWatch> watcher;  // none for one-shots
+
     bool one_shot = false;
     bool ending = false;  // an end is under way; its reclaim removes the entry
   };
@@ -39,7 +40,7 @@ class Registry final {
   bool begin_reclaim(const std::string& id);
   // Its reclaim is done: the entry (if any) goes. Returns its exit watcher, which the caller disposes of
   // on the loop thread (asio objects are not to be destroyed under the loop's feet).
-  std::unique_ptr<boost::asio::posix::stream_descriptor> finish(const std::string& id);
+  std::unique_ptr<ExitWatch> finish(const std::string& id);
   bool reclaiming(const std::string& id) const;
   std::shared_ptr<BackendSandbox> impl(const std::string& id) const;  // of a sandbox started here
   bool started_here(const std::string& id) const;
