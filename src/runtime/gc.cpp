@@ -1,8 +1,10 @@
 // Sweeps what crashed or expired runs left behind: for every sandbox directory, gc_verdict (lifecycle.hpp)
 // decides from its record and the liveness of its owner and of the sandbox itself; sandboxes of this
 // process that it watches or reclaims are left to it. A staging directory (sandbox_dirs.hpp) goes when its
-// creator is gone. A directory without a readable record that is older than a minute (damaged) is
-// reclaimed through every backend, which find what such a sandbox could have left from its id alone.
+// creator is gone. A retired directory without its record is one whose removal a crash cut short (the
+// record goes last, after the reclaim): it is removed. Any other directory without a readable record
+// that is older than a minute (damaged) is reclaimed through every backend, which find what such a
+// sandbox could have left from its id alone.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -40,6 +42,11 @@ size_t Runtime::gc(bool release_idle) {
     try {
       rec = retired ? dirs_->load_retired(id) : dirs_->load(id);
     } catch (const Error&) {
+    }
+    if (!rec && retired && dirs_->retired_without_record(id)) {
+      dirs_->remove(id);  // reclaimed already; its removal was cut short
+      ++removed;
+      continue;
     }
     if (!rec) {
       struct stat st;

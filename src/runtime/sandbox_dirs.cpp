@@ -1,11 +1,14 @@
 #include "runtime/sandbox_dirs.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 
 #include "common/error.hpp"
+#include "common/fault_point.hpp"
 #include "runtime/state_dir.hpp"
 #include "sys/fs_util.hpp"
 
@@ -23,7 +26,7 @@ void SandboxDirs::create(const SandboxRecord& rec) const {
     if (::mkdir(staging.c_str(), 0700) < 0) throw_errno("mkdir " + staging);
   }
   try {
-    sys::write_new_file(staging + "/record.json", rec.to_json());
+    sys::write_new_file(staging + "/" + kRecordFile, rec.to_json());
     if (::rename(staging.c_str(), dir(rec.id).c_str()) < 0) throw_errno("rename " + staging);
   } catch (...) {
     sys::remove_tree(staging);
@@ -44,29 +47,48 @@ std::optional<pid_t> SandboxDirs::staging_owner(const std::string& name) {
   return pid;
 }
 
-void SandboxDirs::write(const SandboxRecord& rec) const { sys::write_file_atomic(dir(rec.id) + "/record.json", rec.to_json()); }
+void SandboxDirs::write(const SandboxRecord& rec) const { sys::write_file_atomic(dir(rec.id) + "/" + kRecordFile, rec.to_json()); }
 
 std::optional<SandboxRecord> SandboxDirs::load(const std::string& id) const {
-  auto text = sys::read_file_if_exists(dir(id) + "/record.json", 1 << 20);
+  auto text = sys::read_file_if_exists(dir(id) + "/" + kRecordFile, 1 << 20);
   if (!text) return std::nullopt;
   return SandboxRecord::from_json(*text);
 }
 
 std::optional<SandboxRecord> SandboxDirs::load_retired(const std::string& id) const {
-  auto text = sys::read_file_if_exists(retired_dir(id) + "/record.json", 1 << 20);
+  auto text = sys::read_file_if_exists(retired_dir(id) + "/" + kRecordFile, 1 << 20);
   if (!text) return std::nullopt;
   return SandboxRecord::from_json(*text);
 }
 
 void SandboxDirs::retire(const std::string& id) const { (void)std::rename(dir(id).c_str(), retired_dir(id).c_str()); }
 
+// The record goes last: a crash in the middle leaves it with what it describes, and a retired directory
+// without a record is known to be reclaimed (gc removes it at once).
+static void remove_record_last(const std::string& dir) {
+  const std::string record = SandboxDirs::kRecordFile;
+  for (const auto& name : sys::list_dir(dir))
+    if (name != record) sys::remove_tree(dir + "/" + name);
+  fault_point("runtime.removing");
+  if (::unlink((dir + "/" + record).c_str()) < 0 && errno != ENOENT) throw_errno("unlink record in " + dir);
+  if (::rmdir(dir.c_str()) < 0 && errno != ENOENT) throw_errno("rmdir " + dir);
+}
+
 void SandboxDirs::remove(const std::string& id) const noexcept {
-  try {
-    sys::remove_tree(dir(id));
-    sys::remove_tree(retired_dir(id));
-  } catch (...) {
-    // What is left is gc's: a retired directory is finished by the next sweep.
+  for (const std::string& d : {dir(id), retired_dir(id)}) {
+    try {
+      remove_record_last(d);
+    } catch (...) {
+      // What is left is gc's: a retired directory is finished by the next sweep.
+    }
   }
+}
+
+bool SandboxDirs::retired_without_record(const std::string& id) const {
+  struct stat st;
+  const std::string d = retired_dir(id);
+  return ::stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+         ::stat((d + "/" + kRecordFile).c_str(), &st) < 0 && errno == ENOENT;
 }
 
 std::vector<std::string> SandboxDirs::names() const { return sys::list_dir(base_); }

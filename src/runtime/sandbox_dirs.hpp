@@ -27,8 +27,11 @@ class SandboxDirs final {
   std::optional<SandboxRecord> load_retired(const std::string& id) const;
   // running/paused/creating -> ending: out of sight (no longer listed or attachable) in one rename.
   void retire(const std::string& id) const;
-  // ending -> reclaimed: removes both directories. Never throws.
+  // ending -> reclaimed: removes both directories, each record last. Never throws.
   void remove(const std::string& id) const noexcept;
+  // A retired directory that has no record file any more: a removal a crash cut short (nothing else of
+  // the sandbox is left).
+  bool retired_without_record(const std::string& id) const;
   // Entry names under <root>/sandboxes: ids, ".reclaim-<id>" for retired ones, ".new-<pid>-<id>" staging.
   std::vector<std::string> names() const;
   std::string path_of(const std::string& name) const { return base_ + "/" + name; }
@@ -38,6 +41,7 @@ class SandboxDirs final {
   static std::optional<pid_t> staging_owner(const std::string& name);
   static constexpr const char* kRetiredPrefix = ".reclaim-";
   static constexpr const char* kStagingPrefix = ".new-";
+  static constexpr const char* kRecordFile = "record.json";
 
  private:
   const std::string root_, base_;

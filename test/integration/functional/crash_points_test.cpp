@@ -1,8 +1,10 @@
-// kill -9 of the process that ends a sandbox, between its retirement and its reclaim: the next runtime's
-// gc finishes the reclaim. (A kill at each step of a create is in the conformance suite,
+// kill -9 of the process that ends a sandbox, between its retirement and its reclaim, and in the middle of
+// removing its directory after the reclaim: the next runtime's gc finishes the job. (A kill at each step of a create is in the conformance suite,
 // test/conformance/create_steps_test.cpp, for every backend.)
 #include <spawn.h>
 #include <sys/wait.h>
+
+#include <fstream>
 
 #include "integration/harness.hpp"
 
@@ -47,14 +49,19 @@ bool cgroups_gone(const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("kill -9 while a destroyed sandbox is retired: gc finishes its reclaim", "[lifecycle][crash]") {
+TEST_CASE("kill -9 while a destroyed sandbox is retired or its directory removed: gc finishes its reclaim", "[lifecycle][crash]") {
+  // Both fire when a sandbox ends: here when the helper's runtime closes and ends its owned one. Retired:
+  // nothing reclaimed yet. Removing: all reclaimed, the directory emptied but for the record (which goes
+  // last), so gc reclaims a second time: reclaim is idempotent.
+  const std::string point = GENERATE(std::string("runtime.retired"), std::string("runtime.removing"));
+  INFO("killed at " << point);
   char tmpl[] = "/tmp/sandlet-it-crash-XXXXXX";
   std::string root = ::mkdtemp(tmpl);
   int code = 0;
-  // runtime.retired fires when a sandbox ends: here when the helper's runtime closes and ends its owned one.
-  CHECK(run_crash_helper({root, SANDLET_TEST_ROOTFS, "runtime.retired", "container", "1"}, &code) == SIGKILL);
+  CHECK(run_crash_helper({root, SANDLET_TEST_ROOTFS, point, "container", "1"}, &code) == SIGKILL);
   const std::vector<std::string> ids = ids_under(root);
   CHECK(ids.size() == 1);  // its retired directory, the record inside
+  for (const auto& id : ids) CHECK(fs::exists(root + "/sandboxes/.reclaim-" + id + "/record.json"));
   {
     auto rt = sandlet::Runtime::open(root);
     rt.gc();
@@ -63,5 +70,19 @@ TEST_CASE("kill -9 while a destroyed sandbox is retired: gc finishes its reclaim
   CHECK(ids_under(root).empty());
   for (const auto& id : ids) CHECK(cgroups_gone(id));
   CHECK(mounts_mentioning(root) == 0);
+  fs::remove_all(root, ec);
+}
+
+TEST_CASE("a retired directory without its record (a removal cut short) is removed by the next gc", "[lifecycle][crash]") {
+  char tmpl[] = "/tmp/sandlet-it-crash-XXXXXX";
+  std::string root = ::mkdtemp(tmpl);
+  auto rt = sandlet::Runtime::open(root);
+  const std::string dir = root + "/sandboxes/.reclaim-0123456789ab";
+  REQUIRE(fs::create_directory(dir));
+  std::ofstream(dir + "/agent.sock") << "";  // a removal that lost its record first, then was cut short
+  CHECK(rt.gc() == 1);
+  CHECK(ids_under(root).empty());
+  rt.close();
+  std::error_code ec;
   fs::remove_all(root, ec);
 }
