@@ -14,25 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capi/c_check.h"
 #include "sandlet/sandlet.h"
-
-static int passed, failed;
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (cond) {                                                                  \
-      ++passed;                                                                  \
-    } else {                                                                     \
-      ++failed;                                                                  \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-    }                                                                            \
-  } while (0)
-#define OK(call)                                                                                      \
-  do {                                                                                                \
-    sandlet_error_t *e_ = (call);                                                                     \
-    if (e_) fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sandlet_error_message(e_)); \
-    CHECK(e_ == NULL);                                                                                \
-    sandlet_error_delete(e_);                                                                         \
-  } while (0)
 
 /* Checks that `err` is INVALID_ARGUMENT whose message holds `needle`, and frees it. */
 static void expect_invalid(sandlet_error_t *err, const char *needle) {

@@ -8,25 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capi/c_check.h"
 #include "sandlet/sandlet.h"
-
-static int passed, failed;
-#define CHECK(cond)                                                       \
-  do {                                                                    \
-    if (cond) {                                                           \
-      ++passed;                                                           \
-    } else {                                                              \
-      ++failed;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                     \
-  } while (0)
-#define OK(call)                                                                     \
-  do {                                                                               \
-    sandlet_error_t *e_ = (call);                                                    \
-    if (e_) fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sandlet_error_message(e_)); \
-    CHECK(e_ == NULL);                                                               \
-    sandlet_error_delete(e_);                                                        \
-  } while (0)
 
 static void test_errors_and_versions(void) {
   CHECK(sandlet_abi_version() == SANDLET_ABI_VERSION);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "conformance/conformance.hpp"
+#include "support/sweep_root.hpp"
 
 extern char** environ;
 
@@ -127,21 +128,7 @@ Fixture::Fixture(const sandlet::RuntimeOptions& options) : mounts_before_(mount_
 
 Fixture::~Fixture() {
   rt_.close();
-  try {  // a failed test may have left detached sandboxes: never leave them running
-    sandlet::RuntimeOptions o;
-    o.disable_warm_pool = true;
-    auto sweeper = sandlet::Runtime::open(root_, o);
-    for (const auto& info : sweeper.list()) {
-      try {
-        sweeper.attach(info.id).destroy();
-      } catch (const sandlet::Error&) {
-      }
-    }
-    sweeper.gc();
-  } catch (const sandlet::Error&) {
-  }
-  std::error_code ec;
-  fs::remove_all(root_, ec);
+  test_support::sweep_and_remove_root(root_);
 }
 
 sandlet::Spec Fixture::spec() { return sandlet::Spec().backend(backend()).layer(rootfs()); }

@@ -16,6 +16,7 @@
 #include <csignal>
 
 #include "sandlet/sandlet.hpp"
+#include "support/sweep_root.hpp"
 
 namespace fs = std::filesystem;
 
@@ -76,22 +77,7 @@ class Harness {
   }
   ~Harness() {
     rt_.close();
-    // A test that failed half way may have left detached sandboxes: never leave them running.
-    try {
-      sandlet::RuntimeOptions o;
-      o.disable_warm_pool = true;
-      auto sweeper = sandlet::Runtime::open(root_, o);
-      for (const auto& info : sweeper.list()) {
-        try {
-          sweeper.attach(info.id).destroy();
-        } catch (const sandlet::Error&) {
-        }
-      }
-      sweeper.gc();
-    } catch (const sandlet::Error&) {
-    }
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+    test_support::sweep_and_remove_root(root_);
   }
   sandlet::Runtime& rt() { return rt_; }
   const std::string& root() const { return root_; }

@@ -1,0 +1,28 @@
+/* The checks of the C tests (compiled as C against sandlet.h): CHECK counts a condition as passed or
+   failed (printing the failed ones), OK checks that a sandlet call returned no error (printing its
+   message if it did). Each test prints "N passed, N failed" at its end. */
+#ifndef SANDLET_TEST_C_CHECK_H
+#define SANDLET_TEST_C_CHECK_H
+#include <stdio.h>
+
+#include "sandlet/sandlet.h"
+
+static int passed, failed;
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    if (cond) {                                                                  \
+      ++passed;                                                                  \
+    } else {                                                                     \
+      ++failed;                                                                  \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+    }                                                                            \
+  } while (0)
+#define OK(call)                                                                                      \
+  do {                                                                                                \
+    sandlet_error_t *e_ = (call);                                                                     \
+    if (e_) fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sandlet_error_message(e_)); \
+    CHECK(e_ == NULL);                                                                                \
+    sandlet_error_delete(e_);                                                                         \
+  } while (0)
+
+#endif
