@@ -112,6 +112,10 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   auto sb = std::make_shared<Sandbox>(weak_from_this(), started.rec, started.impl, true);
   registry_.remember(started.rec.id, sb);
   watch_exit(started.rec, started.impl);
+  if (closed_) {  // a create racing with close(), which may have listed the sandboxes to end before this one
+    end(started.rec, started.impl);
+    throw Error(Code::kFailedPrecondition, "runtime closed while sandbox " + started.rec.id + " was being created");
+  }
   return sb;
 }
 

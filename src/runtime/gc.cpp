@@ -44,7 +44,9 @@ size_t Runtime::gc(bool release_idle) {
     } catch (const Error&) {
     }
     if (!rec && retired && dirs_->retired_without_record(id)) {
+      if (!registry_.begin_reclaim(id)) continue;
       dirs_->remove(id);  // reclaimed already; its removal was cut short
+      registry_.finish(id);
       ++removed;
       continue;
     }
@@ -52,6 +54,7 @@ size_t Runtime::gc(bool release_idle) {
       struct stat st;
       const std::string dir = retired ? dirs_->retired_dir(id) : dirs_->dir(id);
       if (::stat(dir.c_str(), &st) != 0 || now - static_cast<double>(st.st_mtime) < kRecordlessGraceS) continue;
+      if (!registry_.begin_reclaim(id)) continue;
       bool all = true;
       for (auto& [bname, backend] : backends_) {
         try {
@@ -66,6 +69,7 @@ size_t Runtime::gc(bool release_idle) {
         dirs_->remove(id);
         ++removed;
       }
+      registry_.finish(id);
       continue;
     }
     Backend* backend = backend_named(rec->backend);
@@ -85,6 +89,8 @@ size_t Runtime::gc(bool release_idle) {
     facts.now = now;
     facts.sandbox_alive = impl->alive();
     if (gc_verdict(facts) == GcVerdict::kKeep) continue;
+    // Claimed, so that a destroy of an attached handle in this process does not reclaim it at the same time.
+    if (!registry_.begin_reclaim(id)) continue;
     if (!retired) retire(*rec, *impl);
     if (reclaim(*rec, impl)) ++removed;  // else left for the next sweep
   }

@@ -140,6 +140,13 @@ void Runtime::close() noexcept {
   }
   try {
     if (pool_) pool_->stop();
+    // Creates and reclaims in flight finish first, while the loop still runs their completions; from here
+    // on, work handed to the workers runs on the caller's thread.
+    {
+      std::lock_guard lock(close_mutex_);
+      workers_closed_ = true;
+    }
+    if (workers_) workers_->join();
     registry_.mark_ended("");
     // Owned sandboxes end with their runtime (all killed first, then reclaimed: the kernel tears them down
     // meanwhile); detached ones live on (their exit watchers stop below).
@@ -158,11 +165,6 @@ void Runtime::close() noexcept {
     // cannot stop before they do).
     for (auto& [rec, impl] : registry_.live(/*one_shots=*/true)) impl->kill();
     loop_.stop();
-    {
-      std::lock_guard lock(close_mutex_);
-      workers_closed_ = true;
-    }
-    if (workers_) workers_->join();  // creates and reclaims in flight are done
     registry_.wait_one_shots_done();
     registry_.close_watchers();
     // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
