@@ -109,8 +109,11 @@ UniqueFd overlay_from_descriptors(const std::vector<UniqueFd>& lowers, int upper
 
 // The same where OverlayFS takes layers only as paths, which it resolves and privately clones in the
 // mounting thread's mount namespace: the detached mounts are attached in a namespace of our own (never
-// the host's) under one per-build tmpfs, the overlay is mounted from their paths, and detaching that
-// tmpfs drops them all at once (one RCU wait instead of one per layer). The overlay keeps its clones.
+// the host's) under one per-build tmpfs, the overlay is mounted from their paths and cloned detached, and
+// detaching that tmpfs drops the rest at once (one RCU wait instead of one per layer). The layer list goes
+// through mount(2), whose options may fill a page: fsconfig() takes at most 255 bytes per value, ~30
+// layers. Names are relative to the staging directory (the thread's own working directory while it
+// builds), so that the most layers a spec may have fit.
 UniqueFd overlay_by_path(std::vector<UniqueFd>& lowers, int upper_mnt) {
   UniqueFd root;
   PrivateMountNamespace::get().run([&] {
@@ -129,6 +132,10 @@ UniqueFd overlay_by_path(std::vector<UniqueFd>& lowers, int upper_mnt) {
         ::rmdir(dir.c_str());
       }
     } cleanup{dir};
+    if (::chdir(dir.c_str()) != 0) throw_errno("overlay staging: chdir " + dir);
+    struct BackToRoot {  // (destroyed before the cleanup: the directory is not held as a cwd)
+      ~BackToRoot() { (void)!::chdir("/"); }
+    } back;
     auto attach = [](int mnt, const std::string& at) {
       if (::mkdir(at.c_str(), 0700) != 0) throw_errno("overlay staging: mkdir " + at);
       if (::syscall(SYS_move_mount, mnt, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
@@ -136,16 +143,20 @@ UniqueFd overlay_by_path(std::vector<UniqueFd>& lowers, int upper_mnt) {
     };
     std::string lowerdir;  // topmost first, ':'-separated (our names need no escaping)
     for (size_t i = 0; i < lowers.size(); ++i) {
-      std::string at = dir + "/" + std::to_string(i);
+      const std::string at = std::to_string(i);
       attach(lowers[i].get(), at);
       lowerdir = i == 0 ? at : at + ":" + lowerdir;
     }
-    attach(upper_mnt, dir + "/u");
-    root = FsContext("overlay")
-               .set("lowerdir", lowerdir)
-               .set("upperdir", dir + "/u/upper")
-               .set("workdir", dir + "/u/work")
-               .mount(MOUNT_ATTR_NODEV);
+    attach(upper_mnt, "u");
+    const std::string options = "lowerdir=" + lowerdir + ",upperdir=u/upper,workdir=u/work";
+    if (options.size() >= static_cast<size_t>(::sysconf(_SC_PAGESIZE)))
+      throw Error(Code::kInvalidArgument, "overlay (layer paths): " + std::to_string(lowers.size()) +
+                                              " layers are more than one mount's options can name");
+    if (::mkdir("o", 0700) != 0) throw_errno("overlay staging: mkdir o");
+    if (::mount("overlay", "o", "overlay", MS_NODEV, options.c_str()) != 0)
+      throw_errno("overlay (layer paths): mount " + std::to_string(lowers.size()) + " layers");
+    root.reset(sys_open_tree(AT_FDCWD, "o", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    if (!root) throw_errno("overlay (layer paths): open_tree");
   });
   return root;
 }

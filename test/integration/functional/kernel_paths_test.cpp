@@ -3,6 +3,7 @@
 // on any kernel): they work, and no loop device outlives its use, also after the owner was killed.
 // test/vm runs this on Debian's 6.1 and 6.12 kernels, where the other paths are taken.
 #include <boost/json.hpp>
+#include <fstream>
 #include <iostream>
 #include <set>
 
@@ -151,6 +152,27 @@ TEST_CASE("sandlet doctor prints the report, --json as one object", "[kernel][cl
         std::string::npos);
   CHECK(status == 2);
   h.check_no_leaks();
+}
+
+TEST_CASE("a root filesystem of 100 directory layers mounts on the overlay path this kernel takes", "[kernel][layers]") {
+  // By path, the layer list is one mount option: more than one fsconfig() value can hold (255 bytes).
+  Harness h;
+  INFO("overlay: " << report_of(h.rt()).at("paths").as_object().at("overlay").as_string());
+  sandlet::Spec spec = Harness::spec();
+  constexpr int kLayers = 100;
+  for (int i = 1; i < kLayers; ++i) {
+    const std::string dir = h.root() + "/layer-" + std::to_string(i);
+    fs::create_directories(dir + "/many");
+    std::ofstream(dir + "/many/" + std::to_string(i)) << i;
+    std::ofstream(dir + "/many/top") << i;  // the last layer's wins
+    spec.layer(dir);
+  }
+  auto sb = h.rt().create(spec);
+  auto r = sb.exec({"sh", "-c", "cat /many/1 /many/50 /many/99; echo; cat /many/top; echo; ls /many | wc -l"});
+  INFO(r.stderr_data);
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_data == "15099\n99\n100\n");
+  sb.destroy();
 }
 
 TEST_CASE("store layers take the path the report names and leave no loop device", "[kernel][layers]") {
