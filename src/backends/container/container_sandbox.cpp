@@ -81,9 +81,9 @@ void ContainerSandbox::reclaim() {
   bool valid = ours(node_->cgroups, groups.v2);
   for (const auto& p : groups.v1) valid = valid && ours(node_->cgroups, p);
   if (!valid) throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names cgroups outside sandlet's");
-  const bool groups_gone = sys::kill_and_remove_cgroups(groups);
+  // The uid range goes back only once nothing of the sandbox runs: the next sandbox may get it.
+  if (!sys::kill_and_remove_cgroups(groups)) throw Error(Code::kInternal, "sandbox " + id_ + ": cgroup still busy after kill");
   node_->slots->release(state_.slot, dir_);
-  if (!groups_gone) throw Error(Code::kInternal, "sandbox " + id_ + ": cgroup still busy after kill");
 }
 
 // cgroup v2 freezer (the controller-less cgroup2 tree of hybrid hosts has it too): the write starts the
