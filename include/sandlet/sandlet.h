@@ -52,7 +52,9 @@ extern "C" {
 #endif
 
 /* Bumped when the ABI changes incompatibly (a function removed or changed, a struct field moved or retyped).
-   Compare with sandlet_abi_version() at run time.
+   Compare with sandlet_abi_version() at run time. Version 1 is the ABI of the first release (0.1.0, not
+   yet published): development snapshots before the size-versioned option structs are not compatible with
+   it, and nothing built against them is supported.
    Adding to the ABI: a function is declared here with SANDLET_API and listed in cmake/sandlet.map (in the
    newest version node) and in cmake/sandlet.symbols, which the ctest `abi-symbols` compares with what
    libsandlet.so exports. A struct field is appended, has an all-zero default, adds no padding (the struct
@@ -192,7 +194,8 @@ SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *r
 /* Every kernel feature the container backend and the layer store use, probed on this host (never inferred
    from the kernel's version), as a JSON object; free *out with sandlet_free. What `sandlet doctor` prints:
      {"kernel": "<release, informational>",
-      "container_backend": "" when this kernel can run it, else what is missing,
+      "container_backend": "" when this host can run it, else what is missing (a kernel interface, root,
+                           user namespaces, cgroup2),
       "features": [{"name", "present", "used_for", "probe": what the kernel answered,
                     "path": the mechanism sandlet takes here (or what fails without it)}, ...],
       "weaker_guarantees": [{"name", "guarantee", "why"}, ...]: what a create refuses with UNIMPLEMENTED
@@ -429,7 +432,8 @@ SANDLET_API sandlet_error_t *sandlet_run_async(sandlet_runtime_t *rt, const sand
                                                void *user_data);
 
 /* ---------------------------------------------------------------------------------------------------
- * Files, resolved inside the sandbox's root (symlinks cannot escape it).
+ * Files, resolved inside the sandbox's root (symlinks cannot escape it). A file call whose sandbox does not
+ * answer within a minute, plus a second for every 4 MiB moved (max_bytes for reads), is DEADLINE_EXCEEDED.
  * ------------------------------------------------------------------------------------------------- */
 /* Creates or replaces `path`, creating missing parent directories. mode 0 = 0644. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_write_file(sandlet_sandbox_t *sb, const char *path, const void *data,

@@ -88,7 +88,8 @@ const LayerMounts::Backing& LayerMounts::backing() const {
     b.erofs = true;
     // A real (empty) image of ours on the store's filesystem, mounted detached and dropped: a kernel that
     // cannot mount files (or a filesystem it cannot read pages from, like tmpfs) asks for a block device.
-    const std::string probe = dir_ + "/.erofs-probe.img";
+    // (Named per process and call: two processes may probe the same store at once.)
+    const std::string probe = dir_ + "/.erofs-probe-" + std::to_string(::getpid()) + "-" + sys::random_hex(4) + ".img";
     try {
       write_erofs(FsTree(), 64 * 1024, {}, probe);
       sys::FsContext ctx("erofs");

@@ -1,5 +1,7 @@
 #include "runtime/agent_client.hpp"
 
+#include <algorithm>
+
 #include <linux/limits.h>
 #include <sys/resource.h>
 
@@ -100,6 +102,11 @@ std::optional<std::chrono::milliseconds> exec_backstop(uint64_t timeout_ms) {
   constexpr uint64_t kMaxMs = 1ull << 40;  // ~35 years: "never" (as the agent reads it)
   if (timeout_ms == 0 || timeout_ms >= kMaxMs) return std::nullopt;
   return std::chrono::milliseconds(timeout_ms) + kBackstopGrace;
+}
+
+std::chrono::milliseconds file_backstop(uint64_t bytes) {
+  constexpr uint64_t kBytesPerMs = (4u << 20) / 1000;
+  return std::chrono::milliseconds(60000 + std::min<uint64_t>(bytes, 1ull << 40) / kBytesPerMs);
 }
 
 // ---- replies ---------------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ std::string read_file_frame(const std::string& path, uint64_t max_bytes);
 // When the host gives up on a silent agent: the exec's timeout plus a grace period (none without timeout).
 std::optional<std::chrono::milliseconds> exec_backstop(uint64_t timeout_ms);
 constexpr std::chrono::milliseconds kBackstopGrace{5000};
+// The same for a file call moving up to `bytes` (it has no timeout of its own): a minute, plus a second
+// for every 4 MiB.
+std::chrono::milliseconds file_backstop(uint64_t bytes);
 
 // ---- replies ---------------------------------------------------------------------------------------------
 

@@ -116,14 +116,17 @@ ExecOutcome Sandbox::exec(ExecParams params) {
   return future.get();
 }
 
-void Sandbox::call_async(std::string frames, AgentCall::FrameHandler on_frame, std::function<void(std::exception_ptr)> done) {
+void Sandbox::call_async(std::string frames, AgentCall::FrameHandler on_frame, std::function<void(std::exception_ptr)> done,
+                         uint64_t bytes) {
   auto owner = owner_checked();
-  AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame), std::move(done));
+  AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame), std::move(done),
+                   file_backstop(bytes));
 }
 
 void Sandbox::write_file_async(const std::string& path, std::string data, uint32_t mode, FileDone done) {
+  const uint64_t bytes = data.size();
   call_async(write_file_frames(path, data, mode), write_file_reply,
-             [done = std::move(done)](std::exception_ptr error) { done(error, std::string(), 0); });
+             [done = std::move(done)](std::exception_ptr error) { done(error, std::string(), 0); }, bytes);
 }
 
 void Sandbox::read_file_async(const std::string& path, uint64_t max_bytes, FileDone done) {
@@ -134,7 +137,8 @@ void Sandbox::read_file_async(const std::string& path, uint64_t max_bytes, FileD
       std::move(frame), [replies](proto::AgentMsg type, std::string_view payload) { return replies->on_frame(type, payload); },
       [replies, done = std::move(done)](std::exception_ptr error) {
         done(error, std::move(replies->data), replies->mode);
-      });
+      },
+      max_bytes);
 }
 
 void Sandbox::write_file(const std::string& path, std::string data, uint32_t mode) {

@@ -83,8 +83,9 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   std::shared_ptr<SandboxOwner> owner_checked() const;
   // Before a call that needs the agent: resumes a paused sandbox; returns a new connection to the agent.
   sys::UniqueFd connect_for_call();
+  // A file call moving up to `bytes`: given up on after file_backstop(bytes) (agent_client.hpp).
   void call_async(std::string frames, std::function<bool(proto::AgentMsg, std::string_view)> on_frame,
-                  std::function<void(std::exception_ptr)> done);
+                  std::function<void(std::exception_ptr)> done, uint64_t bytes);
 
   std::weak_ptr<SandboxOwner> owner_;
   SandboxRecord record_;  // guarded by state_mutex_ once shared (its state changes on pause/resume)

@@ -245,6 +245,10 @@ TEST_CASE("hostile agent: a silent agent cannot hold a call past its deadline", 
   Loop loop;
   CHECK(sandlet::exec_backstop(0) == std::nullopt);
   CHECK(sandlet::exec_backstop(200) == 200ms + sandlet::kBackstopGrace);
+  CHECK(sandlet::file_backstop(0) == 60s);  // file calls have no timeout of their own
+  CHECK(sandlet::file_backstop(64ull << 20) > 60s);
+  CHECK(sandlet::file_backstop(64ull << 20) < 120s);
+  CHECK(sandlet::file_backstop(~0ull) < std::chrono::hours(24 * 365 * 10));  // no overflow
   const std::pair<std::string, const char*> cases[] = {
       {"", "nothing at all"},
       {started().substr(0, 5), "half a header"},

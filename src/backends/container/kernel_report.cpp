@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 
+#include "backends/container/container_backend.hpp"
 #include "backends/container/kernel_support.hpp"
 #include "common/clone3_on_stack.hpp"
 #include "common/error.hpp"
@@ -245,7 +246,7 @@ std::string kernel_report_json(const sys::CgroupSystem* cgroups, const image::La
 
   json::object out;
   out["kernel"] = f.release;
-  out["container_backend"] = kernel_unsupported();
+  out["container_backend"] = probe();  // the kernel, and the host (root, user namespaces, cgroup2)
   out["features"] = std::move(features);
   out["weaker_guarantees"] = std::move(weaker);
   out["paths"] = std::move(paths);

@@ -21,6 +21,10 @@ SandboxCgroup SandboxCgroup::create(const sys::CgroupSystem& sys, const std::str
     cg.v2_fd_.reset(::open(cg.paths_.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cg.v2_fd_) throw_errno("open cgroup " + cg.paths_.v2);
     // Delegate: the agent (root inside = owner_uid) creates per-exec child groups and moves processes.
+    // Bounded (the files stay the host's): a tree nested past PATH_MAX could not be removed by path, and
+    // every group costs kernel memory.
+    sys::write_existing_at(cg.v2_fd_.get(), "cgroup.max.depth", std::to_string(kMaxDepth));
+    sys::write_existing_at(cg.v2_fd_.get(), "cgroup.max.descendants", std::to_string(kMaxDescendants));
     for (const char* f : {".", "cgroup.procs"})
       if (::fchownat(cg.v2_fd_.get(), f, owner_uid, owner_uid, 0) < 0) throw_errno("chown cgroup " + cg.paths_.v2 + "/" + f);
     if (!sys.unified) {

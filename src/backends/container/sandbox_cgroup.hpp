@@ -23,6 +23,9 @@ class SandboxCgroup final {
   // mkdir and an rmdir of tens of microseconds, and nothing but a limit uses them.
   static SandboxCgroup create(const sys::CgroupSystem& sys, const std::string& id, uid_t owner_uid,
                               const Limits* known = nullptr);
+  // How far below its own group a sandbox may nest cgroups, and how many it may have there.
+  static constexpr int kMaxDepth = 8;
+  static constexpr int kMaxDescendants = 4096;
   // Applies the limits (to the v2 controllers, or to the v1 groups made at create).
   void apply_limits(const Limits& limits);
   SandboxCgroup(SandboxCgroup&& o) noexcept

@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include "integration/harness.hpp"
 
 TEST_CASE("pid 1 is sandlet's init; root inside is an unprivileged host user", "[isolation]") {
@@ -101,6 +103,20 @@ TEST_CASE("a fork bomb is bounded by the pids limit", "[limits][pids]") {
   REQUIRE_FALSE(r.stdout_data.empty());
   CHECK(std::stoi(r.stdout_data) <= 32);
   h.check_no_leaks();
+}
+
+TEST_CASE("a sandbox's delegated cgroup is bounded in depth and count by files it cannot write", "[limits][cgroup]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  const std::string group = cgroup2_parent() + "/" + sb.id();
+  CHECK(slurp(group + "/cgroup.max.depth") == "8\n");
+  CHECK(slurp(group + "/cgroup.max.descendants") == "4096\n");
+  struct stat st;
+  REQUIRE(::stat((group + "/cgroup.max.depth").c_str(), &st) == 0);
+  CHECK(st.st_uid == 0);  // the host's: root inside the sandbox is another uid
+  REQUIRE(::stat(group.c_str(), &st) == 0);
+  CHECK(st.st_uid != 0);  // while the group itself is delegated
+  sb.destroy();
 }
 
 TEST_CASE("a CPU limit throttles the sandbox; its cgroups hide the host's layout", "[limits][cpu]") {
