@@ -4,7 +4,6 @@
 // by an RAII owner until the sandbox reports ready, so a failure at any step unwinds to nothing.
 #pragma once
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 

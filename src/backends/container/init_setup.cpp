@@ -61,6 +61,10 @@ std::string describe_init_exit(int pidfd) {
         case 119: return "could not join its v1 cgroups";
         case 120: return "could not be started";
         case 121: return "could not switch to root inside its user namespace";
+        case 122: return "could not open /dev/null";
+        case 123:
+        case 124:
+        case 125: return "could not place its descriptors";
         case 126: return "could not exec the embedded init";
         default: return "exit status " + std::to_string(info.si_status);
       }

@@ -127,6 +127,16 @@ std::pair<bool, std::string> probe_idmap_tmpfs() {
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (pid < 0) return {false, "not probed: cannot make a user namespace (clone3: " + sys::errno_name(static_cast<int>(-pid)) + ")"};
   sys::UniqueFd child(pidfd);
+  // However this function is left: the child is let go and reaped before its stack is freed.
+  struct Release {
+    int write_fd, pidfd;
+    ~Release() {
+      (void)!::write(write_fd, "x", 1);
+      siginfo_t info;
+      while (::waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED | __WALL) < 0 && errno == EINTR) {
+      }
+    }
+  } release{write_end.get(), child.get()};
   const std::string proc = "/proc/" + std::to_string(pid);
   std::string result;
   bool ok = false;
@@ -143,12 +153,8 @@ std::pair<bool, std::string> probe_idmap_tmpfs() {
     int e = errno;
     ok = rc == 0;
     result = "mount_setattr(detached tmpfs, MOUNT_ATTR_IDMAP) = " + (ok ? std::string("0") : sys::errno_name(e));
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     result = std::string("not probed: ") + e.what();
-  }
-  (void)!::write(write_end.get(), "x", 1);
-  siginfo_t info;
-  while (::waitid(P_PIDFD, static_cast<id_t>(child.get()), &info, WEXITED | __WALL) < 0 && errno == EINTR) {
   }
   return {ok, result};
 #else

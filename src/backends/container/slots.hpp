@@ -1,6 +1,7 @@
 // Host uid/gid ranges for sandboxes. Each sandbox gets its own 65536-id range so that root in one sandbox
-// is a different host user from root in another. The table is node-wide (/run/sandlet/slots: runtimes
-// with different roots must not hand out the same range) and a slot is claimed by an atomic symlink
+// is a different host user from root in another. The table is node-wide (<node state>/slots, e.g.
+// /run/sandlet/slots or /dev/shm/sandlet-state/slots: runtimes with different roots must not hand out
+// the same range) and a slot is claimed by an atomic symlink
 // <slots>/<n> -> <sandbox directory>, so claims are safe across processes and gc can find orphans.
 #pragma once
 #include <cstdint>
