@@ -171,8 +171,8 @@ void Runtime::close() noexcept {
     if (layers_) layers_->release_unused();
     release_state_if_empty(state_);
     // Node-level structures (the container backend's "sandlet" parent cgroups) stay for the next runtime,
-    // as a container engine's do; an explicit gc removes them when idle.
-    backends_.clear();
+    // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go
+    // with the Runtime object: a call on another thread that began before this close may still use them.
   } catch (...) {
   }
 }
