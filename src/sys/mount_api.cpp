@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
 
 #include "common/error.hpp"
 #include "sys/kernel_features.hpp"
@@ -89,6 +90,10 @@ FsContext& FsContext::set_fd(const char* key, int fd) {
   return *this;
 }
 
+int FsContext::try_set_fd(const char* key, int fd) {
+  return sys_fsconfig(fd_.get(), FSCONFIG_SET_FD, key, nullptr, fd) < 0 ? errno : 0;
+}
+
 UniqueFd FsContext::mount(unsigned attr_flags) {
   if (sys_fsconfig(fd_.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) fail("create");
   UniqueFd m(sys_fsmount(fd_.get(), FSMOUNT_CLOEXEC, attr_flags));
@@ -99,10 +104,19 @@ UniqueFd FsContext::mount(unsigned attr_flags) {
 namespace {
 
 // The overlay from detached layer mounts handed over as descriptors (kernels whose OverlayFS takes them).
-UniqueFd overlay_from_descriptors(const std::vector<UniqueFd>& lowers, int upper, int work) {
+// Empty, with *refused set to the errno, when the first descriptor is refused: no exception on that path,
+// which a kernel without them takes in every process (a process's first exception costs the unwinder's
+// set-up of the whole binary's frame tables).
+std::optional<UniqueFd> overlay_from_descriptors(const std::vector<UniqueFd>& lowers, int upper, int work, int* refused) {
   FsContext ovl("overlay");
   // lowerdir+ appends below the previous ones, so the topmost layer goes first.
-  for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) ovl.set_fd("lowerdir+", it->get());
+  for (auto it = lowers.rbegin(); it != lowers.rend(); ++it) {
+    if (it == lowers.rbegin()) {
+      if ((*refused = ovl.try_set_fd("lowerdir+", it->get())) != 0) return std::nullopt;
+      continue;
+    }
+    ovl.set_fd("lowerdir+", it->get());
+  }
   ovl.set_fd("upperdir", upper).set_fd("workdir", work);
   return ovl.mount(MOUNT_ATTR_NODEV);
 }
@@ -169,14 +183,20 @@ std::atomic<int> g_layer_fds{-1};
 UniqueFd overlay_root(std::vector<UniqueFd>& lowers, int upper_mnt, int upper, int work) {
   const int mode = g_layer_fds.load(std::memory_order_relaxed);
   if (mode != 0) {
+    int refused = 0;
     try {
-      UniqueFd root = overlay_from_descriptors(lowers, upper, work);
-      g_layer_fds.store(1, std::memory_order_relaxed);
-      return root;
+      if (auto root = overlay_from_descriptors(lowers, upper, work, &refused)) {
+        g_layer_fds.store(1, std::memory_order_relaxed);
+        return std::move(*root);
+      }
     } catch (const Error&) {
       if (mode == 1 || overlay_layer_fds_probe().present) throw;
       g_layer_fds.store(0, std::memory_order_relaxed);
+      return overlay_by_path(lowers, upper_mnt);
     }
+    if (mode == 1 || overlay_layer_fds_probe().present)
+      throw_errno("overlay option lowerdir+ (a layer descriptor)", refused);
+    g_layer_fds.store(0, std::memory_order_relaxed);
   }
   return overlay_by_path(lowers, upper_mnt);
 }

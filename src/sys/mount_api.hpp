@@ -21,6 +21,8 @@ class FsContext final {
   explicit FsContext(const char* fstype);
   FsContext& set(const char* key, const std::string& value);
   FsContext& set_fd(const char* key, int fd);
+  // The same, reporting a refusal as its errno (0: set) instead of throwing.
+  int try_set_fd(const char* key, int fd);
   FsContext& set_flag(const char* key);
   UniqueFd mount(unsigned attr_flags = 0);  // FSCONFIG_CMD_CREATE + fsmount
 
