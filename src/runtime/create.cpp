@@ -112,9 +112,15 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   auto sb = std::make_shared<Sandbox>(weak_from_this(), started.rec, started.impl, true);
   registry_.remember(started.rec.id, sb);
   watch_exit(started.rec, started.impl);
-  if (closed_) {  // a create racing with close(), which may have listed the sandboxes to end before this one
-    end(started.rec, started.impl);
-    throw Error(Code::kFailedPrecondition, "runtime closed while sandbox " + started.rec.id + " was being created");
+  if (closed_) {
+    // A create that ran while close() waited for it, or raced with close() after its list of sandboxes to
+    // end: an owned sandbox ends with its runtime; a detached one lives on, its exit watch stopped as the
+    // others' are (posted again in case close() already did).
+    if (started.rec.spec.lifetime == Lifetime::kOwned) {
+      end(started.rec, started.impl);
+      throw Error(Code::kFailedPrecondition, "runtime closed while sandbox " + started.rec.id + " was being created");
+    }
+    loop_.post([this] { registry_.cancel_watchers(); });
   }
   return sb;
 }
