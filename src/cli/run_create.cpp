@@ -37,6 +37,8 @@ namespace {
   "  -u, --user USER        uid[:gid] or a user name from the sandbox's /etc/passwd\n"                  \
   "      --max-lifetime S   Destroy the sandbox after S seconds whatever happens\n"                     \
   "      --idle-timeout S   Destroy the sandbox after S seconds without a request\n"                    \
+  "      --accept-weaker G  Create even where this host gives guarantee G only in a weaker form\n"    \
+  "                         (repeatable; names: see 'sandlet doctor')\n"                              \
   "      --root DIR         State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"          \
   "  -h, --help             Print this help\n"
 
@@ -69,7 +71,7 @@ const std::vector<OptionDef> kSpecOptions = {
     {"memory", 0, true},   {"pids", 0, true},         {"disk", 0, true},         {"network", 0, true},
     {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
     {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
-    {"environment", 0, true},
+    {"environment", 0, true}, {"accept-weaker", 0, true},
 };
 
 std::pair<std::string, std::string> split_label(const std::string& flag) {
@@ -145,6 +147,11 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
   if (const std::string* v = a.last("disk")) json::object_at(spec, "limits")["disk"] = string(*v);
   if (const std::string* v = a.last("max-lifetime")) spec["max_lifetime_s"] = json::number_or_string(*v);
   if (const std::string* v = a.last("idle-timeout")) spec["idle_timeout_s"] = json::number_or_string(*v);
+  if (!a.all("accept-weaker").empty()) {
+    json::bj::array accepted;
+    for (const auto& g : a.all("accept-weaker")) accepted.push_back(string(g));
+    spec["accept_weaker"] = std::move(accepted);
+  }
   spec["lifetime"] = lifetime;
 
   return Spec::from_json(json::serialize(doc));

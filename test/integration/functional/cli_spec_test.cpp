@@ -59,3 +59,20 @@ TEST_CASE("cli: a --spec that is not JSON, not an object, or repeats a key exits
   CHECK(out.find("dup.json: duplicate key 'hostname'") != std::string::npos);
   h.check_no_leaks();
 }
+
+TEST_CASE("cli: --accept-weaker names guarantees the spec accepts; an unknown one exits 2 naming it", "[cli][spec]") {
+  Harness h;
+  int status = -1;
+  std::string id = cli(h, std::string("create --layer ") + SANDLET_TEST_ROOTFS + " --accept-weaker memory_swap", &status);
+  REQUIRE(status == 0);
+  id.erase(id.find_last_not_of('\n') + 1);
+  const std::string ps = cli(h, "ps --json", &status);
+  INFO(ps);
+  CHECK(ps.find("\"accept_weaker\":[\"memory_swap\"]") != std::string::npos);
+  cli(h, "rm " + id, &status);
+  CHECK(status == 0);
+  const std::string out = cli(h, std::string("run --layer ") + SANDLET_TEST_ROOTFS + " --accept-weaker no_such -- true", &status);
+  CHECK(status == 2);
+  CHECK(out.find("accept_weaker") != std::string::npos);
+  CHECK(out.find("no_such") != std::string::npos);
+}
