@@ -73,7 +73,8 @@ void SandboxCgroup::apply_limits(const Limits& limits) {
     };
     if (limits.memory) {
       write_limit("memory.max", std::to_string(limits.memory), "limits.memory", "memory");
-      // (Missing without swap accounting: such a create was refused unless it accepts "memory_swap".)
+      // (Missing without swap accounting: a create is refused unless it accepts "memory_swap" when the
+      // host had swap at this process's first probe; swap turned on later is not noticed.)
       try {
         sys::write_existing_at(v2_fd_.get(), "memory.swap.max", "0");
       } catch (const Error& e) {
