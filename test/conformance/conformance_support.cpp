@@ -141,12 +141,7 @@ sandlet::Sandbox Fixture::create(const sandlet::Spec& s) {
 
 void Fixture::check_no_leaks() {
   // Sandboxes this root holds now, also those the test did not create itself (a warm pool's).
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root_ + "/sandboxes", ec)) {
-    std::string name = e.path().filename();
-    if (name.rfind(".reclaim-", 0) == 0) name = name.substr(9);
-    if (!name.empty() && name[0] != '.') track(name);
-  }
+  for (const auto& id : test_support::sandbox_ids_under(root_)) track(id);
   rt_.close();
   {
     sandlet::RuntimeOptions o;
@@ -176,6 +171,7 @@ void Fixture::check_no_leaks() {
   if (!wait_until([&] { return ours().empty(); }, 5))
     for (const auto& line : ours()) FAIL_CHECK("mount left: " << line);
   // Files: nothing under the root (the sandboxes directory may link to tmpfs state) names a sandbox.
+  std::error_code ec;
   std::vector<fs::path> dirs{root_};
   const fs::path state = fs::read_symlink(root_ + "/sandboxes", ec);
   if (!ec) dirs.push_back(state);

@@ -16,6 +16,7 @@
 
 #include "common/fault_point.hpp"
 #include "conformance/conformance.hpp"
+#include "support/sweep_root.hpp"
 
 using namespace conformance;
 
@@ -72,11 +73,8 @@ void kill_at(const std::string& path, const std::string& step) {
   INFO("the owner printed '" << last << "', wait status " << status);
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
-  std::error_code ec;  // what it left: the leak check looks for all of it after gc
-  for (const auto& e : std::filesystem::directory_iterator(f.root() + "/sandboxes", ec)) {
-    const std::string id = e.path().filename();
-    f.track(id.rfind(".reclaim-", 0) == 0 ? id.substr(9) : id);
-  }
+  // What it left: the leak check looks for all of it after gc.
+  for (const auto& id : test_support::sandbox_ids_under(f.root())) f.track(id);
   f.rt().gc();
   for (const auto& info : f.rt().list()) FAIL_CHECK("listed after gc: " << info.id << " " << info.state);
   f.check_no_leaks();

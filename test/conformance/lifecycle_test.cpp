@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "conformance/conformance.hpp"
+#include "support/sweep_root.hpp"
 
 using namespace conformance;
 
@@ -182,7 +183,7 @@ TEST_CASE("gc after the owner was killed -9 in the middle of creates leaves noth
         seen.insert(e.path().filename());
     } while (std::chrono::steady_clock::now() < until);
     owner.kill9();
-    for (std::string id : seen) f.track(id.rfind(".reclaim-", 0) == 0 ? id.substr(9) : id);
+    for (const auto& name : seen) f.track(test_support::sandbox_id_of(name));
   }
   f.rt().gc();
   CHECK(f.rt().list().empty());

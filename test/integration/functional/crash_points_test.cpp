@@ -28,18 +28,6 @@ int run_crash_helper(const std::vector<std::string>& args, int* exit_code) {
   return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
-// The ids of the sandboxes the crash left under `root` (directories, retired ones too).
-std::vector<std::string> ids_under(const std::string& root) {
-  std::vector<std::string> ids;
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(root + "/sandboxes", ec)) {
-    std::string name = e.path().filename();
-    if (name.rfind(".reclaim-", 0) == 0) name = name.substr(9);
-    ids.push_back(name);
-  }
-  return ids;
-}
-
 bool cgroups_gone(const std::string& id) {
   for (const std::string& parent : {cgroup2_parent(), std::string("/sys/fs/cgroup/memory/sandlet"),
                                     std::string("/sys/fs/cgroup/pids/sandlet"), std::string("/sys/fs/cgroup/cpu/sandlet")})
@@ -59,7 +47,7 @@ TEST_CASE("kill -9 while a destroyed sandbox is retired or its directory removed
   std::string root = ::mkdtemp(tmpl);
   int code = 0;
   CHECK(run_crash_helper({root, SANDLET_TEST_ROOTFS, point, "container", "1"}, &code) == SIGKILL);
-  const std::vector<std::string> ids = ids_under(root);
+  const std::vector<std::string> ids = test_support::sandbox_ids_under(root);
   CHECK(ids.size() == 1);  // its retired directory, the record inside
   for (const auto& id : ids) CHECK(fs::exists(root + "/sandboxes/.reclaim-" + id + "/record.json"));
   {
@@ -67,7 +55,7 @@ TEST_CASE("kill -9 while a destroyed sandbox is retired or its directory removed
     rt.gc();
   }
   std::error_code ec;
-  CHECK(ids_under(root).empty());
+  CHECK(test_support::sandbox_ids_under(root).empty());
   for (const auto& id : ids) CHECK(cgroups_gone(id));
   CHECK(mounts_mentioning(root) == 0);
   fs::remove_all(root, ec);
@@ -81,7 +69,7 @@ TEST_CASE("a retired directory without its record (a removal cut short) is remov
   REQUIRE(fs::create_directory(dir));
   std::ofstream(dir + "/agent.sock") << "";  // a removal that lost its record first, then was cut short
   CHECK(rt.gc() == 1);
-  CHECK(ids_under(root).empty());
+  CHECK(test_support::sandbox_ids_under(root).empty());
   rt.close();
   std::error_code ec;
   fs::remove_all(root, ec);
