@@ -52,6 +52,7 @@ LayerInfo layer_from_json(const json::value& v, const std::string& path) {
     l.name = json::value_to<std::string>(o.at("name"));
     l.source = json::value_to<std::string>(o.at("source"));
     l.parent = json::value_to<std::string>(o.at("parent"));
+    if (auto* st = o.if_contains("stack")) l.stack = json::value_to<std::vector<std::string>>(*st);
     l.created = o.at("created").to_number<double>();
     l.size = o.at("size").to_number<uint64_t>();
     l.stored_bytes = o.at("stored_bytes").to_number<uint64_t>();
@@ -108,10 +109,21 @@ bool is_image_tarball(const std::string& path) {
 
 }  // namespace
 
+std::string layer_digest(const Digest& content, const std::vector<std::string>& stack) {
+  if (stack.empty()) return to_hex(content);
+  Sha256 h;
+  static constexpr char kTag[] = "sandlet snapshot v1";
+  h.update(kTag, sizeof kTag);
+  h.update(content.data(), content.size());
+  for (const auto& below : stack) h.update(below.c_str(), below.size() + 1);
+  return to_hex(h.finish());
+}
+
 std::string LayerInfo::to_json() const {
   json::object o{{"digest", digest}, {"role", role}, {"name", name}, {"source", source}, {"parent", parent},
                  {"created", created}, {"size", size}, {"stored_bytes", stored_bytes}, {"inodes", inodes},
                  {"meta_sha256", meta_sha256}, {"blobs", json::value_from(blobs)}};
+  if (!stack.empty()) o["stack"] = json::value_from(stack);
   return json::serialize(o);
 }
 
@@ -192,7 +204,7 @@ LayerInfo LayerStore::import_one(const std::string& source, const ImportOptions&
   std::vector<ChunkRecord> records;
   std::string own_blob = blobs.finish(&records);
   tree.blobs[0] = own_blob;
-  std::string digest = to_hex(tree.content_digest(kChunkSize));
+  std::string digest = layer_digest(tree.content_digest(kChunkSize), options.stack);
 
   FileLock store_lock(dir_ + "/lock");
   if (auto found = find(digest)) {
@@ -217,6 +229,7 @@ LayerInfo LayerStore::import_one(const std::string& source, const ImportOptions&
   l.name = options.name;
   l.source = source;
   l.parent = options.parent;
+  l.stack = options.stack;
   l.created = sys::now_unix_seconds();
   l.size = content_bytes(tree);
   l.stored_bytes = img.bytes + blobs.bytes_stored();
@@ -450,8 +463,10 @@ GcReport LayerStore::gc(const std::set<std::string>& in_use) {
     std::string d = roots.back();
     roots.pop_back();
     if (!keep.insert(d).second) continue;
-    if (auto it = by_digest.find(d); it != by_digest.end() && !it->second->parent.empty()) {
-      roots.push_back(it->second->parent);
+    if (auto it = by_digest.find(d); it != by_digest.end()) {
+      if (!it->second->parent.empty()) roots.push_back(it->second->parent);
+      for (const auto& below : it->second->stack)
+        if (is_store_ref(below)) roots.push_back(below);  // a snapshot keeps what it is restored on
     }
   }
   std::set<std::string> used_blobs;

@@ -29,6 +29,10 @@ struct LayerInfo {
   std::string name;    // "" when unnamed
   std::string source;  // what it was imported from
   std::string parent;  // digest of the layer below (OCI layers, diffs), or ""
+  // A snapshot's layers below it, lowest first (store digests; absolute paths for host directories): what a
+  // sandbox restored from it stacks under it. Part of the digest (the same changes on other layers are
+  // another snapshot). Empty for other layers.
+  std::vector<std::string> stack;
   double created = 0;  // unix seconds
   uint64_t size = 0;   // bytes of file content it holds
   uint64_t stored_bytes = 0;  // bytes this layer added to disk (metadata + new data)
@@ -42,6 +46,7 @@ struct ImportOptions {
   std::string role = "base";
   std::string name;       // names the layer (dir/tar) or the environment made of an image's layers (OCI)
   std::string parent;     // for diffs: the layer this one goes on top of
+  std::vector<std::string> stack;  // for snapshots: LayerInfo::stack (resolved digests or host paths)
   ProgressFn progress;
   bool dedupe = true;     // reuse chunks of layers already in the store
 };
@@ -128,6 +133,9 @@ class LayerStore final {
 
   std::string dir_;
 };
+
+// A layer's digest: its content digest, or for a snapshot (non-empty stack) that and the stack it goes on.
+std::string layer_digest(const Digest& content, const std::vector<std::string>& stack);
 
 // Validation shared with the spec and the CLI. Throw kInvalidArgument naming `field`.
 void check_layer_name(const std::string& name, const std::string& field);
