@@ -15,6 +15,7 @@
 #include "runtime/exec_outcome.hpp"
 #include "runtime/record.hpp"
 #include "runtime/sandbox_owner.hpp"
+#include "runtime/snapshot_types.hpp"
 
 namespace sandlet {
 
@@ -73,6 +74,12 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   // or file call on a paused sandbox resumes it first. UNIMPLEMENTED where the backend cannot.
   void pause();
   void resume();
+  // Packs the sandbox's changes (since it was created, or since its last snapshot) into a store layer of role
+  // "diff"; its processes are frozen only while the changed data is copied. Blocks (not on the loop thread).
+  SnapshotResult snapshot(const SnapshotOptions& options);
+  // One snapshot, then `options.n` new sandboxes on its layers (the child identity of sandlet.h). Blocks until
+  // every child is ready or has failed (per-child errors in the result).
+  ForkResult fork(const ForkOptions& options);
   bool destroyed() const { return destroyed_; }
   // Marks the handle unusable without ending the sandbox (the runtime is doing or has done that).
   void mark_ended() { destroyed_ = true; }
