@@ -47,6 +47,11 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
       options.gc_on_open = !field_or(o, &T::skip_gc_on_open, 0);
       if (field_or(o, &T::disable_warm_pool, 0)) options.warm_pool = 0;
       options.create_soon = field_or(o, &T::create_soon, 0) != 0;
+      if (uint32_t depth = field_or(o, &T::snapshot_max_depth, 0)) {
+        if (depth < 2)
+          throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid runtime option 'snapshot_max_depth': must be >= 2");
+        options.snapshot_max_depth = depth;
+      }
     }
     auto handle = std::make_unique<sandlet_runtime>();
     handle->rt = sandlet::Runtime::open(root ? root : "", options);

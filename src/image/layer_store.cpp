@@ -354,6 +354,22 @@ ImportResult LayerStore::import(const std::string& path, const ImportOptions& op
   return result;
 }
 
+LayerInfo LayerStore::import_tree(const std::string& dir, const std::string& source_label, const ImportOptions& options,
+                                  bool* existed) {
+  check_role(options.role, "role");
+  if (!options.name.empty()) check_layer_name(options.name, "name");
+  ImportOptions one = options;
+  if (!one.parent.empty()) one.parent = resolve(one.parent);
+  LayerInfo l = import_one(source_label, one, existed, [&](FsTree& t, BlobBuilder& b) {
+    import_directory(dir, t, b, options.progress);
+  });
+  if (!options.name.empty() && *existed) {
+    FileLock lock(dir_ + "/lock");
+    sys::write_file_atomic(dir_ + "/names/" + options.name, l.digest + "\n", 0644);
+  }
+  return l;
+}
+
 std::optional<LayerInfo> LayerStore::find(const std::string& digest) const {
   std::string path = dir_ + "/manifests/" + digest + ".json";
   if (!exists(path)) return std::nullopt;

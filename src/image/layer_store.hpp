@@ -90,6 +90,10 @@ class LayerStore final {
   // tarball (or its extracted directory). Atomic: a crash leaves only a tmp dir the next store open sweeps.
   ImportResult import(const std::string& path, const ImportOptions& options);
 
+  // A directory as one layer, whatever it holds (a sandbox's changes may look like an image layout).
+  LayerInfo import_tree(const std::string& dir, const std::string& source_label, const ImportOptions& options,
+                        bool* existed);
+
   std::vector<LayerInfo> list() const;
   // `ref`: a digest (64 hex, optionally "sha256:"), a unique hex prefix of >= 12 digits, or a layer name.
   // Throws kNotFound naming the ref.

@@ -51,12 +51,28 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
         rec.layers.push_back({ref, ""});
         continue;
       }
-      std::string digest;
+      image::LayerInfo layer;
       try {
-        digest = store_.resolve(ref);
+        layer = store_.inspect(ref);
       } catch (const Error& e) {
         std::string field = i < from_env ? "environment" : "layers[" + std::to_string(i - from_env) + "]";
         throw Error(spec_code(e), "invalid spec field '" + field + "': " + e.what(), e.err_no());
+      }
+      const std::string& digest = layer.digest;
+      // A snapshot as the lowest layer stands for its whole chain: the layers it was taken on go below it.
+      if (i == 0 && !layer.stack.empty()) {
+        if (layer.stack.size() + refs.size() > 500)
+          throw Error(Code::kInvalidArgument, "invalid spec field 'layers': more than 500 layers with the snapshot's chain");
+        for (const auto& below : layer.stack) {
+          if (!image::is_store_ref(below)) {
+            out.layers.push_back(below);
+            rec.layers.push_back({below, ""});
+            continue;
+          }
+          holds.emplace_back();
+          out.layers.push_back(mounts_.acquire(below, &holds.back()));
+          rec.layers.push_back({below, below});
+        }
       }
       rec.layers.push_back({ref, digest});
       holds.emplace_back();
@@ -84,6 +100,9 @@ std::set<std::string> LayerUsage::in_use() const {
     if (!rec) continue;
     for (const auto& l : rec->layers)
       if (!l.digest.empty()) used.insert(l.digest);
+    // Its last snapshot: the next one stacks on it (runtime/snapshot.cpp).
+    if (auto head = sys::read_file_if_exists(dirs_.dir(id) + "/snapshot.head", 128); head && head->size() >= 64)
+      used.insert(head->substr(0, 64));
   }
   return used;
 }

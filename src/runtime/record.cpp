@@ -83,6 +83,10 @@ SandboxRecord SandboxRecord::from_json(const std::string& text) {
 std::string public_record_json(const SandboxRecord& rec, const char* state) {
   json::object o = parse_exact(rec.to_json()).as_object();
   o["state"] = state;
+  // Secrets are the sandbox's, not its observers': their names only.
+  if (auto* spec = o.if_contains("spec"); spec && spec->is_object())
+    if (auto* secrets = spec->as_object().if_contains("secrets"); secrets && secrets->is_object())
+      for (auto& kv : secrets->as_object()) kv.value() = "<hidden>";
   return json::serialize(o);
 }
 

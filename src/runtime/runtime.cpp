@@ -140,6 +140,14 @@ void Runtime::close() noexcept {
   }
   try {
     if (pool_) pool_->stop();
+    // Long calls (snapshots, forks) end first: they may wait for creates on the workers and the loop.
+    std::vector<LongCall> long_calls;
+    {
+      std::lock_guard lock(close_mutex_);
+      long_calls.swap(long_calls_);
+    }
+    for (auto& c : long_calls)
+      if (c.thread.joinable()) c.thread.join();
     // Creates and reclaims in flight finish first, while the loop still runs their completions; from here
     // on, work handed to the workers runs on the caller's thread.
     {
@@ -175,6 +183,33 @@ void Runtime::close() noexcept {
     // with the Runtime object: a call on another thread that began before this close may still use them.
   } catch (...) {
   }
+}
+
+void Runtime::long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) {
+  std::lock_guard lock(close_mutex_);
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  // Finished threads are joined as new ones start: only those in flight (and just finished) exist.
+  for (auto it = long_calls_.begin(); it != long_calls_.end();) {
+    if (!it->finished->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = long_calls_.erase(it);
+  }
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  std::thread t([this, finished, work = std::move(work), done = std::move(done)]() mutable {
+    std::exception_ptr err;
+    std::string result;
+    try {
+      result = work();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    loop_.post([done = std::move(done), err, result = std::move(result)] { done(err, result); });
+    finished->store(true);
+  });
+  long_calls_.push_back({std::move(t), std::move(finished)});
 }
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -35,6 +36,7 @@ struct RuntimeOptions {
   bool gc_on_open = true;
   size_t warm_pool = 2;  // prepared sandboxes kept ready (from the second create on); 0 = off
   bool create_soon = false;  // a create follows the open at once: start its slowest part meanwhile
+  size_t snapshot_max_depth = 16;  // snapshots stacked on each other before the chain is merged into one (>= 2)
 };
 
 // A one-shot run (Runtime::run_once): one command in a new sandbox, with the caller's descriptors as its
@@ -103,6 +105,12 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) override;
   void forget(const std::string& id) override { registry_.forget(id); }
   void persist(const SandboxRecord& rec) override;
+  void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) override;
+  SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) override;
+  ForkResult fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) override;
+  // n sandboxes restored from the snapshot `layer` (a store reference), each from `base` (its layers are
+  // replaced by the snapshot's chain) with the child identity of sandlet.h; blocks until all are ready or failed.
+  ForkResult fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options);
 
  private:
   explicit Runtime(const RuntimeOptions& options);
@@ -134,6 +142,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Started start_one_shot(const Spec& spec, OneShot& one_shot);
 
   std::string state_of(const SandboxRecord& rec, BackendSandbox* impl) const;
+  std::vector<std::string> flatten_if_deep(std::vector<std::string> stack, bool* flattened);  // snapshot.cpp
+  // fork.cpp: children of one snapshot.
+  void fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
+                     const ForkOptions& options, ForkResult& out);
 
   RuntimeOptions options_;
   std::string root_;
@@ -153,6 +165,11 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // the workers before is sure to run; after, callers run it themselves.
   mutable std::mutex close_mutex_;
   bool workers_closed_ = false;
+  struct LongCall {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  std::vector<LongCall> long_calls_;  // long_call threads (guarded by close_mutex_), joined by close()
   std::atomic<bool> closed_{false};
 };
 

@@ -194,6 +194,30 @@ void Sandbox::destroy_async(std::function<void(std::exception_ptr)> done) {
   });
 }
 
+SnapshotResult Sandbox::snapshot(const SnapshotOptions& options) {
+  auto owner = owner_checked();
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (destroyed_) throw Error(Code::kFailedPrecondition, "sandbox " + id() + " is destroyed");
+  return owner->snapshot(record_, *impl_, options);
+}
+
+ForkResult Sandbox::fork(const ForkOptions& options) {
+  auto owner = owner_checked();
+  if (options.n < 1 || options.n > kMaxForkChildren)
+    throw Error(Code::kInvalidArgument, "invalid fork field 'n': " + std::to_string(options.n) + " (1.." +
+                                            std::to_string(kMaxForkChildren) + ")");
+  SnapshotOptions snap;
+  snap.exclude = options.exclude;
+  snap.default_excludes = false;  // a fork continues the trajectory: every file
+  SnapshotResult taken = snapshot(snap);
+  SandboxRecord rec;
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    rec = record_;
+  }
+  return owner->fork_from(rec, std::move(taken), options);
+}
+
 void Sandbox::pause() {
   auto owner = owner_checked();
   std::lock_guard lock(state_mutex_);

@@ -80,6 +80,11 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   // One snapshot, then `options.n` new sandboxes on its layers (the child identity of sandlet.h). Blocks until
   // every child is ready or has failed (per-child errors in the result).
   ForkResult fork(const ForkOptions& options);
+  // Runs a blocking call of this handle (snapshot, fork) on a thread of the runtime's; `done` gets its
+  // result on the loop thread.
+  void blocking_async(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) {
+    owner_checked()->long_call(std::move(work), std::move(done));
+  }
   bool destroyed() const { return destroyed_; }
   // Marks the handle unusable without ending the sandbox (the runtime is doing or has done that).
   void mark_ended() { destroyed_ = true; }

@@ -8,6 +8,7 @@
 
 #include "backends/backend.hpp"
 #include "runtime/record.hpp"
+#include "runtime/snapshot_types.hpp"
 
 namespace sandlet {
 
@@ -25,6 +26,13 @@ class SandboxOwner {
   virtual void forget(const std::string& id) = 0;
   // Persists a state change of the record (pause/resume).
   virtual void persist(const SandboxRecord& rec) = 0;
+  // Runs `work` on a thread of its own (it may block for long, and may itself wait for the loop and the
+  // workers), then `done` on the loop thread. The runtime's close waits for it. FAILED_PRECONDITION once closed.
+  virtual void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) = 0;
+  // Snapshot and fork of this sandbox (runtime/snapshot.cpp, runtime/fork.cpp).
+  virtual SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) = 0;
+  // The children of a fork of `parent`, from the snapshot just taken of it.
+  virtual ForkResult fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) = 0;
 };
 
 }  // namespace sandlet

@@ -45,6 +45,7 @@ std::vector<std::string> read_names(int dir, const std::string& shown) {
     ::close(dup);
     throw_errno("snapshot: read directory " + shown);
   }
+  rewinddir(d);  // the offset is shared with `dir`, which an earlier pass may have read to its end
   std::vector<std::string> names;
   errno = 0;
   while (struct dirent* e = ::readdir(d)) {
@@ -145,9 +146,16 @@ class Walk final {
         }
         // Opaque stays opaque only where this directory is new since the previous snapshot: one the previous
         // snapshot already holds must not hide what it holds.
-        bool new_dir = !o_.previous || !o_.previous->entries.count(path) ||
-                       o_.previous->entries.at(path).ino != static_cast<uint64_t>(st.st_ino);
-        open_.push_back({child, st, read_fd_xattrs(sub.get(), path), new_dir, false});
+        auto before = o_.previous ? o_.previous->entries.find(path) : std::map<std::string, EntryStamp>::const_iterator();
+        const bool held_before = o_.previous && before != o_.previous->entries.end();
+        const bool new_dir = !held_before || before->second.ino != static_cast<uint64_t>(st.st_ino);
+        Xattrs xattrs = read_fd_xattrs(sub.get(), path);
+        // What the previous snapshot held at this path was removed and this directory made since: it hides
+        // that, as OverlayFS marks such a directory only when a lower layer of the sandbox had the path.
+        if (held_before && new_dir &&
+            std::none_of(xattrs.begin(), xattrs.end(), [](const auto& x) { return x.first == "trusted.overlay.opaque"; }))
+          xattrs.emplace_back("trusted.overlay.opaque", "y");
+        open_.push_back({child, st, std::move(xattrs), new_dir, false});
         if (o_.previous) dir_info_[child] = {st, open_.back().xattrs};
         if (!same) ensure_parents(out);
         walk_dir(sub.get(), out, child);

@@ -19,6 +19,7 @@ std::vector<std::string> base_env(const Spec& spec) {
       env[k] = n;
   }
   for (const auto& [k, v] : spec.env) env[k] = v;
+  for (const auto& [k, v] : spec.secrets) env[k] = v;
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);

@@ -260,6 +260,17 @@ void spec_set_env(Spec& s, std::string_view key, std::string_view value) {
   s.env.insert_or_assign(std::string(key), std::string(value));
 }
 
+void spec_set_secret(Spec& s, std::string_view key, std::string_view value) {
+  if (key.empty()) throw_invalid("secrets", "key must not be empty");
+  check_text("secrets", key, "key " + quoted(key));
+  if (key.find('=') != std::string_view::npos) throw_invalid("secrets", "key " + quoted(key) + " must not contain '='");
+  if (key.size() > kMaxEnvKey) throw_invalid("secrets", "key longer than " + std::to_string(kMaxEnvKey) + " bytes");
+  const std::string field = "secrets." + escaped(key);
+  check_text(field, value, "value");
+  if (value.size() > kMaxEnvValue) throw_invalid(field, "value longer than " + std::to_string(kMaxEnvValue) + " bytes");
+  s.secrets.insert_or_assign(std::string(key), std::string(value));
+}
+
 void spec_set_workdir(Spec& s, std::string_view v) {
   check_absolute_path("workdir", v);
   s.workdir = v;
@@ -444,6 +455,10 @@ void validate_spec(const Spec& spec) {
   for (const auto& layer : spec.layers) spec_add_layer(check, layer);
   spec_set_environment(check, spec.environment);
   for (const auto& [key, value] : spec.env) spec_set_env(check, key, value);
+  for (const auto& [key, value] : spec.secrets) {
+    spec_set_secret(check, key, value);
+    if (spec.env.count(key)) throw_invalid("secrets." + escaped(key), "also set in env");
+  }
   spec_set_workdir(check, spec.workdir);
   spec_set_hostname(check, spec.hostname);
   spec_set_user(check, spec.user);

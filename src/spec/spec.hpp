@@ -28,6 +28,9 @@ struct Spec {
   // its env is the base of `env`; its workdir/user apply when the spec leaves workdir "/" and user "".
   std::string environment;
   std::map<std::string, std::string> env;    // keys: non-empty, no '=' or NUL, <= 4096 bytes; values <= 128 KiB
+  // Credentials, as env (the same rules; a key in both is an error): in every command's environment, but
+  // never shown by info or list and not given to fork children unless the fork asks.
+  std::map<std::string, std::string> secrets;
   std::string workdir = "/";                 // absolute
   std::string hostname = "sandbox";          // RFC 1123 label(s), <= 64 chars
   std::string user;                          // "" (root), "uid", "uid:gid" (ids < 65536), [a-z_][a-z0-9_-]{0,31}
@@ -59,6 +62,7 @@ void spec_set_backend(Spec& s, std::string_view v);
 void spec_add_layer(Spec& s, std::string_view v);
 void spec_set_environment(Spec& s, std::string_view v);
 void spec_set_env(Spec& s, std::string_view key, std::string_view value);
+void spec_set_secret(Spec& s, std::string_view key, std::string_view value);
 void spec_set_workdir(Spec& s, std::string_view v);
 void spec_set_hostname(Spec& s, std::string_view v);
 void spec_set_user(Spec& s, std::string_view v);

@@ -104,6 +104,14 @@ void parse_env(Spec& s, const json::value& v) {
   }
 }
 
+void parse_secrets(Spec& s, const json::value& v) {
+  s.secrets.clear();
+  for (const auto& kv : as_object(v, "secrets", "an object of strings")) {
+    const std::string key = key_text(kv);
+    spec_set_secret(s, key, as_string(kv.value(), "secrets." + shown(key)));
+  }
+}
+
 void parse_labels(Spec& s, const json::value& v) {
   s.labels.clear();
   for (const auto& kv : as_object(v, "labels", "an object of strings")) {
@@ -149,6 +157,7 @@ const Field kFields[] = {
     {"layers", parse_layers},
     {"environment", [](Spec& s, const json::value& v) { spec_set_environment(s, as_string(v, "environment")); }},
     {"env", parse_env},
+    {"secrets", parse_secrets},
     {"workdir", [](Spec& s, const json::value& v) { spec_set_workdir(s, as_string(v, "workdir")); }},
     {"hostname", [](Spec& s, const json::value& v) { spec_set_hostname(s, as_string(v, "hostname")); }},
     {"user", [](Spec& s, const json::value& v) { spec_set_user(s, as_string(v, "user")); }},
@@ -269,6 +278,12 @@ std::string spec_to_json(const Spec& spec) {
   w.begin_object();
   for (const auto& [key, value] : spec.env) w.field(key, value);
   w.end_object();
+  if (!spec.secrets.empty()) {
+    w.key("secrets");
+    w.begin_object();
+    for (const auto& [key, value] : spec.secrets) w.field(key, value);
+    w.end_object();
+  }
   w.field("workdir", spec.workdir);
   w.field("hostname", spec.hostname);
   w.field("user", spec.user);

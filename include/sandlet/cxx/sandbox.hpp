@@ -48,6 +48,25 @@ class ExecControl {
   sandlet_exec_control_t* c_ = nullptr;
 };
 
+// ---- snapshots and forks -------------------------------------------------------------------------------
+
+struct SnapshotOptions {
+  std::vector<std::string> exclude;  // paths (fnmatch globs) left out
+  bool default_excludes = true;
+  bool full = false;                 // every change since create, not since the last snapshot
+  std::string name;
+};
+
+struct ForkOptions {
+  size_t n = 1;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::string> exclude;
+  bool copy_secrets = false;
+};
+
+class Sandbox;
+struct ForkResult;
+
 // ---- sandbox ------------------------------------------------------------------------------------------
 
 class Sandbox {
@@ -145,6 +164,24 @@ class Sandbox {
   void pause() { detail::check(sandlet_sandbox_pause(sb_)); }
   void resume() { detail::check(sandlet_sandbox_resume(sb_)); }
 
+  // Packs the sandbox's changes into a snapshot layer (sandlet_sandbox_snapshot); returns the result JSON.
+  std::string snapshot(const SnapshotOptions& opts = {}) {
+    std::vector<const char*> ex;
+    for (const auto& e : opts.exclude) ex.push_back(e.c_str());
+    sandlet_snapshot_options_t c = SANDLET_SNAPSHOT_OPTIONS_INIT;
+    c.exclude = ex.data();
+    c.n_exclude = ex.size();
+    c.no_default_excludes = opts.default_excludes ? 0 : 1;
+    c.full = opts.full ? 1 : 0;
+    c.name = opts.name.empty() ? nullptr : opts.name.c_str();
+    char* out = nullptr;
+    detail::check(sandlet_sandbox_snapshot(sb_, &c, &out));
+    return detail::take_string(out);
+  }
+
+  // One snapshot, then `opts.n` children on it (sandlet_sandbox_fork).
+  ForkResult fork(const ForkOptions& opts);
+
   // The sandbox's record (id, state, backend, labels, spec, created_at, ...) as a JSON object.
   std::string info_json() {
     char* out = nullptr;
@@ -216,6 +253,46 @@ class Sandbox {
 
   sandlet_sandbox_t* sb_ = nullptr;
 };
+
+// The children of a fork: child i is a sandbox, or the error it failed with.
+struct ForkResult {
+  std::string snapshot_json;             // the snapshot result the children were made from
+  std::vector<Sandbox> children;         // invalid() where that child failed
+  std::vector<std::string> errors;       // "" where that child is ready
+  std::vector<sandlet_code_t> codes;     // SANDLET_OK where that child is ready
+
+  static ForkResult take(sandlet_fork_result_t* r) {
+    ForkResult out;
+    out.snapshot_json = sandlet_fork_result_snapshot_json(r);
+    for (size_t i = 0; i < sandlet_fork_result_count(r); ++i) {
+      const sandlet_error_t* e = sandlet_fork_result_error(r, i);
+      out.errors.push_back(e ? sandlet_error_message(e) : "");
+      out.codes.push_back(sandlet_error_code(e));
+      out.children.emplace_back(sandlet_fork_result_take(r, i));
+    }
+    sandlet_fork_result_delete(r);
+    return out;
+  }
+};
+
+inline ForkResult Sandbox::fork(const ForkOptions& opts) {
+  std::vector<std::string> kv;
+  for (const auto& [k, v] : opts.labels) kv.push_back(k + "=" + v);
+  std::vector<const char*> labels, ex;
+  for (const auto& l : kv) labels.push_back(l.c_str());
+  for (const auto& e : opts.exclude) ex.push_back(e.c_str());
+  sandlet_fork_options_t c = SANDLET_FORK_OPTIONS_INIT;
+  c.n = opts.n;
+  c.labels = labels.data();
+  c.n_labels = labels.size();
+  c.exclude = ex.data();
+  c.n_exclude = ex.size();
+  c.copy_secrets = opts.copy_secrets ? 1 : 0;
+  sandlet_fork_result_t* r = nullptr;
+  detail::check(sandlet_sandbox_fork(sb_, &c, &r));
+  return ForkResult::take(r);
+}
+
 
 }  // inline namespace cxx
 }  // namespace sandlet

@@ -1,0 +1,124 @@
+// Fork: one snapshot, then n sandboxes restored from it at once, each with a defined identity of its own
+// (sandlet.h, "Fork children"): new id and hostname, the parent's labels plus lineage labels, a fresh
+// SANDLET_SEED and /etc/machine-id; spec, limits and network policy as the parent's. Files are forked,
+// processes are not (containers).
+#include <condition_variable>
+#include <mutex>
+
+#include "common/error.hpp"
+#include "runtime/runtime.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet {
+namespace {
+
+// "<first label of the parent's>-<index>", within the 63 characters of a label.
+std::string child_hostname(const std::string& parent, size_t index) {
+  std::string suffix = "-" + std::to_string(index);
+  std::string label = parent.substr(0, parent.find('.'));
+  if (label.size() + suffix.size() > 63) label.resize(63 - suffix.size());
+  while (!label.empty() && label.back() == '-') label.pop_back();
+  return (label.empty() ? "sandbox" : label) + suffix;
+}
+
+void check_n(size_t n) {
+  if (n < 1 || n > kMaxForkChildren)
+    throw Error(Code::kInvalidArgument, "invalid fork field 'n': " + std::to_string(n) + " (1.." +
+                                            std::to_string(kMaxForkChildren) + ")");
+}
+
+}  // namespace
+
+ForkResult Runtime::fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) {
+  ForkResult out;
+  out.snapshot = std::move(snap);
+  Spec base = parent.spec;  // as resolved at its create: the environment's defaults are in it
+  fork_children(out.snapshot.layer, base, parent.id, options, out);
+  return out;
+}
+
+ForkResult Runtime::fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options) {
+  check_not_on_loop("fork");
+  check_n(options.n);
+  ForkResult out;
+  try {
+    out.snapshot.layer = layer_store_->inspect(layer);
+  } catch (const Error& e) {
+    throw Error(e.code(), "fork: unknown snapshot '" + layer + "': " + e.what(), e.err_no());
+  }
+  if (out.snapshot.layer.stack.empty())
+    throw Error(Code::kInvalidArgument, "fork: layer " + out.snapshot.layer.digest + " is not a snapshot");
+  out.snapshot.existed = true;
+  fork_children(out.snapshot.layer, base, "", options, out);
+  return out;
+}
+
+void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
+                            const ForkOptions& options, ForkResult& out) {
+  check_n(options.n);
+  const size_t n = options.n;
+  std::vector<Spec> specs(n, base);
+  for (size_t i = 0; i < n; ++i) {
+    Spec& s = specs[i];
+    s.environment.clear();
+    s.layers = {snap.digest};  // restores its whole chain (runtime/layers.cpp)
+    for (const auto& [k, v] : options.labels) spec_set_label(s, k, v);
+    if (!parent_id.empty()) spec_set_label(s, "sandlet.parent", parent_id);
+    spec_set_label(s, "sandlet.snapshot", snap.digest);
+    spec_set_label(s, "sandlet.fork_index", std::to_string(i));
+    s.hostname = child_hostname(base.hostname, i);
+    s.env["SANDLET_SEED"] = sys::random_hex(8);
+    if (!options.copy_secrets) s.secrets.clear();
+  }
+  validate_spec(specs[0]);  // the same for every child: bad input fails the call before anything is made
+
+  out.children.assign(n, nullptr);
+  out.errors.assign(n, nullptr);
+  std::mutex m;
+  std::condition_variable cv;
+  size_t pending = n;
+  auto finished = [&] {
+    std::lock_guard<std::mutex> lock(m);
+    if (--pending == 0) cv.notify_all();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      create_async(specs[i], [&, i](std::exception_ptr err, std::shared_ptr<Sandbox> sb) {
+        out.errors[i] = err;
+        out.children[i] = std::move(sb);
+        if (!out.children[i]) return finished();
+        // A machine id of its own, where the image has /etc (written through the child's agent).
+        out.children[i]->write_file_async("/etc/machine-id", sys::random_hex(16) + "\n", 0444,
+                                          [&, i](std::exception_ptr e, std::string, uint32_t) {
+                                            if (e) {
+                                              try {
+                                                std::rethrow_exception(e);
+                                              } catch (const Error& err) {
+                                                if (err.code() != Code::kNotFound) out.errors[i] = e;
+                                              } catch (...) {
+                                                out.errors[i] = e;
+                                              }
+                                            }
+                                            finished();
+                                          });
+      });
+    } catch (...) {
+      out.errors[i] = std::current_exception();
+      finished();
+    }
+  }
+  std::unique_lock<std::mutex> lock(m);
+  cv.wait(lock, [&] { return pending == 0; });
+  // A child whose identity could not be completed is not handed out half made.
+  for (size_t i = 0; i < n; ++i) {
+    if (out.errors[i] && out.children[i]) {
+      try {
+        out.children[i]->destroy();
+      } catch (...) {
+      }
+      out.children[i].reset();
+    }
+  }
+}
+
+}  // namespace sandlet

@@ -1,0 +1,154 @@
+// Runtime::snapshot: a sandbox's changes as a store layer (pack_diff). The backend hands over its writable
+// layer twice — while the sandbox runs, then frozen (BackendSandbox::snapshot); src/snapshot packs it into a
+// private staging tmpfs each time; the store imports the second pass's tree after the thaw. Per sandbox, the
+// last snapshot's manifest (what it saw) makes the next one incremental.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "common/error.hpp"
+#include "image/store_files.hpp"
+#include "runtime/runtime.hpp"
+#include "snapshot/pack.hpp"
+#include "sys/fs_util.hpp"
+#include "sys/mount_api.hpp"
+
+namespace sandlet {
+namespace {
+
+constexpr const char* kManifestFile = "snapshot.manifest";
+constexpr const char* kHeadFile = "snapshot.head";  // the last snapshot's digest: kept while the sandbox lives
+
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// The layers below a sandbox's changes, lowest first, as its record names them.
+std::vector<std::string> stack_of(const SandboxRecord& rec) {
+  std::vector<std::string> out;
+  for (const auto& l : rec.layers) out.push_back(l.digest.empty() ? l.ref : l.digest);
+  return out;
+}
+
+// A private tmpfs for the two passes (attached nowhere: a crash cannot leave it behind). Each pass may hold
+// the whole writable layer.
+sys::UniqueFd staging_tmpfs(uint64_t disk) {
+  sys::UniqueFd fs = sys::FsContext("tmpfs").set("size", std::to_string(2 * disk + (64u << 20))).set("mode", "0700").mount(0);
+  for (const char* d : {"running", "frozen"})
+    if (::mkdirat(fs.get(), d, 0700) != 0) throw_errno(std::string("snapshot: make staging ") + d);
+  return fs;
+}
+
+sys::UniqueFd open_dir_at(int at, const char* name) {
+  sys::UniqueFd d(::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) throw_errno(std::string("snapshot: open staging ") + name);
+  return d;
+}
+
+}  // namespace
+
+SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) {
+  check_not_on_loop("snapshot");
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  const uint64_t t0 = steady_ns();
+  snapshot::check_excludes(options.exclude, "snapshot field 'exclude'");
+  if (!options.name.empty()) image::check_layer_name(options.name, "snapshot field 'name'");
+  Backend* backend = backend_named(rec.backend);
+  if (!backend || !(backend->capabilities() & kCapSnapshot))
+    throw Error(Code::kUnimplemented, "snapshots are not supported by the " + rec.backend + " backend");
+
+  const std::string dir = dirs_->dir(rec.id);
+  image::FileLock one_at_a_time(dir + "/snapshot.lock");
+
+  // Incremental when the last snapshot is still in the store; else every change since the start.
+  std::optional<snapshot::Manifest> previous;
+  std::vector<std::string> stack = stack_of(rec);
+  if (!options.full) {
+    if (auto text = sys::read_file_if_exists(dir + "/" + kManifestFile, 64u << 20)) {
+      snapshot::Manifest m = snapshot::decode_manifest(*text, dir + "/" + kManifestFile);
+      if (auto last = layer_store_->find(m.layer)) {
+        stack = last->stack;
+        stack.push_back(last->digest);
+        previous = std::move(m);
+      }
+    }
+  }
+  SnapshotResult result;
+  stack = flatten_if_deep(std::move(stack), &result.flattened);
+
+  snapshot::PackOptions pack;
+  pack.exclude = options.exclude;
+  if (options.default_excludes)
+    pack.exclude.insert(pack.exclude.end(), default_snapshot_excludes().begin(), default_snapshot_excludes().end());
+  pack.previous = previous ? &*previous : nullptr;
+
+  sys::UniqueFd staging = staging_tmpfs(rec.spec.limits.disk);
+  sys::UniqueFd running_dir = open_dir_at(staging.get(), "running");
+  sys::UniqueFd frozen_dir = open_dir_at(staging.get(), "frozen");
+  snapshot::PassResult first, final_pass;
+  result.frozen_ns = impl.snapshot(
+      [&](const WritableLayer& layer) {
+        pack.id_base = layer.id_base;
+        pack.id_count = layer.id_count;
+        first = snapshot::pack_pass(layer.dir_fd, running_dir.get(), pack, -1, nullptr);
+      },
+      [&](const WritableLayer& layer) {
+        final_pass = snapshot::pack_pass(layer.dir_fd, frozen_dir.get(), pack, running_dir.get(), &first.copied);
+      });
+  running_dir.reset();
+
+  image::ImportOptions import;
+  import.role = "diff";
+  import.name = options.name;
+  import.parent = stack.empty() || !image::is_store_ref(stack.back()) ? "" : stack.back();
+  import.stack = stack;
+  const std::string tree = "/proc/self/fd/" + std::to_string(staging.get()) + "/frozen";
+  result.layer = layer_store_->import_tree(tree, "snapshot of sandbox " + rec.id, import, &result.existed);
+  result.entries = final_pass.entries;
+  result.bytes = final_pass.bytes;
+
+  final_pass.manifest.layer = result.layer.digest;
+  sys::write_file_atomic(dir + "/" + kManifestFile, snapshot::encode_manifest(final_pass.manifest), 0600);
+  sys::write_file_atomic(dir + "/" + kHeadFile, result.layer.digest + "\n", 0600);
+  // The staging tmpfs goes with its last descriptor; its dissolution waits for an RCU grace period.
+  auto held = std::make_shared<sys::UniqueFd>(std::move(staging));
+  in_background([held] { held->reset(); });
+  result.total_ns = steady_ns() - t0;
+  return result;
+}
+
+// Past options_.snapshot_max_depth snapshots stacked on each other, the snapshots of the chain are merged into
+// one layer (the store's merge: the same view), so a restore stacks few layers however long the chain.
+std::vector<std::string> Runtime::flatten_if_deep(std::vector<std::string> stack, bool* flattened) {
+  size_t first_snapshot = stack.size();
+  while (first_snapshot > 0) {
+    const std::string& ref = stack[first_snapshot - 1];
+    if (!image::is_store_ref(ref)) break;
+    auto l = layer_store_->find(ref);
+    if (!l || l->stack.empty()) break;
+    --first_snapshot;
+  }
+  const size_t depth = stack.size() - first_snapshot;
+  if (depth < options_.snapshot_max_depth || depth < 2) return stack;
+  std::vector<std::string> chain(stack.begin() + static_cast<long>(first_snapshot), stack.end());
+  std::vector<std::string> base(stack.begin(), stack.begin() + static_cast<long>(first_snapshot));
+  image::ImportOptions merged_opts;
+  merged_opts.role = "diff";
+  merged_opts.stack = base;
+  std::vector<sys::UniqueFd> holds;
+  image::LayerInfo merged = layer_store_->merge(chain, merged_opts, [&](const std::string& digest) {
+    holds.emplace_back();
+    return layer_mounts_->acquire(digest, &holds.back());
+  });
+  holds.clear();
+  layers_->release_unused();
+  base.push_back(merged.digest);
+  *flattened = true;
+  return base;
+}
+
+}  // namespace sandlet
