@@ -585,6 +585,8 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
  *   "source"          string   what it was imported from: the path given, "<path> layer <i>" for an image's
  *                              i-th layer, "merge of <digest prefixes>" for a merge
  *   "parent"          string   digest of the layer it goes on top of (an image's or a diff's), or ""
+ *   "stack"           array    a snapshot's layers below it, lowest first (digests, or absolute paths of
+ *                              host directories); [] for other layers
  *   "created"         number   when it was imported
  *   "size"            integer  bytes of file content it holds
  *   "stored_bytes"    integer  bytes its import added to the store (metadata + data no other layer had)
@@ -595,6 +597,15 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
  *   "layers"          array    layer objects, lowest first: one for a directory or tar, one per image layer
  *   "existed"         array    booleans, one per layer: it was in the store already (nothing was added)
  *   "environment"     string   the environment made of an image's layers when a name was given, else ""
+ *   "missing"         array    for an exported layer: its parent and stack entries this store lacks
+ *                              (digests; host directories absent here). It is imported, but a sandbox
+ *                              cannot be restored from it until those are imported too
+ * Export result (sandlet_layer_export):
+ *   "digest"          string   the exported layer's digest
+ *   "path"            string   the file written
+ *   "bytes"           integer  bytes written to it
+ *   "files"           integer  tar members: files, directories, links and special files (the root included)
+ *   "compression"     string   "zstd" (the path ends in ".zst") or "none"
  * Layer gc report (sandlet_layer_gc):
  *   "removed_layers"  array    digests of the layers removed
  *   "removed_blobs"   array    digests of the data files removed (no layer left used them)
@@ -623,10 +634,35 @@ typedef struct sandlet_layer_import_options {
 } sandlet_layer_import_options_t;
 #define SANDLET_LAYER_IMPORT_OPTIONS_INIT {sizeof(sandlet_layer_import_options_t), 0, 0, 0, 0, 0, 0}
 
-/* Imports a directory, a tar / tar.gz / tar.zst, an OCI image layout directory or a `docker save` tarball.
-   Atomic. `opts` may be NULL (the defaults). *result_json (may be NULL): an import result. */
+/* Imports a directory, a tar / tar.gz / tar.zst, an OCI image layout directory, a `docker save` tarball, or
+   a file sandlet_layer_export wrote (on this node or another). Atomic. `opts` may be NULL (the defaults).
+   *result_json (may be NULL): an import result.
+   An exported file keeps its layer's digest, role, parent, stack and (when that name is free here) name;
+   its content is checked against the digest its header records: DATA_LOSS naming both digests if they
+   differ (a damaged or altered file; nothing is added), DATA_LOSS for a truncated file. `opts->role` given
+   replaces the exported role; `opts->parent` given must be the exported parent (else INVALID_ARGUMENT).
+   Overlay whiteouts in it stay whiteouts (no OCI ".wh." translation). */
 SANDLET_API sandlet_error_t *sandlet_layer_import(sandlet_runtime_t *rt, const char *path,
                                                   const sandlet_layer_import_options_t *opts, char **result_json);
+typedef struct sandlet_layer_export_options {
+  uint32_t size;                /* sizeof(sandlet_layer_export_options_t) */
+  int zstd_level;               /* a path ending in ".zst": the zstd level, 1..19 (0: 3) */
+  sandlet_progress_fn progress; /* NULL, or called from the exporting thread every few hundred files with
+                                   the file bytes read so far and the layer's size */
+  void *progress_user_data;
+} sandlet_layer_export_options_t;
+#define SANDLET_LAYER_EXPORT_OPTIONS_INIT {sizeof(sandlet_layer_export_options_t), 0, 0, 0}
+
+/* Writes layer `ref` (as for sandlet_layer_inspect) to the file `path`, for sandlet_layer_import on any
+   node: a POSIX pax tar (`tar tvf` lists it; zstd-compressed when `path` ends in ".zst") of the layer's
+   files with their owners, modes, nanosecond mtimes, xattrs, device numbers, hard and symbolic links and
+   overlay whiteouts, preceded by a pax global header whose record SANDLET.layer holds the layer's digest,
+   role, name, parent, stack and source as JSON. Written to "<path>.tmp-XXXXXXXX" and renamed: an error
+   leaves no file behind; an existing file at `path` is replaced. The layer is mounted to be read (and left
+   mounted only while a sandbox uses it). `opts` may be NULL. *result_json (may be NULL): an export
+   result, owned by the caller (free with sandlet_free). Blocks for as long as writing takes. */
+SANDLET_API sandlet_error_t *sandlet_layer_export(sandlet_runtime_t *rt, const char *ref, const char *path,
+                                                  const sandlet_layer_export_options_t *opts, char **result_json);
 /* *json: an array of layer objects, oldest first. */
 SANDLET_API sandlet_error_t *sandlet_layer_list(sandlet_runtime_t *rt, char **json);
 /* `ref`: a digest ("sha256:<hex>" or hex), a unique prefix of >= 12 hex digits, or a name. *json: a layer object. */

@@ -1,5 +1,6 @@
 // C ABI: the layer store and environments (src/image/layer_store.hpp).
 #include <boost/json.hpp>
+#include <set>
 
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
@@ -22,6 +23,19 @@ sandlet::image::ImportOptions import_options(const sandlet_layer_import_options_
   if (const char* name = field_or(*opts, &T::name, nullptr)) o.name = name;
   if (const char* parent = field_or(*opts, &T::parent, nullptr)) o.parent = parent;
   o.dedupe = !field_or(*opts, &T::no_dedupe, 0);
+  if (sandlet_progress_fn fn = field_or(*opts, &T::progress, nullptr)) {
+    void* ud = field_or(*opts, &T::progress_user_data, nullptr);
+    o.progress = [fn, ud](const sandlet::image::ImportProgress& p) { fn(ud, p.bytes, p.total_bytes, p.files); };
+  }
+  return o;
+}
+
+sandlet::image::ExportOptions export_options(const sandlet_layer_export_options_t* opts) {
+  sandlet::image::ExportOptions o;
+  if (!opts) return o;
+  using T = sandlet_layer_export_options_t;
+  check_options_size(*opts, "sandlet_layer_export_options_t", "SANDLET_LAYER_EXPORT_OPTIONS_INIT");
+  o.zstd_level = field_or(*opts, &T::zstd_level, 0);
   if (sandlet_progress_fn fn = field_or(*opts, &T::progress, nullptr)) {
     void* ud = field_or(*opts, &T::progress_user_data, nullptr);
     o.progress = [fn, ud](const sandlet::image::ImportProgress& p) { fn(ud, p.bytes, p.total_bytes, p.files); };
@@ -99,6 +113,35 @@ SANDLET_API sandlet_error_t* sandlet_layer_merge(sandlet_runtime_t* rt, const ch
     holds.clear();
     runtime.layer_mounts().release_unused(nullptr, [&] { return runtime.layers_in_use(); });
     if (layer_json) *layer_json = dup_string(sandlet::capi::layer_json(merged));
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_layer_export(sandlet_runtime_t* rt, const char* ref, const char* path,
+                                                  const sandlet_layer_export_options_t* opts, char** result_json) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(ref);
+  SANDLET_REQUIRE(path);
+  return guard([&] {
+    auto& runtime = *rt->rt;
+    // Mounted for the read, unmounted after (success or not) unless a sandbox uses it.
+    struct Mounted {
+      sandlet::Runtime& runtime;
+      std::set<std::string> digest;
+      sandlet::sys::UniqueFd hold;
+      ~Mounted() {
+        hold.reset();
+        if (digest.empty()) return;
+        try {
+          runtime.layer_mounts().release_unused(&digest, [&] { return runtime.layers_in_use(); });
+        } catch (...) {  // best effort: gc unmounts what is left
+        }
+      }
+    } mounted{runtime, {}, {}};
+    auto r = runtime.layer_store().export_layer(ref, path, export_options(opts), [&](const std::string& d) {
+      mounted.digest = {d};
+      return runtime.layer_mounts().acquire(d, &mounted.hold);
+    });
+    if (result_json) *result_json = dup_string(sandlet::capi::export_result_json(r));
   });
 }
 

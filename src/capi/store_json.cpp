@@ -13,6 +13,7 @@ json::object layer_object(const image::LayerInfo& l) {
                       {"name", l.name},
                       {"source", l.source},
                       {"parent", l.parent},
+                      {"stack", json::value_from(l.stack)},
                       {"created", l.created},
                       {"size", l.size},
                       {"stored_bytes", l.stored_bytes},
@@ -46,7 +47,16 @@ std::string import_result_json(const image::ImportResult& r) {
   json::array existed;
   for (bool e : r.existed) existed.push_back(e);
   return json::serialize(
-      json::object{{"layers", layer_array(r.layers)}, {"existed", std::move(existed)}, {"environment", r.environment}});
+      json::object{{"layers", layer_array(r.layers)}, {"existed", std::move(existed)}, {"environment", r.environment},
+                   {"missing", json::value_from(r.missing)}});
+}
+
+std::string export_result_json(const image::ExportResult& r) {
+  return json::serialize(json::object{{"digest", r.digest},
+                                      {"path", r.path},
+                                      {"bytes", r.bytes},
+                                      {"files", r.files},
+                                      {"compression", r.compressed ? "zstd" : "none"}});
 }
 
 std::string layer_gc_json(const image::GcReport& report) {

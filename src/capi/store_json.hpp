@@ -12,6 +12,7 @@ namespace sandlet::capi {
 std::string layer_json(const image::LayerInfo& layer);
 std::string layer_list_json(const std::vector<image::LayerInfo>& layers);
 std::string import_result_json(const image::ImportResult& result);
+std::string export_result_json(const image::ExportResult& result);
 std::string layer_gc_json(const image::GcReport& report);
 std::string env_version_json(const image::EnvVersion& version);
 std::string env_list_json(const std::vector<image::EnvInfo>& envs);

@@ -28,7 +28,8 @@ constexpr std::string_view kLayerUsage =
     "its name; `run`/`create --layer` and `env create --layer` accept the same references.\n"
     "\n"
     "Commands:\n"
-    "  import    Import a directory, tarball, OCI image layout or `docker save` tarball\n"
+    "  import    Import a directory, tarball, OCI image layout, `docker save` tarball or exported layer\n"
+    "  export    Write a layer to one file that `layer import` reads on another machine\n"
     "  ls        List layers\n"
     "  inspect   Print a layer's record as JSON\n"
     "  rm        Remove layers\n"
@@ -59,15 +60,29 @@ std::string layer_usage(std::string_view synopsis, std::string_view text, std::s
 std::string import_usage() {
   return layer_usage(
       "import [OPTIONS] PATH",
-      "Import PATH (a directory, a .tar / .tar.gz / .tar.zst, an OCI image layout directory or a\n"
-      "`docker save` tarball) into the store. Atomic. Prints each layer's digest (sha256:<hex>), one per\n"
-      "line, lowest first, then `environment NAME` when the import made an environment (OCI images with\n"
-      "--name). A layer that was already stored is noted on stderr. Progress is shown on stderr when it\n"
-      "is a terminal.\n",
+      "Import PATH (a directory, a .tar / .tar.gz / .tar.zst, an OCI image layout directory, a\n"
+      "`docker save` tarball or a file `sandlet layer export` wrote) into the store. Atomic. Prints each\n"
+      "layer's digest (sha256:<hex>), one per line, lowest first, then `environment NAME` when the import\n"
+      "made an environment (OCI images with --name). A layer that was already stored is noted on stderr.\n"
+      "Progress is shown on stderr when it is a terminal.\n"
+      "An exported layer keeps its digest, role, parent and stack (and its name where it is free here);\n"
+      "a file whose content does not match the digest it records is refused. If layers it goes on are\n"
+      "not in this store, a warning on stderr names them.\n",
       "      --role ROLE     base (default), workspace, toolkit or diff\n"
       "      --name NAME     Name the layer (an OCI image: the environment made of its layers)\n"
       "      --parent REF    The layer this one goes on top of (diffs)\n"
       "      --no-dedupe     Do not reuse chunks of other layers\n");
+}
+
+std::string export_usage() {
+  return layer_usage(
+      "export [OPTIONS] REF -o FILE",
+      "Write layer REF to FILE: a pax tar (`tar tvf FILE` lists it; zstd-compressed when FILE ends in\n"
+      ".zst) of its files with all their metadata, after a header with its digest, role, name, parent\n"
+      "and stack. `sandlet layer import FILE` on any machine gives the same layer. Atomic: on error no\n"
+      "FILE is left. Prints the layer's digest.\n",
+      "  -o, --output FILE   The file to write (replaced if it exists)\n"
+      "      --zstd-level N  zstd level for a .zst FILE, 1-19 (default 3)\n");
 }
 
 std::string ls_usage() {
@@ -281,8 +296,35 @@ int layer_import(CommandContext& ctx, const std::vector<std::string>& args) {
   }
   const std::string env = str(json::find(result, "environment"));
   if (!env.empty()) out += "environment " + env + "\n";
+  std::string missing;
+  for (const value& m : json::items(json::find(result, "missing"))) missing += " " + str(&m);
+  if (!missing.empty())
+    notes += "warning: a snapshot cannot be restored from this layer until the layers below it are imported too:" +
+             missing + "\n";
   write_all(STDERR_FILENO, notes);
   write_all(STDOUT_FILENO, out);
+  return 0;
+}
+
+int layer_export(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {{"output", 'o', true}, {"zstd-level", 0, true}};
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, export_usage(), &a)) return 0;
+  if (a.operands.size() != 1)
+    throw UsageError(a.operands.empty() ? "export: requires a layer REF" : "export: unexpected argument '" + a.operands[1] + "'");
+  if (a.last("output") == nullptr || a.last("output")->empty()) throw UsageError("export: requires -o FILE");
+  sandlet_layer_export_options_t opts = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
+  if (const std::string* level = a.last("zstd-level")) {
+    char* end = nullptr;
+    const long n = std::strtol(level->c_str(), &end, 10);
+    if (level->empty() || *end != '\0' || n < 1 || n > 19)
+      throw UsageError("invalid --zstd-level '" + *level + "': expected 1-19");
+    opts.zstd_level = static_cast<int>(n);
+  }
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* raw = nullptr;
+  detail::check(sandlet_layer_export(rt.get(), a.operands[0].c_str(), a.last("output")->c_str(), &opts, &raw));
+  write_all(STDOUT_FILENO, full_digest(str(json::find(take_json(raw), "digest"))) + "\n");
   return 0;
 }
 
@@ -482,7 +524,7 @@ int dispatch_sub(CommandContext& ctx, const std::vector<std::string>& args, std:
 
 int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args) {
   return dispatch_sub(ctx, args, kLayerUsage,
-                      {{"import", layer_import}, {"ls", layer_ls}, {"list", layer_ls}, {"inspect", layer_inspect},
+                      {{"import", layer_import}, {"export", layer_export}, {"ls", layer_ls}, {"list", layer_ls}, {"inspect", layer_inspect},
                        {"rm", layer_rm}, {"gc", layer_gc}, {"merge", layer_merge}});
 }
 

@@ -25,6 +25,7 @@ mode_t type_bits(TarEntry::Type t) {
     case TarEntry::Type::kBlockDev: return S_IFBLK;
     case TarEntry::Type::kDir: return S_IFDIR;
     case TarEntry::Type::kFifo: return S_IFIFO;
+    case TarEntry::Type::kSocket: return S_IFSOCK;
     case TarEntry::Type::kHardlink: break;
   }
   return 0;
@@ -45,7 +46,7 @@ std::string join(const std::string& dir, const std::string& leaf) { return dir.e
 }  // namespace
 
 void import_tar(ByteReader& in, const std::string& name, FsTree& tree, BlobBuilder& blobs, bool oci_whiteouts,
-                const ProgressFn& progress, uint64_t total_bytes) {
+                const ProgressFn& progress, uint64_t total_bytes, bool* ended_with_marker) {
   TarReader tar(in, name);
   TarEntry e;
   ImportProgress p;
@@ -133,6 +134,7 @@ void import_tar(ByteReader& in, const std::string& name, FsTree& tree, BlobBuild
     }
     tree.link(e.path, tree.add_inode(std::move(n)));
   }
+  if (ended_with_marker) *ended_with_marker = tar.ended_with_marker();
   if (progress) {
     p.bytes = in.input_bytes();
     progress(p);

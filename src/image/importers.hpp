@@ -31,7 +31,9 @@ void merge_directory(const std::string& dir, FsTree& tree, BlobBuilder& blobs, c
 // A tar stream (entries applied in order; later ones replace earlier ones). With `oci_whiteouts`, OCI
 // whiteout files become overlay whiteouts: ".wh.NAME" -> NAME as a 0/0 character device, ".wh..wh..opq" ->
 // its directory marked opaque (trusted.overlay.opaque=y).
+// `ended_with_marker` (may be null): whether the archive had its end-of-archive block (a file cut at a
+// member boundary has not).
 void import_tar(ByteReader& in, const std::string& name, FsTree& tree, BlobBuilder& blobs, bool oci_whiteouts,
-                const ProgressFn& progress, uint64_t total_bytes);
+                const ProgressFn& progress, uint64_t total_bytes, bool* ended_with_marker = nullptr);
 
 }  // namespace sandlet::image

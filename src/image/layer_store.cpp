@@ -182,7 +182,8 @@ ChunkMap LayerStore::load_chunk_map() const {
 }
 
 LayerInfo LayerStore::import_one(const std::string& source, const ImportOptions& options, bool* existed,
-                                 const std::function<void(FsTree&, BlobBuilder&)>& fill) {
+                                 const std::function<void(FsTree&, BlobBuilder&)>& fill,
+                                 const std::string& expect_digest) {
   std::string tmp = dir_ + "/tmp/" + sys::random_hex(8);
   sys::mkdir_p(tmp, 0700);
   struct Cleanup {
@@ -205,6 +206,11 @@ LayerInfo LayerStore::import_one(const std::string& source, const ImportOptions&
   std::string own_blob = blobs.finish(&records);
   tree.blobs[0] = own_blob;
   std::string digest = layer_digest(tree.content_digest(kChunkSize), options.stack);
+  if (!expect_digest.empty() && digest != expect_digest) {
+    throw Error(Code::kDataLoss, "import " + source + ": its content has digest sha256:" + digest +
+                                     ", its header says sha256:" + expect_digest +
+                                     " (the file was altered or damaged); nothing was imported");
+  }
 
   FileLock store_lock(dir_ + "/lock");
   if (auto found = find(digest)) {
@@ -225,7 +231,7 @@ LayerInfo LayerStore::import_one(const std::string& source, const ImportOptions&
 
   LayerInfo l;
   l.digest = digest;
-  l.role = options.role;
+  l.role = options.role.empty() ? "base" : options.role;
   l.name = options.name;
   l.source = source;
   l.parent = options.parent;
@@ -255,7 +261,7 @@ LayerInfo LayerStore::import_one(const std::string& source, const ImportOptions&
 }
 
 ImportResult LayerStore::import(const std::string& path, const ImportOptions& options) {
-  check_role(options.role, "role");
+  if (!options.role.empty()) check_role(options.role, "role");
   if (!options.name.empty()) check_layer_name(options.name, "name");
   std::string parent;
   if (!options.parent.empty()) parent = resolve(options.parent);
@@ -321,6 +327,7 @@ ImportResult LayerStore::import(const std::string& path, const ImportOptions& op
     }));
     result.existed.push_back(existed);
   } else if (S_ISREG(st.st_mode)) {
+    if (import_if_exported(path, options, &result)) return result;
     if (is_image_tarball(path)) {
       std::string tmp = dir_ + "/tmp/" + sys::random_hex(8);
       sys::mkdir_p(tmp, 0700);
@@ -519,7 +526,7 @@ GcReport LayerStore::gc(const std::set<std::string>& in_use) {
 LayerInfo LayerStore::merge(const std::vector<std::string>& refs, const ImportOptions& options,
                              const std::function<std::string(const std::string&)>& mounted_dir) {
   if (refs.size() < 2) throw Error(Code::kInvalidArgument, "merge: give at least two layers, lowest first");
-  check_role(options.role, "role");
+  if (!options.role.empty()) check_role(options.role, "role");
   if (!options.name.empty()) check_layer_name(options.name, "name");
   std::vector<LayerInfo> layers;
   for (const auto& r : refs) layers.push_back(inspect(r));

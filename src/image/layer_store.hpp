@@ -43,7 +43,7 @@ struct LayerInfo {
 };
 
 struct ImportOptions {
-  std::string role = "base";
+  std::string role;       // "" = not given: "base", or an exported layer's own role
   std::string name;       // names the layer (dir/tar) or the environment made of an image's layers (OCI)
   std::string parent;     // for diffs: the layer this one goes on top of
   std::vector<std::string> stack;  // for snapshots: LayerInfo::stack (resolved digests or host paths)
@@ -55,6 +55,22 @@ struct ImportResult {
   std::vector<LayerInfo> layers;  // lowest first; one for a directory or tar, one per OCI layer
   std::vector<bool> existed;      // parallel: the layer was already in the store
   std::string environment;        // set for OCI imports given a name
+  // An exported layer whose parent or stack entries this store lacks (digests; host directories that do not
+  // exist here): it is imported, but a sandbox cannot be restored from it until those are imported too.
+  std::vector<std::string> missing;
+};
+
+struct ExportOptions {
+  int zstd_level = 0;  // for a path ending in ".zst": 0 = the default level (3)
+  ProgressFn progress;  // bytes = file data read so far, total_bytes = the layer's size
+};
+
+struct ExportResult {
+  std::string digest;
+  std::string path;
+  uint64_t bytes = 0;  // written to the file
+  uint64_t files = 0;  // tar members (the root directory included, the global header not)
+  bool compressed = false;
 };
 
 struct EnvVersion {
@@ -114,6 +130,12 @@ class LayerStore final {
   LayerInfo merge(const std::vector<std::string>& refs, const ImportOptions& options,
                   const std::function<std::string(const std::string& digest)>& mounted_dir);
 
+  // Writes layer `ref` to `path` as a pax tar (zstd when `path` ends in ".zst"): a global header carrying
+  // the layer's manifest fields (SANDLET.layer), then its tree read from `mounted_dir`. Atomic: written to
+  // `path`.tmp-XXXXXXXX, then renamed. import() of that file on any node gives the same digest.
+  ExportResult export_layer(const std::string& ref, const std::string& path, const ExportOptions& options,
+                            const std::function<std::string(const std::string& digest)>& mounted_dir) const;
+
   // Environments: a new version each time `create` is called with the same name.
   EnvVersion env_create(const std::string& name, const std::vector<std::string>& layer_refs,
                         const std::map<std::string, std::string>& env, const std::string& workdir,
@@ -130,8 +152,11 @@ class LayerStore final {
   std::string blob_path(const std::string& blob) const { return dir_ + "/blobs/" + blob; }
 
  private:
+  // `expect_digest`: "" or the digest the content must have (else kDataLoss, nothing committed).
   LayerInfo import_one(const std::string& source_label, const ImportOptions& options, bool* existed,
-                       const std::function<void(FsTree&, BlobBuilder&)>& fill);
+                       const std::function<void(FsTree&, BlobBuilder&)>& fill, const std::string& expect_digest = "");
+  // Imports `path` if it is a file export_layer wrote (true), else leaves it to the other importers.
+  bool import_if_exported(const std::string& path, const ImportOptions& options, ImportResult* result);
   ChunkMap load_chunk_map() const;
   void sweep_tmp(GcReport* report);
 

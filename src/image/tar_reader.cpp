@@ -287,7 +287,7 @@ bool TarReader::next(TarEntry& out) {
       entry_at_ = offset_;
       if (read_block(h, "") && !all_zero(h)) fail(Code::kDataLoss, "", "a zero block is followed by a header");
       if (pending) fail(Code::kDataLoss, "", "archive is truncated (extended header without a member)");
-      ended_ = true;
+      ended_ = marker_ = true;
       return false;
     }
 
@@ -383,7 +383,11 @@ bool TarReader::next(TarEntry& out) {
       case '3': e.type = TarEntry::Type::kCharDev; break;
       case '4': e.type = TarEntry::Type::kBlockDev; break;
       case '5': case 'D': e.type = TarEntry::Type::kDir; break;  // 'D': GNU dumpdir, a directory plus a listing
-      case '6': e.type = TarEntry::Type::kFifo; break;
+      case '6': {
+        auto sock = pax.find("SANDLET.type");
+        e.type = sock != pax.end() && sock->second == "socket" ? TarEntry::Type::kSocket : TarEntry::Type::kFifo;
+        break;
+      }
       default:
         fail(Code::kInvalidArgument, raw_name,
              "unsupported entry type " + (type >= 0x20 && type < 0x7f ? "'" + std::string(1, type) + "'"

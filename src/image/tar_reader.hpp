@@ -16,7 +16,8 @@
 namespace sandlet::image {
 
 struct TarEntry {
-  enum class Type { kFile, kHardlink, kSymlink, kCharDev, kBlockDev, kDir, kFifo };
+  // kSocket: a fifo member marked SANDLET.type=socket (tar has no socket type; layer exports use it).
+  enum class Type { kFile, kHardlink, kSymlink, kCharDev, kBlockDev, kDir, kFifo, kSocket };
   // Normalized: no leading "./" or "/", no trailing "/", no empty or "." components; "" = the root dir itself.
   std::string path;
   Type type = Type::kFile;
@@ -40,6 +41,10 @@ class TarReader {
   bool next(TarEntry& out);
   // Reads the data of the current entry; 0 at its end.
   size_t read_data(void* buf, size_t n);
+  // The pax global ('g') records read so far.
+  const std::map<std::string, std::string>& global_records() const { return global_pax_; }
+  // Whether the archive ended with its end-of-archive zero block (not just where the file ends).
+  bool ended_with_marker() const { return marker_; }
 
  private:
   bool read_block(uint8_t* block, const std::string& member);
@@ -55,6 +60,7 @@ class TarReader {
   uint64_t entry_at_ = 0;   // offset of the header being parsed or of the current entry, for errors
   std::string current_;     // path of the current entry, for the same
   bool ended_ = false;
+  bool marker_ = false;
   std::map<std::string, std::string> global_pax_;  // 'g' records: apply to every following entry
   std::unique_ptr<uint8_t[]> scratch_;             // for skipping data
 };

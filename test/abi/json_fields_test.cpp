@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     return 77;
   }
   const auto tables = documented_tables(argv[1]);
-  for (const char* name : {"Layer object", "Import result", "Layer gc report", "Environment object", "Environment version"}) {
+  for (const char* name : {"Layer object", "Import result", "Export result", "Layer gc report", "Environment object",
+                           "Environment version"}) {
     if (tables.count(name) == 0 || tables.at(name).empty()) {
       std::fprintf(stderr, "FAIL: sandlet.h documents no fields for \"%s\"\n", name);
       return 1;
@@ -142,6 +143,11 @@ int main(int argc, char** argv) {
     check_strings(inspected.at("blobs"), "a layer's \"blobs\"");
     json::value merged = json::parse(rt.layer_merge({a, b}));
     check_object(merged, layer, "sandlet_layer_merge's layer");
+    json::value exported = json::parse(rt.layer_export("layer-a", root + "/a.tar"));
+    check_object(exported, tables.at("Export result"), "sandlet_layer_export's result");
+    json::value reimported = json::parse(rt.layer_import(root + "/a.tar"));
+    check_object(reimported, tables.at("Import result"), "sandlet_layer_import's result for an exported file");
+    if (reimported.at("layers").at(0).at("digest") != json::value(a)) fail("an exported layer re-imported under another digest");
     json::value listed = json::parse(rt.layer_list());
     if (!listed.is_array() || listed.as_array().size() != 4) fail("sandlet_layer_list: expected 4 layers: " + json::serialize(listed));
     for (const auto& l : listed.as_array()) check_object(l, layer, "a listed layer");

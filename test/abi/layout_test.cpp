@@ -61,11 +61,13 @@ std::vector<Layout> table() {
   using EX = sandlet_exec_options_t;
   using RN = sandlet_run_options_t;
   using LI = sandlet_layer_import_options_t;
+  using LE = sandlet_layer_export_options_t;
   using BI = sandlet_backend_info_t;
   const RT rt_init = SANDLET_RUNTIME_OPTIONS_INIT;
   const EX ex_init = SANDLET_EXEC_OPTIONS_INIT;
   const RN rn_init = SANDLET_RUN_OPTIONS_INIT;
   const LI li_init = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
+  const LE le_init = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
   return {
       {"sandlet_runtime_options_t", sizeof(RT), 20, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
@@ -90,6 +92,9 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(LI, name, 16, 8, false), SANDLET_OPTION_ROW_(LI, parent, 24, 8, false),
         SANDLET_OPTION_ROW_(LI, no_dedupe, 32, 4, false), SANDLET_OPTION_ROW_(LI, progress, 40, 8, true),
         SANDLET_OPTION_ROW_(LI, progress_user_data, 48, 8, false)}},
+      {"sandlet_layer_export_options_t", sizeof(LE), 24, le_init.size,
+       {SANDLET_OPTION_ROW_(LE, size, 0, 4, false), SANDLET_OPTION_ROW_(LE, zstd_level, 4, 4, false),
+        SANDLET_OPTION_ROW_(LE, progress, 8, 8, false), SANDLET_OPTION_ROW_(LE, progress_user_data, 16, 8, false)}},
       // An element of a returned array: versioned by the element size the call returns.
       {"sandlet_backend_info_t", sizeof(BI), 24, 0,
        {SANDLET_ROW_(BI, name, 0, 8, false), SANDLET_ROW_(BI, available, 8, 4, false),

@@ -371,6 +371,9 @@ class AsyncRuntime:
         return await asyncio.to_thread(self.sync.layer_import, path, role=role, name=name, parent=parent,
                                        dedupe=dedupe, progress=progress)
 
+    async def layer_export(self, ref: str, path: PathLike, *, zstd_level: int = 0) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_export, ref, path, zstd_level=zstd_level)
+
     async def layer_list(self) -> List[Dict[str, Any]]:
         return await asyncio.to_thread(self.sync.layer_list)
 

@@ -349,6 +349,12 @@ class Runtime:
         return json.loads(self._h.layer_import(os.fspath(path), progress=progress,
                                                **import_kwargs(role, name, parent, dedupe)))
 
+    def layer_export(self, ref: str, path: PathLike, *, zstd_level: int = 0) -> Dict[str, Any]:
+        """Writes layer ``ref`` to one file (a pax tar; zstd when ``path`` ends in ".zst") that
+        ``layer_import`` reads on any machine, giving the same digest, role, parent and stack. Atomic.
+        Returns {"digest", "path", "bytes", "files", "compression"}."""
+        return json.loads(self._h.layer_export(ref, os.fspath(path), zstd_level))
+
     def layer_list(self) -> List[Dict[str, Any]]:
         return json.loads(self._h.layer_list())
 

@@ -199,6 +199,13 @@ void bind_runtime(py::module_& m) {
            },
            py::arg("path"), py::arg("role") = "", py::arg("name") = "", py::arg("parent") = "",
            py::arg("no_dedupe") = false, py::arg("progress") = py::none())
+      .def("layer_export",
+           [](RuntimeHandle& h, const std::string& ref, const std::string& path, int zstd_level) {
+             sandlet::LayerExportOptions o;
+             o.zstd_level = zstd_level;
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_export(ref, path, o); });
+           },
+           py::arg("ref"), py::arg("path"), py::arg("zstd_level") = 0)
       .def("layer_list", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.layer_list(); }); })
       .def("layer_inspect",
            [](RuntimeHandle& h, const std::string& ref) {

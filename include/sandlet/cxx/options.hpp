@@ -150,6 +150,12 @@ struct LayerImportOptions {
   std::function<void(uint64_t bytes, uint64_t total_bytes, uint64_t files)> progress;
 };
 
+struct LayerExportOptions {
+  int zstd_level = 0;  // a path ending in ".zst": the zstd level (0 = the default)
+  // Optional; called from the exporting thread every few hundred files. Must not throw.
+  std::function<void(uint64_t bytes, uint64_t total_bytes, uint64_t files)> progress;
+};
+
 namespace detail {
 
 inline void progress_trampoline(void* user_data, uint64_t bytes, uint64_t total, uint64_t files) noexcept {
@@ -178,6 +184,17 @@ class CLayerOptions {
  private:
   sandlet_layer_import_options_t c_ = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
 };
+
+// The C view of LayerExportOptions; valid while `o` is alive.
+inline sandlet_layer_export_options_t c_export_options(const LayerExportOptions& o) noexcept {
+  sandlet_layer_export_options_t c = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
+  c.zstd_level = o.zstd_level;
+  if (o.progress) {
+    c.progress = &progress_trampoline;
+    c.progress_user_data = const_cast<void*>(static_cast<const void*>(&o.progress));
+  }
+  return c;
+}
 
 }  // namespace detail
 

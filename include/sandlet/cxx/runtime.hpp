@@ -168,6 +168,15 @@ class Runtime {
     detail::check(sandlet_layer_import(rt_, path.c_str(), c.get(), &out));
     return detail::take_string(out);
   }
+  // Writes a layer to a file layer_import reads on any node (see sandlet_layer_export); returns
+  // {"digest","path","bytes","files","compression"}.
+  std::string layer_export(const std::string& ref, const std::string& path,
+                           const LayerExportOptions& options = LayerExportOptions()) {
+    const sandlet_layer_export_options_t c = detail::c_export_options(options);
+    char* out = nullptr;
+    detail::check(sandlet_layer_export(rt_, ref.c_str(), path.c_str(), &c, &out));
+    return detail::take_string(out);
+  }
   std::string layer_list() { return json_call(&sandlet_layer_list); }
   std::string layer_inspect(const std::string& ref) {
     char* out = nullptr;

@@ -71,3 +71,52 @@ TEST_CASE("cli: layer and env usage errors exit 2, unknown refs exit 1", "[cli][
   CHECK(cli(h, "--help", &st).find("layer") != std::string::npos);
   h.check_no_leaks();
 }
+
+TEST_CASE("cli: a layer exported to one file and imported under another root keeps its digest", "[cli][layers]") {
+  Harness h, other;
+  int st = -1;
+  const std::string dir = h.root() + "/src-layer";
+  host_sh("mkdir -p '" + dir + "/etc' && printf 'exported\\n' > '" + dir + "/etc/motd' && ln -s motd '" + dir +
+          "/etc/motd.link' && head -c 100000 /dev/urandom > '" + dir + "/blob'");
+  const std::string digest = cli(h, "layer import " + dir + " --name mine --role toolkit", &st);
+  REQUIRE(st == 0);
+  const std::string file = h.root() + "/mine.tar.zst";
+  CHECK(cli(h, "layer export mine -o " + file, &st) == digest);
+  CHECK(st == 0);
+  CHECK(host_sh("tar --zstd -tf " + file + " 2>/dev/null | LC_ALL=C sort | tr '\\n' ' '", &st) ==
+        "./ blob etc/ etc/motd etc/motd.link ");
+  CHECK(st == 0);
+
+  const std::string imported = cli(other, "layer import " + file, &st);
+  CHECK(st == 0);
+  CHECK(imported == digest);
+  const std::string inspected = cli(other, "layer inspect mine", &st);
+  CHECK(st == 0);
+  CHECK(inspected.find("\"role\": \"toolkit\"") != std::string::npos);
+  const std::string run = cli(other, "run --layer " + std::string(SANDLET_TEST_ROOTFS) + " --layer mine -- "
+                                       "/bin/sh -c 'cat /etc/motd; readlink /etc/motd.link; wc -c < /blob'", &st);
+  CHECK(st == 0);
+  CHECK(run == "exported\nmotd\n100000\n");
+
+  // A layer that goes on one this root lacks: imported, with a warning naming it.
+  const std::string diff_dir = h.root() + "/diff-layer";
+  host_sh("mkdir -p '" + diff_dir + "' && echo d > '" + diff_dir + "/d'");
+  cli(h, "layer import " + diff_dir + " --role diff --name on-top --parent mine", &st);
+  REQUIRE(st == 0);
+  cli(h, "layer export on-top -o " + h.root() + "/on-top.tar", &st);
+  REQUIRE(st == 0);
+  Harness third;
+  const std::string warned = host_sh(std::string(SANDLET_CLI) + " --root " + third.root() + " layer import " +
+                                         h.root() + "/on-top.tar 2>&1 >/dev/null", &st);
+  CHECK(st == 0);
+  CHECK(warned.find("warning:") != std::string::npos);
+  CHECK(warned.find(digest.substr(7, 64)) != std::string::npos);
+
+  // Usage: -o is required.
+  cli(h, "layer export mine", &st);
+  CHECK(st == 2);
+  CHECK(cli(h, "layer export --help", &st).find("-o, --output FILE") != std::string::npos);
+  h.check_no_leaks();
+  other.check_no_leaks();
+  third.check_no_leaks();
+}
