@@ -24,7 +24,10 @@ void BackendSandbox::unimplemented(const char* what) const {
 
 void BackendSandbox::pause() { unimplemented("pause"); }
 void BackendSandbox::resume() { unimplemented("resume"); }
-uint64_t BackendSandbox::snapshot(const std::function<void(int)>&) { unimplemented("snapshot"); }
+uint64_t BackendSandbox::snapshot(const std::function<void(const WritableLayer&)>&,
+                                  const std::function<void(const WritableLayer&)>&) {
+  unimplemented("snapshot");
+}
 std::unique_ptr<BackendSandbox> BackendSandbox::fork(const BackendForkRequest&) { unimplemented("fork"); }
 
 }  // namespace sandlet

@@ -51,6 +51,15 @@ struct OneShot {
 
 struct BackendForkRequest;
 
+// A sandbox's changes since it started, as its backend hands them to a snapshot: a directory in the form
+// of an OverlayFS upper layer (whiteouts, opaque directories), whose owners are host ids, id 0 inside being
+// `id_base`. Hostile input: everything in it was written by the sandbox.
+struct WritableLayer {
+  int dir_fd = -1;
+  uint32_t id_base = 0;
+  uint32_t id_count = 0;
+};
+
 // One sandbox, as its backend sees it. Made by Backend::prepare (a start's first half) or Backend::adopt
 // (from its record: a sandbox of another process, or one to reclaim after a crash). Thread-safety: every
 // method may be called from any thread; kill() concurrently with anything.
@@ -95,10 +104,11 @@ class BackendSandbox {
   // Freezes every process (memory stays); resume() thaws them.
   virtual void pause();
   virtual void resume();
-  // Holds the sandbox still and calls `pack` with a read-only descriptor of the directory holding its
-  // changes since it started (a container's writable layer), then lets it run on. Returns how long the
-  // sandbox was held still, in nanoseconds.
-  virtual uint64_t snapshot(const std::function<void(int changes_dir_fd)>& pack);
+  // Calls `running` with the sandbox's writable layer while it runs on, then holds every process of it
+  // still, calls `frozen` with the layer, and lets it run on again (a sandbox paused before stays paused).
+  // Returns how long the sandbox was held still, in nanoseconds.
+  virtual uint64_t snapshot(const std::function<void(const WritableLayer&)>& running,
+                            const std::function<void(const WritableLayer&)>& frozen);
   // A new sandbox that carries on from this one, processes and memory included (VM backends); file-level
   // forks (snapshot + restore) need no hook. The child is prepared as by Backend::prepare for `child`.
   virtual std::unique_ptr<BackendSandbox> fork(const BackendForkRequest& child);

@@ -203,7 +203,7 @@ bool send_frame_blocking(int fd, proto::InitMsg type, const std::string& payload
 
 namespace {
 // One setup frame of `type` with up to kMaxSetupFds SCM_RIGHTS fds (closed again on error).
-constexpr size_t kMaxSetupFds = 4;
+constexpr size_t kMaxSetupFds = 5;
 Status receive_setup_frame(int sock, proto::InitMsg type, std::string* payload, int* got_fds, size_t* nfds,
                            bool* ctrunc) {
   char hdr[proto::kHeaderSize];
@@ -235,7 +235,8 @@ Status receive_stage(int sock, InitFds* fds) {
   if (!st.ok()) return st;
   uint32_t flags = 0;
   const bool flags_ok = decode_stage(payload, &flags);
-  size_t want = (flags & proto::kInitHasCgroup) ? 4 : 3;
+  const bool has_cgroup = flags & proto::kInitHasCgroup, has_upper = flags & proto::kInitHasUpper;
+  size_t want = 3 + has_cgroup + has_upper;
   if (!flags_ok || ctrunc || nfds != want) {
     for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);
     return make_status(SANDLET_INTERNAL, EBADF,
@@ -244,7 +245,8 @@ Status receive_stage(int sock, InitFds* fds) {
   fds->rootfs = got_fds[0];
   fds->dev = got_fds[1];
   fds->listener = got_fds[2];
-  fds->cgroup = want == 4 ? got_fds[3] : -1;
+  fds->cgroup = has_cgroup ? got_fds[3] : -1;
+  fds->upper = has_upper ? got_fds[3 + has_cgroup] : -1;
   return Status::Ok();
 }
 
@@ -319,6 +321,17 @@ Status protect_proc_sys() {
   return Status::Ok();
 }
 
+// The writable layer's mount, at the fixed descriptor the host takes it from (close-on-exec: no command
+// inherits it).
+Status keep_upper(int fd) {
+  if (fd < 0) return Status::Ok();
+  if (fd != proto::kInitUpperFd) {
+    if (dup3(fd, proto::kInitUpperFd, O_CLOEXEC) < 0) return errno_status(errno, "keep the writable layer");
+    close(fd);
+  }
+  return Status::Ok();
+}
+
 Status setup_filesystem(const InitFds& fds) {
   umask(022);
   // Build with -DSANDLET_GUEST_TIMING to log each step's duration to fd 2.
@@ -350,6 +363,7 @@ Status setup_filesystem(const InitFds& fds) {
   STEP(mount_dev(fds.dev));
   STEP(pivot_into_cwd());
   STEP(make_nonblocking(fds.listener));
+  STEP(keep_upper(fds.upper));
   STEP(forbid_new_namespaces());
   STEP(protect_proc_sys());
 #undef STEP

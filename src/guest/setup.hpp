@@ -14,6 +14,7 @@ struct InitFds {
   int dev = -1;       // detached /dev to attach
   int listener = -1;  // agent listening socket (made non-blocking here)
   int cgroup = -1;    // sandbox cgroup2 dir, or -1
+  int upper = -1;     // the writable layer's mount (kept at kInitUpperFd), or -1
 };
 
 // Reads the kInitStage frame and its SCM_RIGHTS fds from `sock`.

@@ -23,7 +23,7 @@ constexpr uint32_t kMaxInitConfig = 16u << 20;
 
 enum class InitMsg : uint8_t {
   // host -> init, in this order
-  kStage = 0x81,    // u32 InitFlags (only kInitHasCgroup counts); fds via SCM_RIGHTS (see below): the init
+  kStage = 0x81,    // u32 InitFlags (only kInitHasCgroup and kInitHasUpper count); fds via SCM_RIGHTS (see below): the init
                     // builds its filesystem view and answers kStaged
   kConfig = 0x82,   // InitConfig: identity and policy; the init answers kReady. With kInitRunOnce it carries
                     // the command's stdio fds (SCM_RIGHTS, see RunOnce) and, after ready, the init answers
@@ -61,12 +61,18 @@ inline std::string frame(InitMsg type, std::string_view payload) {
 //   [2] the agent's listening Unix socket (already bound and listening, on a host path)
 //   [3] optional (kInitHasCgroup): an O_DIRECTORY fd of the sandbox's cgroup2 directory, delegated to the
 //       sandbox root, under which the agent creates one child cgroup per exec (to kill whole trees)
+//   [3 or 4] optional (kInitHasUpper): the detached tmpfs mount holding the root's writable layer (upper/,
+//       work/). The init keeps it at kInitUpperFd for the host to take with pidfd_getfd when it snapshots:
+//       the mount is attached nowhere, and a descriptor per sandbox in the host process would be copied into
+//       every sandbox started after it.
 enum InitFlags : uint32_t {
   kInitHasCgroup = 1,
   kInitLoopbackUp = 2,
   kInitDetached = 4,  // the sandbox outlives its creator: drop the parent-death signal
   kInitRunOnce = 8,   // one-shot: run InitConfig::run_once right after ready instead of serving requests
+  kInitHasUpper = 16,
 };
+constexpr int kInitUpperFd = 1000;  // where the init keeps the writable layer's mount (close-on-exec)
 
 // The command of a one-shot sandbox. Its stdin/stdout/stderr arrive with the kConfig frame as
 // SCM_RIGHTS fds, in that order, only those whose bit is set in `stdio` (bit 0 stdin, 1 stdout, 2 stderr);

@@ -203,6 +203,13 @@ UniqueFd overlay_root(std::vector<UniqueFd>& lowers, int upper_mnt, int upper, i
 
 }  // namespace
 
+uint64_t mount_id_of(int fd) {
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) != 0) throw_errno("statx mount id");
+  if (!(sx.stx_mask & STATX_MNT_ID)) throw Error(Code::kUnimplemented, "statx gives no mount id on this kernel");
+  return sx.stx_mnt_id;
+}
+
 OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int userns_fd, uid_t root_uid,
                                    uint64_t disk_bytes) {
   // Lowers first: a failure here (bad layer) costs nothing else.
@@ -230,7 +237,8 @@ OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int u
   OverlayRootfs out;
   out.root = overlay_root(lowers, upper_mnt.get(), upper.get(), work.get());
   out.sources = std::move(lowers);
-  out.sources.push_back(std::move(upper_mnt));
+  out.upper_mnt_id = mount_id_of(upper_mnt.get());
+  out.upper = std::move(upper_mnt);
   return out;
 }
 

@@ -38,7 +38,12 @@ class FsContext final {
 struct OverlayRootfs {
   UniqueFd root;
   std::vector<UniqueFd> sources;
+  UniqueFd upper;           // the tmpfs holding upper/ and work/ (what a snapshot reads), detached
+  uint64_t upper_mnt_id = 0;  // its mount id (statx STATX_MNT_ID), to recognise it later
 };
+
+// The mount id of the mount `fd` is on (statx STATX_MNT_ID, Linux 5.8).
+uint64_t mount_id_of(int fd);
 
 // The sandbox root: OverlayFS of `layers` (lowest first, each idmapped into the sandbox's user namespace)
 // and a per-sandbox tmpfs upper of `disk_bytes`, owned by `root_uid` (root inside). Detached. Where the

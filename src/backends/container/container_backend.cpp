@@ -19,7 +19,7 @@ class ContainerBackend final : public Backend {
   explicit ContainerBackend(std::string root) : root_(std::move(root)), node_(std::make_shared<ContainerNode>()) {}
 
   const char* name() const override { return "container"; }
-  uint32_t capabilities() const override { return kCapPrepareAhead | kCapOneShot | kCapPause | kCapStoreLayers; }
+  uint32_t capabilities() const override { return kCapPrepareAhead | kCapOneShot | kCapPause | kCapSnapshot | kCapStoreLayers; }
 
   void start(const BackendContext& context) override {
     node_->cgroups = sys::CgroupSystem::detect();

@@ -35,9 +35,12 @@ class ContainerSandbox final : public BackendSandbox {
   void reclaim() override;
   void pause() override;
   void resume() override;
+  uint64_t snapshot(const std::function<void(const WritableLayer&)>& running,
+                    const std::function<void(const WritableLayer&)>& frozen) override;  // container_snapshot.cpp
 
  private:
   void freeze(bool frozen);
+  sys::UniqueFd writable_layer() const;  // the upper directory, checked (container_snapshot.cpp)
 
   std::shared_ptr<ContainerNode> node_;
   const std::string id_, dir_;

@@ -92,7 +92,7 @@ void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
   state_.init_pid = s.init.pid();
   state_.init_start = sys::process_start_time(s.init.pid()).value_or(0);
   if (stage_for) {
-    s.send_stage(stage_for->layers, stage_for->limits.disk, state_.uid_base, *node_);
+    state_.upper_mnt_id = s.send_stage(stage_for->layers, stage_for->limits.disk, state_.uid_base, *node_);
     s.await_staged(stage_for->layers, stage_for->limits.disk);
   }
 }
@@ -112,7 +112,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   //    read after the configuration has been queued behind it.
   const bool stage_now = !s.staged;
   if (stage_now)
-    s.send_stage(spec.layers, spec.limits.disk, state_.uid_base, *node_);
+    state_.upper_mnt_id = s.send_stage(spec.layers, spec.limits.disk, state_.uid_base, *node_);
   else if (!fits(spec))
     throw Error(Code::kInternal, "prepared sandbox staged for other layers");
   fault_point("container.staging");

@@ -39,21 +39,24 @@ struct StartingInit {
   }
   // Phase 1 of the init's start-up: its root filesystem, idmapped into its user namespace, and its /dev.
   // Sent, then awaited separately, so that a cold create can queue its configuration behind it (one round
-  // trip). Built while the init execs (it has not asked for them yet), so off the critical path.
-  void send_stage(const std::vector<std::string>& lower, uint64_t disk_bytes, uid_t root_uid,
+  // trip). Built while the init execs (it has not asked for them yet), so off the critical path. Returns the
+  // mount id of the writable layer's tmpfs, which the init keeps (a snapshot checks it got that one).
+  uint64_t send_stage(const std::vector<std::string>& lower, uint64_t disk_bytes, uid_t root_uid,
                   const ContainerNode& node) {
     sys::UniqueFd root_dev = dev ? std::move(dev) : build_sandbox_dev(root_uid, root_uid);
     sys::OverlayRootfs rootfs = sys::build_overlay_rootfs(lower, userns.get(), root_uid, disk_bytes);
     // The last close of a detached mount waits for an RCU grace period: not on the create's path.
+    wire::Writer w;
+    w.u32(proto::kInitHasCgroup | proto::kInitHasUpper);
+    sys::send_with_fds(setup.get(), proto::frame(proto::InitMsg::kStage, w.data()),
+                       {rootfs.root.get(), root_dev.get(), listener.get(), cgroup.v2_fd(), rootfs.upper.get()});
+    listener.reset();
+    rootfs.sources.push_back(std::move(rootfs.upper));
     if (node.in_background) {
       auto held = std::make_shared<std::vector<sys::UniqueFd>>(std::move(rootfs.sources));
       node.in_background([held] { held->clear(); });
     }
-    wire::Writer w;
-    w.u32(proto::kInitHasCgroup);
-    sys::send_with_fds(setup.get(), proto::frame(proto::InitMsg::kStage, w.data()),
-                       {rootfs.root.get(), root_dev.get(), listener.get(), cgroup.v2_fd()});
-    listener.reset();
+    return rootfs.upper_mnt_id;
   }
   void await_staged(const std::vector<std::string>& lower, uint64_t disk_bytes) {
     expect(proto::InitMsg::kStaged, "filesystem set-up");

@@ -19,6 +19,7 @@ json::object ContainerState::to_json() const {
   o["cgroup_v2"] = cgroups.v2;
   o["cgroup_v1"] = std::move(v1);
   o["agent_socket"] = agent_socket;
+  o["upper_mnt_id"] = upper_mnt_id;
   return o;
 }
 
@@ -33,6 +34,7 @@ ContainerState ContainerState::from_json(const json::object& o) {
     s.cgroups.v2 = json::value_to<std::string>(o.at("cgroup_v2"));
     for (const auto& p : o.at("cgroup_v1").as_array()) s.cgroups.v1.push_back(json::value_to<std::string>(p));
     s.agent_socket = json::value_to<std::string>(o.at("agent_socket"));
+    if (auto* m = o.if_contains("upper_mnt_id")) s.upper_mnt_id = m->to_number<uint64_t>();
   } catch (const std::exception& e) {
     throw Error(Code::kDataLoss, std::string("damaged container state in a sandbox record: ") + e.what());
   }

@@ -18,6 +18,7 @@ struct ContainerState {
   uint64_t init_start = 0;  // its start time (clock ticks), to tell a reused pid
   sys::CgroupPaths cgroups;
   std::string agent_socket;  // host path of the agent's listening socket
+  uint64_t upper_mnt_id = 0;  // mount id of the writable layer's tmpfs, kept by the init (0: none)
 
   boost::json::object to_json() const;
   // Throws DATA_LOSS on a damaged section; an empty object gives the defaults (a crash came before the

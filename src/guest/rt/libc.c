@@ -141,6 +141,7 @@ ssize_t read(int fd, void *buf, size_t n) { return SC(SYS_read, fd, (long)buf, (
 ssize_t write(int fd, const void *buf, size_t n) { return SC(SYS_write, fd, (long)buf, (long)n, 0, 0, 0); }
 ssize_t pread(int fd, void *buf, size_t n, off_t off) { return SC(SYS_pread64, fd, (long)buf, (long)n, off, 0, 0); }
 int dup2(int from, int to) { return (int)SC(SYS_dup2, from, to, 0, 0, 0, 0); }
+int dup3(int from, int to, int flags) { return (int)SC(SYS_dup3, from, to, flags, 0, 0, 0); }
 int pipe2(int fds[2], int flags) { return (int)SC(SYS_pipe2, (long)fds, flags, 0, 0, 0, 0); }
 
 int fcntl(int fd, int cmd, ...) {
