@@ -62,6 +62,9 @@ std::vector<Layout> table() {
   using RN = sandlet_run_options_t;
   using LI = sandlet_layer_import_options_t;
   using BI = sandlet_backend_info_t;
+  using BO = sandlet_build_options_t;
+  using BE = sandlet_build_event_t;
+  const BO bo_init = SANDLET_BUILD_OPTIONS_INIT;
   const RT rt_init = SANDLET_RUNTIME_OPTIONS_INIT;
   const EX ex_init = SANDLET_EXEC_OPTIONS_INIT;
   const RN rn_init = SANDLET_RUN_OPTIONS_INIT;
@@ -90,6 +93,16 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(LI, name, 16, 8, false), SANDLET_OPTION_ROW_(LI, parent, 24, 8, false),
         SANDLET_OPTION_ROW_(LI, no_dedupe, 32, 4, false), SANDLET_OPTION_ROW_(LI, progress, 40, 8, true),
         SANDLET_OPTION_ROW_(LI, progress_user_data, 48, 8, false)}},
+      {"sandlet_build_options_t", sizeof(BO), 48, bo_init.size,
+       {SANDLET_OPTION_ROW_(BO, size, 0, 4, false), SANDLET_OPTION_ROW_(BO, no_cache, 4, 4, false),
+        SANDLET_OPTION_ROW_(BO, tag, 8, 8, false), SANDLET_OPTION_ROW_(BO, build_args, 16, 8, false),
+        SANDLET_OPTION_ROW_(BO, progress, 24, 8, false), SANDLET_OPTION_ROW_(BO, progress_user_data, 32, 8, false),
+        SANDLET_OPTION_ROW_(BO, cancel_fd, 40, 4, false), SANDLET_OPTION_ROW_(BO, no_default_excludes, 44, 4, false)}},
+      // Handed to a callback: versioned by its own `size`.
+      {"sandlet_build_event_t", sizeof(BE), 48, 0,
+       {SANDLET_ROW_(BE, size, 0, 4, false), SANDLET_ROW_(BE, step, 4, 4, false), SANDLET_ROW_(BE, steps, 8, 4, false),
+        SANDLET_ROW_(BE, line, 12, 4, false), SANDLET_ROW_(BE, text, 16, 8, false), SANDLET_ROW_(BE, data, 24, 8, false),
+        SANDLET_ROW_(BE, len, 32, 8, false), SANDLET_ROW_(BE, stream, 40, 4, false), SANDLET_ROW_(BE, cached, 44, 4, false)}},
       // An element of a returned array: versioned by the element size the call returns.
       {"sandlet_backend_info_t", sizeof(BI), 24, 0,
        {SANDLET_ROW_(BI, name, 0, 8, false), SANDLET_ROW_(BI, available, 8, 4, false),
