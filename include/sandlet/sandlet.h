@@ -362,15 +362,16 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
  * ------------------------------------------------------------------------------------------------- */
 typedef struct sandlet_snapshot_options {
   uint32_t size;               /* sizeof(sandlet_snapshot_options_t) */
+  int full;                    /* non-zero: every change since the sandbox was created, not since its last snapshot */
   const char *const *exclude;  /* n_exclude absolute paths inside the sandbox, each left out with all below
                                   it; components may be fnmatch(3) globs (a '*' stays within one
                                   component); <= 256 */
   size_t n_exclude;
-  int no_default_excludes;     /* non-zero: only `exclude` */
-  int full;                    /* non-zero: every change since the sandbox was created, not since its last snapshot */
   const char *name;            /* NULL, or names the snapshot layer */
+  int no_default_excludes;     /* non-zero: only `exclude` */
+  uint32_t max_depth;          /* 0 = the runtime's snapshot_max_depth; else that (>= 2) for this snapshot */
 } sandlet_snapshot_options_t;
-#define SANDLET_SNAPSHOT_OPTIONS_INIT {sizeof(sandlet_snapshot_options_t), 0, 0, 0, 0, 0}
+#define SANDLET_SNAPSHOT_OPTIONS_INIT {sizeof(sandlet_snapshot_options_t), 0, 0, 0, 0, 0, 0}
 
 /* Snapshots `sb`. `opts` may be NULL. *result_json (may be NULL): a snapshot result, free with sandlet_free.
    UNIMPLEMENTED where the backend cannot (SANDLET_CAP_SNAPSHOT). Blocks; not from a completion callback. */
@@ -384,14 +385,14 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_snapshot_async(sandlet_sandbox_t *s
 
 typedef struct sandlet_fork_options {
   uint32_t size;              /* sizeof(sandlet_fork_options_t) */
+  int copy_secrets;           /* non-zero: children get the parent's secrets (spec "secrets") too */
   size_t n;                   /* children: 1..1024 */
   const char *const *labels;  /* n_labels "KEY=VALUE" strings added to the children's labels */
   size_t n_labels;
   const char *const *exclude; /* as in sandlet_snapshot_options_t (no default list for a fork) */
   size_t n_exclude;
-  int copy_secrets;           /* non-zero: children get the parent's secrets (spec "secrets") too */
 } sandlet_fork_options_t;
-#define SANDLET_FORK_OPTIONS_INIT {sizeof(sandlet_fork_options_t), 1, 0, 0, 0, 0, 0}
+#define SANDLET_FORK_OPTIONS_INIT {sizeof(sandlet_fork_options_t), 0, 1, 0, 0, 0, 0}
 
 /* The outcome of a fork: the snapshot, and per child a sandbox or an error. */
 typedef struct sandlet_fork_result sandlet_fork_result_t;
@@ -687,4 +688,6 @@ SANDLET_API sandlet_error_t *sandlet_env_remove(sandlet_runtime_t *rt, const cha
 #ifdef __cplusplus
 }
 #endif
+/* Builds from a recipe: sandlet_build, sandlet_build_async (a part of this header, kept in its own file). */
+#include "sandlet/sandlet_build.h"
 #endif /* SANDLET_SANDLET_H */

@@ -64,6 +64,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
 SANDLET_API void sandlet_runtime_close(sandlet_runtime_t* rt) {
   if (!rt) return;
   if (rt->opened.forked()) return;  // a fork()ed child leaks it (see handles.hpp)
+  rt->builds->stop_and_join();  // builds in flight are cancelled and complete first
   try {
     rt->rt->close();
   } catch (...) {

@@ -38,6 +38,8 @@ sandlet::SnapshotOptions snapshot_options(const sandlet_snapshot_options_t* opts
   o.default_excludes = !field_or(*opts, &T::no_default_excludes, 0);
   o.full = field_or(*opts, &T::full, 0) != 0;
   if (const char* name = field_or(*opts, &T::name, nullptr)) o.name = name;
+  o.max_depth = field_or(*opts, &T::max_depth, 0);
+  if (o.max_depth == 1) throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid snapshot option 'max_depth': must be 0 or >= 2");
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/build_jobs.hpp"
 #include "capi/error_object.hpp"
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
@@ -38,6 +39,7 @@ struct sandlet_runtime {
   std::shared_ptr<sandlet::Runtime> rt;
   std::vector<sandlet_backend_info_t> backend_infos;
   sandlet::capi::OpenedBy opened;
+  std::unique_ptr<sandlet::capi::BuildJobs> builds = std::make_unique<sandlet::capi::BuildJobs>();
 };
 
 struct sandlet_spec {

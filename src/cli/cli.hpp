@@ -53,6 +53,7 @@ int cmd_cp(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args);  // layer_env.cpp
 int cmd_env(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_doctor(CommandContext& ctx, const std::vector<std::string>& args);  // doctor.cpp
+int cmd_build(CommandContext& ctx, const std::vector<std::string>& args);   // build.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

@@ -29,6 +29,7 @@ constexpr std::string_view kUsage =
     "  cp        Copy a file into or out of a sandbox\n"
     "  layer     Manage the layer store (import, ls, inspect, rm, gc, merge)\n"
     "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"
+    "  build     Build an environment from a recipe (a Dockerfile subset)\n"
     "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
     "  version   Print the version\n"
     "  help      Show help for a command\n"
@@ -58,6 +59,7 @@ constexpr Command kCommands[] = {
     {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
+    {"build", cmd_build},
 };
 
 CommandFn find_command(std::string_view name) {

@@ -142,7 +142,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Started start_one_shot(const Spec& spec, OneShot& one_shot);
 
   std::string state_of(const SandboxRecord& rec, BackendSandbox* impl) const;
-  std::vector<std::string> flatten_if_deep(std::vector<std::string> stack, bool* flattened);  // snapshot.cpp
+  std::vector<std::string> flatten_if_deep(std::vector<std::string> stack, size_t max_depth, bool* flattened);  // snapshot.cpp
   // fork.cpp: children of one snapshot.
   void fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
                      const ForkOptions& options, ForkResult& out);

@@ -78,7 +78,8 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
     }
   }
   SnapshotResult result;
-  stack = flatten_if_deep(std::move(stack), &result.flattened);
+  stack = flatten_if_deep(std::move(stack), options.max_depth ? options.max_depth : options_.snapshot_max_depth,
+                          &result.flattened);
 
   snapshot::PackOptions pack;
   pack.exclude = options.exclude;
@@ -121,9 +122,9 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   return result;
 }
 
-// Past options_.snapshot_max_depth snapshots stacked on each other, the snapshots of the chain are merged into
+// Past `max_depth` snapshots stacked on each other, the snapshots of the chain are merged into
 // one layer (the store's merge: the same view), so a restore stacks few layers however long the chain.
-std::vector<std::string> Runtime::flatten_if_deep(std::vector<std::string> stack, bool* flattened) {
+std::vector<std::string> Runtime::flatten_if_deep(std::vector<std::string> stack, size_t max_depth, bool* flattened) {
   size_t first_snapshot = stack.size();
   while (first_snapshot > 0) {
     const std::string& ref = stack[first_snapshot - 1];
@@ -133,7 +134,7 @@ std::vector<std::string> Runtime::flatten_if_deep(std::vector<std::string> stack
     --first_snapshot;
   }
   const size_t depth = stack.size() - first_snapshot;
-  if (depth < options_.snapshot_max_depth || depth < 2) return stack;
+  if (depth < max_depth || depth < 2) return stack;
   std::vector<std::string> chain(stack.begin() + static_cast<long>(first_snapshot), stack.end());
   std::vector<std::string> base(stack.begin(), stack.begin() + static_cast<long>(first_snapshot));
   image::ImportOptions merged_opts;

@@ -31,6 +31,7 @@ struct SnapshotOptions {
   // Every change since the sandbox was created, instead of those since its last snapshot (incremental).
   bool full = false;
   std::string name;  // names the layer ("" = unnamed)
+  uint32_t max_depth = 0;  // 0 = RuntimeOptions::snapshot_max_depth
 };
 
 struct SnapshotResult {

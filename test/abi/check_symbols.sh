@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_symbols.sh NM LIBRARY SYMBOLS_LIST HEADER — the exported symbols of libsandlet.so are the contract:
 #   1. what `nm -D --defined-only LIBRARY` lists (name@@NODE) equals SYMBOLS_LIST (cmake/sandlet.symbols);
-#   2. every function HEADER (sandlet.h) declares with SANDLET_API is in that list, and nothing else is;
+#   2. every function HEADER (sandlet.h, with its parts sandlet_*.h) declares with SANDLET_API is in that list, and nothing else is;
 #   3. every symbol carries a version node (name@@NODE: a default version, not a bare name).
 # Exit: 0 pass, 1 fail (printing each difference), 2 usage.
 set -euo pipefail
@@ -17,7 +17,8 @@ trap 'rm -rf -- "$tmp"' EXIT
 "$nm" -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sort >"$tmp/exported"
 grep -v '^#' "$list" | sed '/^[[:space:]]*$/d' | sort >"$tmp/expected"
 # SANDLET_API declarations: the function name is the first sandlet_* identifier followed by '('.
-grep '^SANDLET_API' "$header" | grep -o 'sandlet_[a-z0-9_]*(' | tr -d '(' | sort -u >"$tmp/declared"
+# (sandlet.h and the parts it includes, sandlet_*.h beside it.)
+cat "$header" "$(dirname "$header")"/sandlet_*.h | grep '^SANDLET_API' | grep -o 'sandlet_[a-z0-9_]*(' | tr -d '(' | sort -u >"$tmp/declared"
 
 failed=0
 if ! diff -u --label "$list (expected)" --label "$lib (exported)" "$tmp/expected" "$tmp/exported" >"$tmp/diff"; then

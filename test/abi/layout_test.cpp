@@ -63,16 +63,33 @@ std::vector<Layout> table() {
   using LI = sandlet_layer_import_options_t;
   using LE = sandlet_layer_export_options_t;
   using BI = sandlet_backend_info_t;
+  using BO = sandlet_build_options_t;
+  using BE = sandlet_build_event_t;
+  using SN = sandlet_snapshot_options_t;
+  using FO = sandlet_fork_options_t;
+  const SN sn_init = SANDLET_SNAPSHOT_OPTIONS_INIT;
+  const FO fo_init = SANDLET_FORK_OPTIONS_INIT;
+  const BO bo_init = SANDLET_BUILD_OPTIONS_INIT;
   const RT rt_init = SANDLET_RUNTIME_OPTIONS_INIT;
   const EX ex_init = SANDLET_EXEC_OPTIONS_INIT;
   const RN rn_init = SANDLET_RUN_OPTIONS_INIT;
   const LI li_init = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   const LE le_init = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
   return {
-      {"sandlet_runtime_options_t", sizeof(RT), 20, rt_init.size,
+      {"sandlet_runtime_options_t", sizeof(RT), 24, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
         SANDLET_OPTION_ROW_(RT, skip_gc_on_open, 8, 4, false), SANDLET_OPTION_ROW_(RT, disable_warm_pool, 12, 4, false),
-        SANDLET_OPTION_ROW_(RT, create_soon, 16, 4, false)}},
+        SANDLET_OPTION_ROW_(RT, create_soon, 16, 4, false), SANDLET_OPTION_ROW_(RT, snapshot_max_depth, 20, 4, false)}},
+      {"sandlet_snapshot_options_t", sizeof(SN), 40, sn_init.size,
+       {SANDLET_OPTION_ROW_(SN, size, 0, 4, false), SANDLET_OPTION_ROW_(SN, full, 4, 4, false),
+        SANDLET_OPTION_ROW_(SN, exclude, 8, 8, false), SANDLET_OPTION_ROW_(SN, n_exclude, 16, 8, false),
+        SANDLET_OPTION_ROW_(SN, name, 24, 8, false), SANDLET_OPTION_ROW_(SN, no_default_excludes, 32, 4, false),
+        SANDLET_OPTION_ROW_(SN, max_depth, 36, 4, false)}},
+      {"sandlet_fork_options_t", sizeof(FO), 48, fo_init.size,
+       {SANDLET_OPTION_ROW_(FO, size, 0, 4, false), SANDLET_OPTION_ROW_(FO, copy_secrets, 4, 4, false),
+        SANDLET_OPTION_ROW_(FO, n, 8, 8, false), SANDLET_OPTION_ROW_(FO, labels, 16, 8, false),
+        SANDLET_OPTION_ROW_(FO, n_labels, 24, 8, false), SANDLET_OPTION_ROW_(FO, exclude, 32, 8, false),
+        SANDLET_OPTION_ROW_(FO, n_exclude, 40, 8, false)}},
       {"sandlet_exec_options_t", sizeof(EX), 96, ex_init.size,
        {SANDLET_OPTION_ROW_(EX, size, 0, 4, false), SANDLET_OPTION_ROW_(EX, argv, 8, 8, true),
         SANDLET_OPTION_ROW_(EX, env, 16, 8, false), SANDLET_OPTION_ROW_(EX, cwd, 24, 8, false),
@@ -95,6 +112,16 @@ std::vector<Layout> table() {
       {"sandlet_layer_export_options_t", sizeof(LE), 24, le_init.size,
        {SANDLET_OPTION_ROW_(LE, size, 0, 4, false), SANDLET_OPTION_ROW_(LE, zstd_level, 4, 4, false),
         SANDLET_OPTION_ROW_(LE, progress, 8, 8, false), SANDLET_OPTION_ROW_(LE, progress_user_data, 16, 8, false)}},
+      {"sandlet_build_options_t", sizeof(BO), 48, bo_init.size,
+       {SANDLET_OPTION_ROW_(BO, size, 0, 4, false), SANDLET_OPTION_ROW_(BO, no_cache, 4, 4, false),
+        SANDLET_OPTION_ROW_(BO, tag, 8, 8, false), SANDLET_OPTION_ROW_(BO, build_args, 16, 8, false),
+        SANDLET_OPTION_ROW_(BO, progress, 24, 8, false), SANDLET_OPTION_ROW_(BO, progress_user_data, 32, 8, false),
+        SANDLET_OPTION_ROW_(BO, cancel_fd, 40, 4, false), SANDLET_OPTION_ROW_(BO, no_default_excludes, 44, 4, false)}},
+      // Handed to a callback: versioned by its own `size`.
+      {"sandlet_build_event_t", sizeof(BE), 48, 0,
+       {SANDLET_ROW_(BE, size, 0, 4, false), SANDLET_ROW_(BE, step, 4, 4, false), SANDLET_ROW_(BE, steps, 8, 4, false),
+        SANDLET_ROW_(BE, line, 12, 4, false), SANDLET_ROW_(BE, text, 16, 8, false), SANDLET_ROW_(BE, data, 24, 8, false),
+        SANDLET_ROW_(BE, len, 32, 8, false), SANDLET_ROW_(BE, stream, 40, 4, false), SANDLET_ROW_(BE, cached, 44, 4, false)}},
       // An element of a returned array: versioned by the element size the call returns.
       {"sandlet_backend_info_t", sizeof(BI), 24, 0,
        {SANDLET_ROW_(BI, name, 0, 8, false), SANDLET_ROW_(BI, available, 8, 4, false),

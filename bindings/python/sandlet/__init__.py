@@ -15,6 +15,7 @@ subclasses (FileNotFoundError, PermissionError, IsADirectoryError, ...), as ``op
 """
 from . import _sandlet
 from ._aio import AsyncExecStream, AsyncRuntime, AsyncSandbox
+from ._build import BuildEvent
 from ._errors import (
     Aborted,
     AlreadyExists,
@@ -49,6 +50,7 @@ ABI_VERSION: int = _sandlet.abi_version()
 
 __all__ = [
     "Runtime", "Sandbox", "ExecStream", "AsyncRuntime", "AsyncSandbox", "AsyncExecStream", "ExecResult", "Spec",
+    "BuildEvent",
     "STDOUT", "STDERR", "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
     "Unimplemented", "Internal", "Unavailable", "DataLoss", "CommandFailed",

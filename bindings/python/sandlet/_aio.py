@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -16,6 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import _sandlet
 from ._common import Command, SpecLike, build_spec, exec_args, run_args
 from ._errors import Error, FailedPrecondition, command_error, os_flavoured
+from ._build import BuildProgressFn, build_call_args, handle as build_handle
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
 _Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
@@ -399,6 +401,42 @@ class AsyncRuntime:
 
     async def env_remove(self, name: str) -> None:
         await asyncio.to_thread(self.sync.env_remove, name)
+
+    async def build(self, recipe: PathLike, context: PathLike = ".", *, tag: Optional[str] = None,
+                    build_args: Optional[Mapping[str, str]] = None, no_cache: bool = False, keep_tmp: bool = False,
+                    progress: Optional[BuildProgressFn] = None) -> Dict[str, Any]:
+        """Runtime.build without blocking the event loop: the build runs on a thread of the library's and
+        ``progress`` is called on this loop. Cancelling the awaiting task cancels the build."""
+        loop, bridge = _bridge()
+        fut: asyncio.Future[Any] = loop.create_future()
+
+        def on_completion(kind: int, payload: Any) -> bool:
+            done, value = build_handle(kind, payload, progress if not fut.done() else None)
+            if done and not fut.done():
+                if kind == _sandlet.COMPLETION_ERROR:
+                    fut.set_exception(value)
+                else:
+                    fut.set_result(value)
+            return done
+
+        cancel_r, cancel_w = os.pipe()
+        token = bridge.register(on_completion)
+        try:
+            try:
+                build_call_args(self.sync._h, recipe, context, tag, build_args, no_cache, keep_tmp, cancel_r,
+                                progress is not None)(bridge.queue, token)
+            except BaseException:
+                bridge.forget(token)
+                raise
+            try:
+                text = await fut
+            except asyncio.CancelledError:
+                os.write(cancel_w, b"x")  # the late CANCELLED completion is dropped by the handler
+                raise
+        finally:
+            os.close(cancel_r)
+            os.close(cancel_w)
+        return json.loads(text)
 
     async def aclose(self) -> None:
         """Closes the runtime in a worker thread (destroying owned sandboxes takes a moment)."""

@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from . import _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
                       listed, run_args)
+from ._build import BuildProgressFn, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -385,6 +386,46 @@ class Runtime:
 
     def env_remove(self, name: str) -> None:
         self._h.env_remove(name)
+
+    # ---- builds ----
+
+    def build(self, recipe: PathLike, context: PathLike = ".", *, tag: Optional[str] = None,
+              build_args: Optional[Mapping[str, str]] = None, no_cache: bool = False, keep_tmp: bool = False,
+              progress: Optional[BuildProgressFn] = None) -> Dict[str, Any]:
+        """Builds an environment from ``recipe`` (a Dockerfile subset: docs/BUILD.md) with ``context`` as the
+        directory COPY reads from, and returns the result (see sandlet.h: "layers", "environment" when
+        ``tag`` names one, "env", "workdir", "user", "labels", "steps", "cached_steps", "sandboxes", ...).
+        ``progress(BuildEvent)`` runs on this thread as each step begins and with each RUN's output. Bad input
+        raises InvalidArgument before any sandbox is made; a failing step raises Aborted naming it. Ctrl-C
+        cancels the build (nothing it made is left) and then raises KeyboardInterrupt."""
+        queue = _sandlet.CompletionQueue()
+        cancel_r, cancel_w = os.pipe()
+        try:
+            build_call_args(self._h, recipe, context, tag, build_args, no_cache, keep_tmp, cancel_r,
+                            progress is not None)(queue, 1)
+            final: Any = None
+            try:
+                while final is None:
+                    queue.wait(0.1)  # returns on a signal too: Python then runs its handlers
+                    for _token, kind, payload in queue.drain():
+                        done, value = build_handle(kind, payload, progress)
+                        if done:
+                            final = (kind, value)
+            except BaseException:
+                os.write(cancel_w, b"x")  # the build ends soon, cleaning up; wait for it
+                while final is None:
+                    queue.wait(0.1)
+                    for _token, kind, payload in queue.drain():
+                        if kind != _sandlet.COMPLETION_BUILD_EVENT:
+                            final = (kind, payload)
+                raise
+        finally:
+            os.close(cancel_r)
+            os.close(cancel_w)
+        kind, value = final
+        if kind == _sandlet.COMPLETION_ERROR:
+            raise value
+        return json.loads(value)
 
     def close(self) -> None:
         """Destroys the owned sandboxes and frees the runtime (idempotent)."""

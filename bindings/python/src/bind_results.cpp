@@ -48,6 +48,10 @@ py::object payload_to_python(Payload& payload) {
       return py::cast(SandboxHandle(std::move(sb)));
     }
     py::object operator()(FileData& f) const { return py::make_tuple(py::bytes(f.data), f.mode); }
+    py::object operator()(BuildEventData& e) const {
+      return py::make_tuple(e.step, e.steps, e.line, e.text, e.cached, e.stream, py::bytes(e.data));
+    }
+    py::object operator()(JsonText& j) const { return py::str(j.text); }
   };
   return std::visit(Visitor{}, payload);
 }
@@ -111,6 +115,8 @@ void bind_results(py::module_& m) {
   m.attr("COMPLETION_OUTPUT") = static_cast<int>(CompletionKind::kOutput);
   m.attr("COMPLETION_SANDBOX") = static_cast<int>(CompletionKind::kSandbox);
   m.attr("COMPLETION_FILE") = static_cast<int>(CompletionKind::kFile);
+  m.attr("COMPLETION_BUILD_EVENT") = static_cast<int>(CompletionKind::kBuildEvent);
+  m.attr("COMPLETION_JSON") = static_cast<int>(CompletionKind::kJson);
 }
 
 }  // namespace sandlet_py

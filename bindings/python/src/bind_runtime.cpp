@@ -1,5 +1,5 @@
-// sandlet._sandlet.Runtime: open/close, create (sync and queued), attach, list, gc, the layer store and
-// environments. Every blocking call releases the GIL.
+// sandlet._sandlet.Runtime: open/close, create (sync and queued), attach, list, gc, the layer store,
+// environments and builds (queued). Every blocking call releases the GIL.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -183,6 +183,31 @@ void bind_runtime(py::module_& m) {
            py::arg("queue"), py::arg("token"), py::arg("spec"), py::arg("argv"), py::arg("env"), py::arg("cwd"),
            py::arg("user"), py::arg("timeout_s"), py::arg("stdin_fd"), py::arg("stdout_fd"), py::arg("stderr_fd"),
            py::arg("cancel_fd"))
+      .def("build_async",
+           [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const std::string& recipe,
+              const std::string& context, const std::string& tag, std::vector<std::string> build_args, bool no_cache,
+              bool keep_tmp, int cancel_fd, bool progress) {
+             sandlet::BuildOptions o;
+             o.tag = tag;
+             o.build_args = std::move(build_args);
+             o.no_cache = no_cache;
+             o.no_default_excludes = keep_tmp;
+             o.cancel_fd = cancel_fd;
+             // Events and the completion are queued from the build's thread; Python reads them on its own.
+             if (progress) {
+               o.progress = [q, token](const sandlet::BuildEvent& e) {
+                 q->push({token, CompletionKind::kBuildEvent,
+                          BuildEventData{e.step, e.steps, e.line, std::string(e.text), e.cached, e.stream,
+                                         std::string(e.data)}});
+               };
+             }
+             h.get()->build_async(recipe, context, o, [q, token](const sandlet::Error* e, std::string json) {
+               if (e != nullptr) q->push({token, CompletionKind::kError, ErrorInfo::from(*e)});
+               else q->push({token, CompletionKind::kJson, JsonText{std::move(json)}});
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("recipe"), py::arg("context"), py::arg("tag"),
+           py::arg("build_args"), py::arg("no_cache"), py::arg("keep_tmp"), py::arg("cancel_fd"), py::arg("progress"))
       .def("attach",
            [](RuntimeHandle& h, const std::string& id) {
              auto sb = blocking(h, [&](sandlet::Runtime& rt) { return rt.attach(id); });

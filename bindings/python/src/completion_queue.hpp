@@ -17,7 +17,9 @@
 namespace sandlet_py {
 
 // What a completion carries; the kind tells Python how to treat it (see COMPLETION_* in _sandlet.pyi).
-enum class CompletionKind : int { kDone = 0, kResult = 1, kError = 2, kOutput = 3, kSandbox = 4, kFile = 5 };
+enum class CompletionKind : int {
+  kDone = 0, kResult = 1, kError = 2, kOutput = 3, kSandbox = 4, kFile = 5, kBuildEvent = 6, kJson = 7
+};
 
 struct ErrorInfo {
   int code = 0;
@@ -36,8 +38,22 @@ struct FileData {
   uint32_t mode = 0;
 };
 
+// A build's progress event (sandlet::BuildEvent with its views copied).
+struct BuildEventData {
+  uint32_t step = 0, steps = 0, line = 0;
+  std::string text;
+  bool cached = false;
+  int stream = 0;
+  std::string data;
+};
+
+// A JSON document (a build's result).
+struct JsonText {
+  std::string text;
+};
+
 using Payload = std::variant<std::monostate, sandlet::ExecResult, ErrorInfo, OutputChunk,
-                             std::shared_ptr<sandlet::Sandbox>, FileData>;
+                             std::shared_ptr<sandlet::Sandbox>, FileData, BuildEventData, JsonText>;
 
 struct Completion {
   uint64_t token = 0;

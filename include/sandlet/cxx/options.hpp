@@ -198,6 +198,72 @@ inline sandlet_layer_export_options_t c_export_options(const LayerExportOptions&
 
 }  // namespace detail
 
+// ---- builds (Runtime::build) -------------------------------------------------------------------------
+
+// A build's progress: a step begins (stream 0) or its RUN wrote output (SANDLET_STDOUT / SANDLET_STDERR).
+// The views are valid only during the callback.
+struct BuildEvent {
+  uint32_t step = 0, steps = 0, line = 0;
+  std::string_view text;  // the instruction as written
+  std::string_view data;  // output chunk
+  int stream = 0;
+  bool cached = false;    // stream 0: its layer comes from the build cache
+};
+
+struct BuildOptions {
+  std::string tag;                      // empty, or the environment to make of the result
+  std::vector<std::string> build_args;  // "NAME=VALUE"
+  bool no_cache = false;
+  bool no_default_excludes = false;     // step layers keep /tmp and the other default snapshot excludes
+  int cancel_fd = -1;                   // readable = cancel (see sandlet_build_options_t)
+  // Optional; called on the building thread (see sandlet_build_options_t). Must not throw.
+  std::function<void(const BuildEvent&)> progress;
+};
+
+namespace detail {
+
+inline void build_progress_trampoline(void* user_data, const sandlet_build_event_t* ev) noexcept {
+  try {
+    const auto* fn = static_cast<const std::function<void(const BuildEvent&)>*>(user_data);
+    if (fn == nullptr || !*fn || ev == nullptr) return;
+    BuildEvent e;
+    e.step = ev->step;
+    e.steps = ev->steps;
+    e.line = ev->line;
+    e.text = ev->text != nullptr ? ev->text : "";
+    e.data = std::string_view(static_cast<const char*>(ev->data), ev->data != nullptr ? ev->len : 0);
+    e.stream = ev->stream;
+    e.cached = ev->cached != 0;
+    (*fn)(e);
+  } catch (...) {
+  }
+}
+
+// The C view of BuildOptions; valid while `o` (and `progress`, which it points to) is alive.
+class CBuildOptions {
+ public:
+  CBuildOptions(const BuildOptions& o, const std::function<void(const BuildEvent&)>* progress) : args_(o.build_args) {
+    c_.tag = o.tag.empty() ? nullptr : o.tag.c_str();
+    c_.build_args = args_.get_or_null();
+    c_.no_cache = o.no_cache ? 1 : 0;
+    c_.no_default_excludes = o.no_default_excludes ? 1 : 0;
+    c_.cancel_fd = o.cancel_fd;
+    if (progress != nullptr && *progress) {
+      c_.progress = &build_progress_trampoline;
+      c_.progress_user_data = const_cast<void*>(static_cast<const void*>(progress));
+    }
+  }
+  CBuildOptions(const CBuildOptions&) = delete;
+  CBuildOptions& operator=(const CBuildOptions&) = delete;
+  const sandlet_build_options_t* get() const noexcept { return &c_; }
+
+ private:
+  CStringArray args_;
+  sandlet_build_options_t c_ = SANDLET_BUILD_OPTIONS_INIT;
+};
+
+}  // namespace detail
+
 }  // inline namespace cxx
 }  // namespace sandlet
 

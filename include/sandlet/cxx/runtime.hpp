@@ -1,4 +1,5 @@
-// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, the layer store and environments).
+// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, the layer store and environments,
+// builds).
 // Part of sandlet.hpp (C++17 or later); may be included alone.
 #ifndef SANDLET_CXX_RUNTIME_HPP
 #define SANDLET_CXX_RUNTIME_HPP
@@ -207,6 +208,28 @@ class Runtime {
   std::string env_list() { return json_call(&sandlet_env_list); }
   void env_remove(const std::string& name) { detail::check(sandlet_env_remove(rt_, name.c_str())); }
 
+  // ---- builds (sandlet_build): returns the result JSON ----
+
+  std::string build(const std::string& recipe, const std::string& context,
+                    const BuildOptions& options = BuildOptions()) {
+    detail::CBuildOptions c(options, &options.progress);
+    char* out = nullptr;
+    detail::check(sandlet_build(rt_, recipe.c_str(), context.c_str(), c.get(), &out));
+    return detail::take_string(out);
+  }
+  // On a thread of the build's own (sandlet_build_async): `cb` runs once there with the error or the result
+  // JSON; options.progress is called there too. If the build cannot be started this throws.
+  using BuildCallback = std::function<void(const Error* err, std::string result_json)>;
+  void build_async(const std::string& recipe, const std::string& context, const BuildOptions& options,
+                   BuildCallback cb) {
+    auto ctx = std::make_unique<BuildContext>();
+    ctx->progress = options.progress;
+    ctx->done = std::move(cb);
+    detail::CBuildOptions c(options, &ctx->progress);
+    detail::check(sandlet_build_async(rt_, recipe.c_str(), context.c_str(), c.get(), &build_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
+  }
+
   // Opens a handle on an existing sandbox by id (also one created by another process).
   Sandbox attach(const std::string& id) {
     sandlet_sandbox_t* sb = nullptr;
@@ -219,6 +242,26 @@ class Runtime {
     char* out = nullptr;
     detail::check(fn(rt_, &out));
     return detail::take_string(out);
+  }
+
+  struct BuildContext {
+    std::function<void(const BuildEvent&)> progress;
+    BuildCallback done;
+  };
+  static void build_trampoline(void* user_data, sandlet_error_t* err, char* result_json) noexcept {
+    std::unique_ptr<BuildContext> ctx(static_cast<BuildContext*>(user_data));
+    try {
+      std::string json = detail::take_string(std::exchange(result_json, nullptr));
+      if (err != nullptr) {
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (ctx->done) ctx->done(&e, std::string());
+      } else if (ctx->done) {
+        ctx->done(nullptr, std::move(json));
+      }
+    } catch (...) {
+      sandlet_error_delete(err);
+      sandlet_free(result_json);
+    }
   }
 
   static void run_trampoline(void* user_data, sandlet_error_t* err, sandlet_exec_result_t* result) noexcept {

@@ -55,6 +55,7 @@ struct SnapshotOptions {
   bool default_excludes = true;
   bool full = false;                 // every change since create, not since the last snapshot
   std::string name;
+  uint32_t max_depth = 0;  // 0 = the runtime's
 };
 
 struct ForkOptions {
@@ -174,6 +175,7 @@ class Sandbox {
     c.no_default_excludes = opts.default_excludes ? 0 : 1;
     c.full = opts.full ? 1 : 0;
     c.name = opts.name.empty() ? nullptr : opts.name.c_str();
+    c.max_depth = opts.max_depth;
     char* out = nullptr;
     detail::check(sandlet_sandbox_snapshot(sb_, &c, &out));
     return detail::take_string(out);

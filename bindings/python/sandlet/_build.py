@@ -1,0 +1,54 @@
+"""Builds from a recipe (a Dockerfile subset; docs/BUILD.md): the pieces Runtime.build and AsyncRuntime.build
+share. Both run the library's asynchronous build and read its events from a completion queue, so progress
+callbacks run on the caller's thread and Ctrl-C / task cancellation cancel the build (its sandbox is destroyed
+and the layers it made are removed)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Tuple, Union
+
+from . import _sandlet
+from ._errors import InvalidArgument
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class BuildEvent(NamedTuple):
+    """A step begins (``stream`` 0; ``cached``: its layer comes from the build cache), or its RUN wrote
+    ``data`` on ``stream`` 1 (stdout) or 2 (stderr)."""
+    step: int
+    steps: int
+    line: int
+    text: str
+    cached: bool
+    stream: int
+    data: bytes
+
+
+BuildProgressFn = Callable[[BuildEvent], None]
+
+
+def build_call_args(runtime: Any, recipe: PathLike, context: PathLike, tag: Optional[str],
+                    build_args: Optional[Mapping[str, str]], no_cache: bool, keep_tmp: bool,
+                    cancel_fd: int, progress: bool) -> Callable[[_sandlet.CompletionQueue, int], None]:
+    """The call that starts the build on ``queue`` with ``token``."""
+    args: List[str] = []
+    for k, v in (build_args or {}).items():
+        if not isinstance(k, str) or not k or "=" in k:
+            raise InvalidArgument(f"invalid build argument name {k!r}")
+        args.append(f"{k}={v}")
+    r, c = os.fspath(recipe), os.fspath(context)
+
+    def begin(queue: _sandlet.CompletionQueue, token: int) -> None:
+        runtime.build_async(queue, token, r, c, tag or "", args, no_cache, keep_tmp, cancel_fd, progress)
+    return begin
+
+
+def handle(kind: int, payload: Any, progress: Optional[BuildProgressFn]) -> Tuple[bool, Any]:
+    """(final, value) for one completion: events go to ``progress``; the final one is the result JSON text or
+    the error (raised by the caller)."""
+    if kind == _sandlet.COMPLETION_BUILD_EVENT:
+        if progress is not None:
+            progress(BuildEvent(*payload))
+        return False, None
+    return True, payload

@@ -1,0 +1,103 @@
+"""Runtime.build and AsyncRuntime.build: a recipe FROM the busybox layer, progress on the caller's thread, the
+cache on the second build, a failing step and bad input leaving nothing behind, cancellation."""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import List
+
+import pytest
+
+import sandlet
+
+
+def recipe(ctx: Path, text: str) -> Path:
+    (ctx / "Dockerfile").write_text(text)
+    return ctx / "Dockerfile"
+
+
+@pytest.fixture
+def ctx(root_dir: str) -> Path:
+    path = Path(root_dir) / "ctx"
+    path.mkdir()
+    (path / "greeting.txt").write_text("hello\n")
+    return path
+
+
+def layer_count(rt: sandlet.Runtime) -> int:
+    return len(rt.layer_list())
+
+
+def test_build_sync_then_cached(rt: sandlet.Runtime, rootfs: str, ctx: Path) -> None:
+    rt.layer_import(rootfs, name="busybox")
+    path = recipe(ctx, "FROM busybox\nARG WHO=world\nENV WHO=$WHO\nWORKDIR /app\nCOPY greeting.txt .\n"
+                       "RUN echo \"$(cat greeting.txt) $WHO\" > out.txt; echo ran\nUSER 1000\n")
+    events: List[sandlet.BuildEvent] = []
+    caller = threading.get_ident()
+    threads = set()
+
+    def progress(e: sandlet.BuildEvent) -> None:
+        threads.add(threading.get_ident())
+        events.append(e)
+
+    r = rt.build(path, ctx, tag="py", build_args={"WHO": "python"}, progress=progress)
+    assert r["environment"] == "py@1"
+    assert r["sandboxes"] == 3 and r["cached_steps"] == 0
+    assert r["env"]["WHO"] == "python" and r["workdir"] == "/app" and r["user"] == "1000"
+    assert threads == {caller}
+    assert [e.text for e in events if e.stream == 0][0] == "FROM busybox"
+    assert b"".join(e.data for e in events if e.stream == sandlet.STDOUT) == b"ran\n"
+    with rt.create(environment="py") as sb:
+        assert sb.exec("cat out.txt; pwd; id -u").stdout == b"hello python\n/app\n1000\n"
+
+    events.clear()
+    again = rt.build(path, ctx, tag="py", build_args={"WHO": "python"}, progress=progress)
+    assert again["sandboxes"] == 0 and again["cached_steps"] == 3
+    assert again["layers"] == r["layers"]
+    assert [e.cached for e in events if e.stream == 0 and e.text.split()[0] in ("WORKDIR", "COPY", "RUN")] == [True] * 3
+
+
+def test_build_failure_and_bad_input_leave_nothing(rt: sandlet.Runtime, rootfs: str, ctx: Path, root_dir: str) -> None:
+    rt.layer_import(rootfs, name="busybox")
+    before = layer_count(rt)
+    path = recipe(ctx, "FROM busybox\nRUN touch /made\nRUN echo oops >&2; exit 4\n")
+    with pytest.raises(sandlet.Aborted) as info:
+        rt.build(path, ctx)
+    assert str(info.value).startswith(f"step 3/3 ({path}:3 RUN echo oops >&2; exit 4): exit status 4\noops")
+    assert layer_count(rt) == before
+    with pytest.raises(sandlet.InvalidArgument, match="build recipe .*missing"):
+        rt.build(ctx / "missing", ctx)
+    with pytest.raises(sandlet.InvalidArgument, match=r":2: ONBUILD is not supported"):
+        rt.build(recipe(ctx, "FROM busybox\nONBUILD RUN x\n"), ctx)
+    with pytest.raises(sandlet.InvalidArgument, match="invalid build argument name"):
+        rt.build(path, ctx, build_args={"A=B": "x"})
+    assert layer_count(rt) == before
+    assert rt.list() == []
+
+
+def test_build_async_progress_on_the_loop_and_cancel(root_dir: str, rootfs: str, ctx: Path) -> None:
+    path = recipe(ctx, "FROM busybox\nRUN echo up; sleep 60\n")
+
+    async def main() -> None:
+        async with sandlet.AsyncRuntime(root_dir) as rt:
+            await rt.layer_import(rootfs, name="busybox")
+            loop_thread = threading.get_ident()
+            started = asyncio.Event()
+
+            def progress(e: sandlet.BuildEvent) -> None:
+                assert threading.get_ident() == loop_thread
+                if e.stream == sandlet.STDOUT:
+                    started.set()
+
+            task = asyncio.ensure_future(rt.build(path, ctx, progress=progress))
+            await asyncio.wait_for(started.wait(), 30)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # The cancelled build cleans up on its thread; a new one succeeds and sees the same store.
+            ok = await rt.build(recipe(ctx, "FROM busybox\nRUN echo fine\n"), ctx, tag="a")
+            assert ok["environment"] == "a@1"
+            assert len(await rt.layer_list()) == 2
+    asyncio.run(main())
