@@ -1,0 +1,87 @@
+#include "guest/host_mounts.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace sandlet::guest {
+namespace {
+
+// One component below `dir`, never through a symlink (the image's or anything else's): a target is
+// where the spec says, not wherever a link in the image points.
+int open_component(int dir, const char* name) {
+  struct open_how how = {};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(syscall(SYS_openat2, dir, name, &how, sizeof how));
+}
+
+// An O_PATH descriptor of `target`'s directory, made (mkdir -p, mode 0755, root's) where missing.
+Status open_target(const std::string& target, int* out) {
+  int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return errno_status(errno, "mount " + target + ": open /");
+  std::string name;
+  for (size_t start = 1; start < target.size();) {
+    size_t end = target.find('/', start);
+    if (end == std::string::npos) end = target.size();
+    name.assign(target, start, end - start);
+    start = end + 1;
+    if (name.empty() || name == "." || name == "..") {
+      close(dir);
+      return make_status(SANDLET_INTERNAL, EINVAL, "mount " + target + ": not a normalized path");
+    }
+    if (mkdirat(dir, name.c_str(), 0755) != 0 && errno != EEXIST) {
+      const int e = errno;
+      close(dir);
+      return errno_status(e, "mount " + target + ": mkdir " + target.substr(0, end));
+    }
+    const int next = open_component(dir, name.c_str());
+    const int e = errno;
+    close(dir);
+    if (next < 0) {
+      const std::string at = target.substr(0, end);
+      if (e == ELOOP) return errno_status(e, "mount " + target + ": " + at + " is a symlink in the image (refused)");
+      return errno_status(e, "mount " + target + ": open " + at);
+    }
+    dir = next;
+  }
+  *out = dir;
+  return Status::Ok();
+}
+
+Status attach_one(const proto::InitMount& m, int fd) {
+  int at = -1;
+  if (Status s = open_target(m.target, &at); !s.ok()) return s;
+  const int r = move_mount(fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+  const int e = errno;
+  close(at);
+  if (r != 0) return errno_status(e, "mount " + m.target + ": attach the host directory");
+  // The host made it read-only; a sandbox must never get a writable one by mistake.
+  if (m.flags & proto::kMountReadOnly) {
+    struct statfs st;
+    if (syscall(SYS_fstatfs, fd, &st) != 0) return errno_status(errno, "mount " + m.target + ": statfs");
+    if (!(st.f_flags & ST_RDONLY))
+      return make_status(SANDLET_INTERNAL, EPROTO, "mount " + m.target + ": read-only mount arrived writable");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status attach_host_mounts(const std::vector<proto::InitMount>& mounts, const int* fds) {
+  Status st;
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    if (st.ok()) st = attach_one(mounts[i], fds[i]);
+    close(fds[i]);
+  }
+  return st;
+}
+
+}  // namespace sandlet::guest
