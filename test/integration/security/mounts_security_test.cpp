@@ -6,7 +6,7 @@ namespace {
 
 // Runs `script` inside; returns its exit code, stdout+stderr in *output.
 int attempt(sandlet::Sandbox& sb, const std::string& script, std::string* output = nullptr) {
-  auto r = sb.exec({"sh", "-c", script + " 2>&1"});
+  auto r = sb.exec({"sh", "-c", "(" + script + ") 2>&1"});
   if (output) *output = r.stdout_data;
   return r.exit_code;
 }
