@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace sandlet::guest {
@@ -24,9 +25,10 @@ int open_component(int dir, const char* name) {
 }
 
 // An O_PATH descriptor of `target`'s directory, made (mkdir -p, mode 0755, root's) where missing.
-Status open_target(const std::string& target, int* out) {
+// `what` names it in errors ("mounts[N].target /path").
+Status open_target(const std::string& target, const std::string& what, int* out) {
   int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return errno_status(errno, "mount " + target + ": open /");
+  if (dir < 0) return errno_status(errno, what + ": open /");
   std::string name;
   for (size_t start = 1; start < target.size();) {
     size_t end = target.find('/', start);
@@ -35,20 +37,24 @@ Status open_target(const std::string& target, int* out) {
     start = end + 1;
     if (name.empty() || name == "." || name == "..") {
       close(dir);
-      return make_status(SANDLET_INTERNAL, EINVAL, "mount " + target + ": not a normalized path");
+      return make_status(SANDLET_INTERNAL, EINVAL, what + ": not a normalized path");
     }
     if (mkdirat(dir, name.c_str(), 0755) != 0 && errno != EEXIST) {
       const int e = errno;
       close(dir);
-      return errno_status(e, "mount " + target + ": mkdir " + target.substr(0, end));
+      return errno_status(e, what + ": mkdir " + target.substr(0, end));
     }
     const int next = open_component(dir, name.c_str());
     const int e = errno;
     close(dir);
     if (next < 0) {
+      // The image and the spec disagree: the spec's to fix, like any invalid field.
       const std::string at = target.substr(0, end);
-      if (e == ELOOP) return errno_status(e, "mount " + target + ": " + at + " is a symlink in the image (refused)");
-      return errno_status(e, "mount " + target + ": open " + at);
+      if (e == ELOOP)
+        return make_status(SANDLET_INVALID_ARGUMENT, e, what + ": " + at + " is a symlink in the image (refused)");
+      if (e == ENOTDIR)
+        return make_status(SANDLET_INVALID_ARGUMENT, e, what + ": " + at + " is not a directory in the image");
+      return errno_status(e, what + ": open " + at);
     }
     dir = next;
   }
@@ -56,19 +62,22 @@ Status open_target(const std::string& target, int* out) {
   return Status::Ok();
 }
 
-Status attach_one(const proto::InitMount& m, int fd) {
+Status attach_one(const proto::InitMount& m, size_t index, int fd) {
+  char what[48];
+  snprintf(what, sizeof what, "mounts[%zu].target ", index);
+  const std::string name = what + m.target;
   int at = -1;
-  if (Status s = open_target(m.target, &at); !s.ok()) return s;
+  if (Status s = open_target(m.target, name, &at); !s.ok()) return s;
   const int r = move_mount(fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
   const int e = errno;
   close(at);
-  if (r != 0) return errno_status(e, "mount " + m.target + ": attach the host directory");
+  if (r != 0) return errno_status(e, name + ": attach the host directory");
   // The host made it read-only; a sandbox must never get a writable one by mistake.
   if (m.flags & proto::kMountReadOnly) {
     struct statfs st;
-    if (syscall(SYS_fstatfs, fd, &st) != 0) return errno_status(errno, "mount " + m.target + ": statfs");
+    if (syscall(SYS_fstatfs, fd, &st) != 0) return errno_status(errno, name + ": statfs");
     if (!(st.f_flags & ST_RDONLY))
-      return make_status(SANDLET_INTERNAL, EPROTO, "mount " + m.target + ": read-only mount arrived writable");
+      return make_status(SANDLET_INTERNAL, EPROTO, name + ": read-only mount arrived writable");
   }
   return Status::Ok();
 }
@@ -78,7 +87,7 @@ Status attach_one(const proto::InitMount& m, int fd) {
 Status attach_host_mounts(const std::vector<proto::InitMount>& mounts, const int* fds) {
   Status st;
   for (size_t i = 0; i < mounts.size(); ++i) {
-    if (st.ok()) st = attach_one(mounts[i], fds[i]);
+    if (st.ok()) st = attach_one(mounts[i], i, fds[i]);
     close(fds[i]);
   }
   return st;
