@@ -229,7 +229,21 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *     "network": "none",
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
- *     "accept_weaker": ["memory_swap"] }        guarantees this sandbox may get in a weaker form (below)
+ *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
+ *     "mounts": [{"source": "/host/dir", "target": "/inside", "readonly": true}, "/src:/dst:rw", ...] }
+ *
+ *   mounts: host directories (<= 64) mounted into the sandbox before anything in it runs, with their
+ *   submounts; an object, or "SOURCE:TARGET[:ro|rw]" for paths without ':'; read-only unless "readonly" is
+ *   false or the short form ends in ":rw". Paths absolute and normalized; a target is not "/" nor in /proc,
+ *   /dev or /sys, and no target equals or lies inside another; a missing target directory is made (in the
+ *   sandbox's writable layer), one reached through a symlink of the image is refused. Only directories.
+ *   Read-only: no write, chmod or remount succeeds inside, root's included (the sandbox cannot mount); owners
+ *   show as on the host (host uid N as uid N inside, ids above 65535 as 65534) where the filesystem supports
+ *   idmapped mounts, else every owner shows as 65534 and access follows the "other" permission bits. Both
+ *   kinds are nosuid and nodev. Read-write: never idmapped, so nothing written inside is ever owned by a host
+ *   id outside the sandbox's own range (a setuid file root inside makes is setuid to the sandbox's host
+ *   uid, not host root); root inside writes only where the host directory lets that range (or everyone)
+ *   write, and sees the host's own owners as 65534. Snapshots never include mounts.
  * ------------------------------------------------------------------------------------------------- */
 typedef struct sandlet_spec sandlet_spec_t;
 
@@ -270,6 +284,13 @@ SANDLET_API sandlet_error_t *sandlet_spec_set_idle_timeout(sandlet_spec_t *spec,
    "memory_swap" (limits.memory bounds swap too: needs swap accounting where the host has swap).
    An unknown name is INVALID_ARGUMENT. sandlet_runtime_features_json says which ones this host weakens. */
 SANDLET_API sandlet_error_t *sandlet_spec_accept_weaker(sandlet_spec_t *spec, const char *guarantee);
+/* Mounts the host directory `source` at `target` inside the sandbox (appended to "mounts"; at most 64),
+   read-only when `readonly` is nonzero. Both paths absolute and normalized; `target` not "/" and not in
+   /proc, /dev or /sys; no two targets equal or nested. Whether `source` exists and is a directory is
+   checked at create (INVALID_ARGUMENT naming "mounts[N].source", with the errno). Ownership and what root
+   inside may do there: see "mounts" in the schema above. Container backend. */
+SANDLET_API sandlet_error_t *sandlet_spec_add_mount(sandlet_spec_t *spec, const char *source, const char *target,
+                                                    int readonly);
 
 /* ---------------------------------------------------------------------------------------------------
  * Sandboxes.

@@ -66,4 +66,12 @@ SANDLET_VALUE_SETTER(set_max_lifetime, spec_set_max_lifetime, double)
 SANDLET_VALUE_SETTER(set_idle_timeout, spec_set_idle_timeout, double)
 SANDLET_STRING_SETTER(accept_weaker, spec_accept_weaker)
 
+SANDLET_API sandlet_error_t* sandlet_spec_add_mount(sandlet_spec_t* spec, const char* source, const char* target,
+                                                    int readonly) {
+  SANDLET_REQUIRE(spec);
+  SANDLET_REQUIRE(source);
+  SANDLET_REQUIRE(target);
+  return guard([&] { sandlet::spec_add_mount(spec->spec, source, target, readonly != 0); });
+}
+
 }  // extern "C"

@@ -39,6 +39,8 @@ namespace {
   "      --idle-timeout S   Destroy the sandbox after S seconds without a request\n"                    \
   "      --accept-weaker G  Create even where this host gives guarantee G only in a weaker form\n"    \
   "                         (repeatable; names: see 'sandlet doctor')\n"                              \
+  "      --mount SRC:DST[:ro|rw]  Mount host directory SRC at DST inside (repeatable; read-only\n"    \
+  "                         unless :rw; ./dir is made absolute; paths with ':' need --spec)\n"       \
   "      --root DIR         State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"          \
   "  -h, --help             Print this help\n"
 
@@ -71,7 +73,7 @@ const std::vector<OptionDef> kSpecOptions = {
     {"memory", 0, true},   {"pids", 0, true},         {"disk", 0, true},         {"network", 0, true},
     {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
     {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
-    {"environment", 0, true}, {"accept-weaker", 0, true},
+    {"environment", 0, true}, {"accept-weaker", 0, true}, {"mount", 0, true},
 };
 
 std::pair<std::string, std::string> split_label(const std::string& flag) {
@@ -91,6 +93,20 @@ std::string layer_ref(const std::string& value) {
   if (ec) throw UsageError("--layer " + value + ": " + ec.message());
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   return abs;
+}
+
+// A --mount value with a relative source ("./data:/data") made absolute; the library checks the rest.
+std::string mount_flag(const std::string& value) {
+  const size_t colon = value.find(':');
+  if (colon == std::string::npos || colon == 0)
+    throw UsageError("invalid --mount '" + value + "': expected SRC:DST, SRC:DST:ro or SRC:DST:rw");
+  const std::string source = value.substr(0, colon);
+  if (source[0] != '.') return value;
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(source, ec).lexically_normal().string();
+  if (ec) throw UsageError("--mount " + value + ": " + ec.message());
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  return abs + value.substr(colon);
 }
 
 // Builds the spec JSON (base file, then flags) and lets the library parse and validate it.
@@ -151,6 +167,11 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
     json::bj::array accepted;
     for (const auto& g : a.all("accept-weaker")) accepted.push_back(string(g));
     spec["accept_weaker"] = std::move(accepted);
+  }
+  if (!a.all("mount").empty()) {
+    json::bj::array mounts;
+    for (const auto& m : a.all("mount")) mounts.push_back(string(mount_flag(m)));
+    spec["mounts"] = std::move(mounts);
   }
   spec["lifetime"] = lifetime;
 

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "guest/host_mounts.hpp"
 #include "guest/run_once.hpp"
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
@@ -73,7 +74,10 @@ int main() {
   // Phase 2: who the sandbox is.
   proto::InitConfig cfg;
   int stdio[3];
-  s = receive_config(kSetupFd, &cfg, stdio);
+  static int mount_fds[proto::kMaxMounts];
+  s = receive_config(kSetupFd, &cfg, stdio, mount_fds);
+  if (!s.ok()) fail(s);
+  s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
   if (!s.ok()) fail(s);
   s = setup_identity(cfg);
   if (!s.ok()) fail(s);

@@ -23,8 +23,11 @@ namespace sandlet::guest {
 namespace {
 
 // recvmsg() that also collects any SCM_RIGHTS fds into fds[] (they arrive with the first bytes).
+// Room for the most any set-up frame carries: a one-shot command's stdio and every host mount.
+constexpr size_t kMaxConfigFds = 3 + proto::kMaxMounts;
+
 ssize_t recv_with_fds(int sock, char* buf, size_t len, int* fds, size_t* nfds, size_t max_fds, bool* ctrunc) {
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxConfigFds)];
   for (;;) {
     struct iovec iov = {buf, len};
     struct msghdr msg = {};
@@ -202,12 +205,12 @@ bool send_frame_blocking(int fd, proto::InitMsg type, const std::string& payload
 }
 
 namespace {
-// One setup frame of `type` with up to kMaxSetupFds SCM_RIGHTS fds (closed again on error).
-constexpr size_t kMaxSetupFds = 5;
-Status receive_setup_frame(int sock, proto::InitMsg type, std::string* payload, int* got_fds, size_t* nfds,
-                           bool* ctrunc) {
+// One setup frame of `type` with up to `max_fds` SCM_RIGHTS fds (closed again on error).
+constexpr size_t kMaxStageFds = 5;
+Status receive_setup_frame(int sock, proto::InitMsg type, std::string* payload, int* got_fds, size_t max_fds,
+                           size_t* nfds, bool* ctrunc) {
   char hdr[proto::kHeaderSize];
-  Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, nfds, kMaxSetupFds, ctrunc);
+  Status st = recv_exact(sock, hdr, sizeof hdr, got_fds, nfds, max_fds, ctrunc);
   proto::FrameHeader h{};
   if (st.ok()) {
     // Checked before the payload is allocated or read.
@@ -216,7 +219,7 @@ Status receive_setup_frame(int sock, proto::InitMsg type, std::string* payload, 
   }
   if (st.ok()) {
     payload->resize(h.len);
-    st = recv_exact(sock, payload->data(), payload->size(), got_fds, nfds, kMaxSetupFds, ctrunc);
+    st = recv_exact(sock, payload->data(), payload->size(), got_fds, nfds, max_fds, ctrunc);
   }
   if (!st.ok()) {
     for (size_t i = 0; i < *nfds; ++i) close(got_fds[i]);
@@ -227,11 +230,11 @@ Status receive_setup_frame(int sock, proto::InitMsg type, std::string* payload, 
 }  // namespace
 
 Status receive_stage(int sock, InitFds* fds) {
-  int got_fds[kMaxSetupFds];
+  int got_fds[kMaxStageFds];
   size_t nfds = 0;
   bool ctrunc = false;
   std::string payload;
-  Status st = receive_setup_frame(sock, proto::InitMsg::kStage, &payload, got_fds, &nfds, &ctrunc);
+  Status st = receive_setup_frame(sock, proto::InitMsg::kStage, &payload, got_fds, kMaxStageFds, &nfds, &ctrunc);
   if (!st.ok()) return st;
   uint32_t flags = 0;
   const bool flags_ok = decode_stage(payload, &flags);
@@ -250,13 +253,13 @@ Status receive_stage(int sock, InitFds* fds) {
   return Status::Ok();
 }
 
-Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3]) {
-  int got_fds[kMaxSetupFds];
+Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds) {
+  int got_fds[kMaxConfigFds];
   size_t nfds = 0;
   bool ctrunc = false;
   std::string payload;
   for (int i = 0; i < 3; ++i) stdio[i] = -1;
-  Status st = receive_setup_frame(sock, proto::InitMsg::kConfig, &payload, got_fds, &nfds, &ctrunc);
+  Status st = receive_setup_frame(sock, proto::InitMsg::kConfig, &payload, got_fds, kMaxConfigFds, &nfds, &ctrunc);
   if (!st.ok()) return st;
   auto close_fds = [&] {
     for (size_t i = 0; i < nfds; ++i) close(got_fds[i]);
@@ -265,17 +268,19 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3]) {
     close_fds();
     return make_status(SANDLET_INTERNAL, EPROTO, "read init config: malformed InitConfig");
   }
-  // A one-shot command's stdio, in order, for the bits set; nothing else may come with the frame.
+  // A one-shot command's stdio, in order, for the bits set, then one per host mount; nothing else may
+  // come with the frame.
   const uint32_t bits = (cfg->flags & proto::kInitRunOnce) ? cfg->run_once.stdio : 0;
-  size_t want = 0;
+  size_t want = cfg->mounts.size();
   for (int i = 0; i < 3; ++i) want += (bits >> i) & 1;
   if (nfds != want || ctrunc) {
     close_fds();
-    return make_status(SANDLET_INTERNAL, EPROTO, "read init config: wrong number of stdio descriptors");
+    return make_status(SANDLET_INTERNAL, EPROTO, "read init config: wrong number of descriptors (stdio and mounts)");
   }
   size_t next = 0;
   for (int i = 0; i < 3; ++i)
     if ((bits >> i) & 1) stdio[i] = got_fds[next++];
+  for (size_t i = 0; i < cfg->mounts.size(); ++i) mount_fds[i] = got_fds[next++];
   return Status::Ok();
 }
 

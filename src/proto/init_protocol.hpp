@@ -19,7 +19,10 @@ namespace sandlet::proto {
 constexpr uint8_t kInitVersion = 1;
 // A configuration with a one-shot command at the kernel's largest ARG_MAX, the default environment and a
 // seccomp program (at most BPF_MAXINSNS = 4096 instructions of 8 bytes).
-constexpr uint32_t kMaxInitConfig = 16u << 20;
+// Plus at most kMaxMounts mount targets (InitConfig::mounts).
+constexpr uint32_t kMaxMounts = 64;  // = the spec's limit; one SCM_RIGHTS message holds 253 descriptors
+constexpr uint32_t kMaxMountTarget = 4095;
+constexpr uint32_t kMaxInitConfig = (16u << 20) + 4 + kMaxMounts * (4 + kMaxMountTarget + 4);
 
 enum class InitMsg : uint8_t {
   // host -> init, in this order
@@ -27,7 +30,8 @@ enum class InitMsg : uint8_t {
                     // builds its filesystem view and answers kStaged
   kConfig = 0x82,   // InitConfig: identity and policy; the init answers kReady. With kInitRunOnce it carries
                     // the command's stdio fds (SCM_RIGHTS, see RunOnce) and, after ready, the init answers
-                    // kRunExit or kError once the command has ended, then exits
+                    // kRunExit or kError once the command has ended, then exits. With kInitHasMounts, the
+                    // host directories to mount (InitMount), their fds after the stdio ones
   // init -> host
   kStaged = 0xc1,   // empty
   kReady = 0xc2,    // empty
@@ -71,6 +75,7 @@ enum InitFlags : uint32_t {
   kInitDetached = 4,  // the sandbox outlives its creator: drop the parent-death signal
   kInitRunOnce = 8,   // one-shot: run InitConfig::run_once right after ready instead of serving requests
   kInitHasUpper = 16,
+  kInitHasMounts = 32,  // kConfig only: InitConfig::mounts, each with an SCM_RIGHTS fd
 };
 constexpr int kInitUpperFd = 1000;  // where the init keeps the writable layer's mount (close-on-exec)
 
@@ -86,6 +91,17 @@ struct RunOnce {
   uint32_t stdio = 0;
 };
 
+// A host directory for the sandbox, sent with kConfig (spec-dependent: a sandbox staged ahead in a warm
+// pool gets its mounts when it is handed out, cloned from the host at that moment). Its fd is a detached
+// mount (open_tree clone) the host has already made read-only/nosuid/nodev as asked; the init attaches it
+// at `target` in its new root (after pivot_root), making missing directories, refusing symlinks, and
+// checks that a kMountReadOnly one is read-only.
+enum MountFlags : uint32_t { kMountReadOnly = 1 };
+struct InitMount {
+  std::string target;  // absolute, no NUL, <= kMaxMountTarget bytes
+  uint32_t flags = 0;
+};
+
 struct InitConfig {
   std::string hostname;
   std::string workdir = "/";
@@ -96,6 +112,7 @@ struct InitConfig {
   uint64_t idle_timeout_ms = 0;   // ... or after this long without a request; 0 = never
   uint32_t flags = 0;
   RunOnce run_once;               // only with kInitRunOnce
+  std::vector<InitMount> mounts;  // only with kInitHasMounts: 1..kMaxMounts
 
   std::string encode() const {
     wire::Writer w;
@@ -104,6 +121,10 @@ struct InitConfig {
     if (flags & kInitRunOnce) {
       w.strs(run_once.argv); w.strs(run_once.env); w.str(run_once.cwd); w.str(run_once.user);
       w.u64(run_once.timeout_ms); w.u32(run_once.stdio);
+    }
+    if (flags & kInitHasMounts) {
+      w.u32(static_cast<uint32_t>(mounts.size()));
+      for (const InitMount& m : mounts) { w.str(m.target); w.u32(m.flags); }
     }
     return std::move(w.data());
   }
@@ -117,6 +138,17 @@ struct InitConfig {
       c.argv = r.strs(); c.env = r.strs(); c.cwd = r.str(); c.user = r.str();
       c.timeout_ms = r.u64(); c.stdio = r.u32();
       if (c.argv.empty() || (c.stdio & ~7u) != 0) return false;
+    }
+    if (out->flags & kInitHasMounts) {
+      const uint32_t n = r.u32();
+      if (!r.ok() || n == 0 || n > kMaxMounts) return false;
+      out->mounts.resize(n);
+      for (InitMount& m : out->mounts) {
+        m.target = r.str(); m.flags = r.u32();
+        if (m.target.empty() || m.target[0] != '/' || m.target.size() > kMaxMountTarget ||
+            m.target.find('\0') != std::string::npos || (m.flags & ~static_cast<uint32_t>(kMountReadOnly)) != 0)
+          return false;
+      }
     }
     return r.ok() && r.at_end();
   }

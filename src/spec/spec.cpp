@@ -13,10 +13,16 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "spec/spec_text.hpp"
 #include "spec/weaker_guarantees.hpp"
 
 namespace sandlet {
 namespace {
+
+using spec_text::check_absolute_path;
+using spec_text::check_text;
+using spec_text::escaped;
+using spec_text::quoted;
 
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = kKiB << 10;
@@ -74,48 +80,11 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return n;
 }
 
-// User text made safe for an error message: control characters, quotes and invalid bytes escaped, cut
-// after `max_chars` characters so that a huge value cannot blow up the message.
-std::string escaped(std::string_view s, size_t max_chars = 64) {
-  std::string out;
-  size_t i = 0;
-  for (size_t shown = 0; i < s.size() && shown < max_chars; ++shown) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = utf8_sequence_length(s, i);
-    if (n == 0 || c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-      n = 1;
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else {
-      out.append(s.substr(i, n));
-    }
-    i += n;
-  }
-  if (i < s.size()) out += "...";
-  return out;
-}
-
-std::string quoted(std::string_view s) { return "\"" + escaped(s) + "\""; }
-
 // The shortest text that reads back as the same double ("0.1", "1.5", "inf").
 std::string number_text(double v) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
-}
-
-// Text must be JSON-representable and usable as a C string: valid UTF-8, no NUL.
-void check_text(const std::string& field, std::string_view v, const std::string& what) {
-  for (size_t i = 0; i < v.size();) {
-    if (v[i] == '\0') throw_invalid(field, what + " contains a NUL byte");
-    const size_t n = utf8_sequence_length(v, i);
-    if (n == 0) throw_invalid(field, what + " is not valid UTF-8");
-    i += n;
-  }
 }
 
 // A layer digest ("sha256:<hex>", hex) or a name of the store: [A-Za-z0-9][A-Za-z0-9._:-]{0,127}.
@@ -130,13 +99,6 @@ void check_store_ref(const std::string& field, std::string_view v) {
     throw_invalid(field, "expected an absolute directory path, a layer digest or a layer/environment name "
                          "([A-Za-z0-9._:-], <= 128), got " + quoted(v));
   }
-}
-
-void check_absolute_path(const std::string& field, std::string_view v) {
-  if (v.empty()) throw_invalid(field, "expected an absolute path, got an empty string");
-  check_text(field, v, "path");
-  if (v.front() != '/') throw_invalid(field, "expected an absolute path, got " + quoted(v));
-  if (v.size() > kMaxPath) throw_invalid(field, "path longer than " + std::to_string(kMaxPath) + " bytes");
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -206,6 +168,51 @@ void check_user(std::string_view v) {
 bool is_label_key_char(char c) { return is_alnum(c) || c == '.' || c == '_' || c == '/' || c == '-'; }
 
 }  // namespace
+
+namespace spec_text {
+
+std::string escaped(std::string_view s, size_t max_chars) {
+  std::string out;
+  size_t i = 0;
+  for (size_t shown = 0; i < s.size() && shown < max_chars; ++shown) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_sequence_length(s, i);
+    if (n == 0 || c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      n = 1;
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  if (i < s.size()) out += "...";
+  return out;
+}
+
+std::string quoted(std::string_view s) { return "\"" + escaped(s) + "\""; }
+
+void check_text(const std::string& field, std::string_view v, const std::string& what) {
+  for (size_t i = 0; i < v.size();) {
+    if (v[i] == '\0') throw_invalid(field, what + " contains a NUL byte");
+    const size_t n = utf8_sequence_length(v, i);
+    if (n == 0) throw_invalid(field, what + " is not valid UTF-8");
+    i += n;
+  }
+}
+
+void check_absolute_path(const std::string& field, std::string_view v) {
+  if (v.empty()) throw_invalid(field, "expected an absolute path, got an empty string");
+  check_text(field, v, "path");
+  if (v.front() != '/') throw_invalid(field, "expected an absolute path, got " + quoted(v));
+  if (v.size() > kMaxPath) throw_invalid(field, "path longer than " + std::to_string(kMaxPath) + " bytes");
+}
+
+}  // namespace spec_text
 
 // ---- setters -------------------------------------------------------------------------------------------
 
@@ -474,6 +481,7 @@ void validate_spec(const Spec& spec) {
   spec_set_max_lifetime(check, spec.max_lifetime_s);
   spec_set_idle_timeout(check, spec.idle_timeout_s);
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
+  for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);
 
   if (spec.layers.empty() && spec.environment.empty()) {
     throw_invalid("layers", "at least one layer (or an environment) is required");
@@ -494,6 +502,7 @@ void validate_spec(const Spec& spec) {
                   err);
     }
   }
+  check_mount_sources(spec);
 }
 
 }  // namespace sandlet

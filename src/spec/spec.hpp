@@ -12,6 +12,16 @@ namespace sandlet {
 
 enum class Lifetime { kOwned, kDetached };
 
+// A host directory mounted into the sandbox (before anything inside runs; the sandbox's own processes
+// cannot mount). Read-only: root inside cannot write or remount it. Read-write: what the sandbox writes
+// is stored under the sandbox's own host uid range, never as host root (sandlet.h, "mounts").
+struct Mount {
+  std::string source;    // absolute, normalized host path of a directory (its submounts come along)
+  std::string target;    // absolute, normalized path inside: not "/", /proc, /dev, /sys or below them
+  bool readonly = true;
+  bool operator==(const Mount&) const = default;
+};
+
 struct Limits {
   double cpus = 0;           // 0 = no CPU limit; else quota in CPUs (0.01 .. 1024)
   uint64_t memory = 0;       // bytes; 0 = no memory limit; else 4 MiB .. 1 PiB
@@ -43,6 +53,8 @@ struct Spec {
   // Guarantees this sandbox may get in a weaker form where the host cannot give them in full (names of
   // spec/weaker_guarantees.hpp, each once). Without the name, such a create fails (UNIMPLEMENTED).
   std::vector<std::string> accept_weaker;
+  // <= 64; each target once, none inside another's (nested mounts are refused).
+  std::vector<Mount> mounts;
 };
 
 // Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields and duplicate keys are errors;
@@ -53,8 +65,8 @@ Spec parse_spec_json(std::string_view json);
 std::string spec_to_json(const Spec& spec);
 
 // Whole-spec checks: every field as its setter checks it (a Spec may have been filled in directly), at least
-// one layer or an environment, and each directory layer exists and is a directory (the Error then carries
-// the errno). Store references are checked for syntax only here; the runtime resolves them.
+// one layer or an environment, and each directory layer and mount source exists and is a directory (the
+// Error then carries the errno). Store references are checked for syntax only here; the runtime resolves them.
 void validate_spec(const Spec& spec);
 
 // Field setters used by the C ABI's field-by-field builder; each validates like the JSON parser does.
@@ -76,6 +88,12 @@ void spec_set_lifetime(Spec& s, std::string_view v);
 void spec_set_max_lifetime(Spec& s, double seconds);
 void spec_set_idle_timeout(Spec& s, double seconds);
 void spec_accept_weaker(Spec& s, std::string_view guarantee);  // adds one name (a repeat is a no-op)
+// Appends a mount (fields named "mounts[N].source"/".target", N its index); the short form is
+// "SRC:DST", "SRC:DST:ro" or "SRC:DST:rw" (paths without ':'; read-only when the mode is left out).
+void spec_add_mount(Spec& s, std::string_view source, std::string_view target, bool readonly);
+void spec_add_mount_text(Spec& s, std::string_view text);
+// validate_spec's part for mounts on the host: each source exists and is a directory.
+void check_mount_sources(const Spec& spec);
 
 // "512M" -> 536870912; throws Error(kInvalidArgument) naming `field` on bad input. Grammar: digits, an
 // optional fraction (only with a suffix; rounded down to whole bytes), an optional k/M/G/T (1024-based,

@@ -146,6 +146,42 @@ void parse_accept_weaker(Spec& s, const json::value& v) {
     spec_accept_weaker(s, as_string(names[i], "accept_weaker[" + std::to_string(i) + "]"));
 }
 
+// Each mount: "SRC:DST[:ro|rw]" or {"source", "target", "readonly" (default true)}.
+void parse_mounts(Spec& s, const json::value& v) {
+  if (!v.is_array()) throw_type("mounts", "an array of mounts", v);
+  s.mounts.clear();
+  const json::array& mounts = v.get_array();
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const std::string field = "mounts[" + std::to_string(i) + "]";
+    const json::value& m = mounts[i];
+    if (m.is_string()) {
+      spec_add_mount_text(s, as_string(m, field));
+      continue;
+    }
+    const std::string expected = "\"SOURCE:TARGET[:ro|rw]\" or an object {\"source\", \"target\", \"readonly\"}";
+    const json::object& o = as_object(m, field, expected);
+    std::string_view source, target;
+    bool have_source = false, have_target = false, readonly = true;
+    for (const auto& kv : o) {
+      const std::string key = key_text(kv);
+      const std::string sub = field + "." + shown(key);
+      if (key == "source") {
+        source = as_string(kv.value(), sub), have_source = true;
+      } else if (key == "target") {
+        target = as_string(kv.value(), sub), have_target = true;
+      } else if (key == "readonly") {
+        if (!kv.value().is_bool()) throw_type(sub, "true or false", kv.value());
+        readonly = kv.value().get_bool();
+      } else {
+        throw_invalid(sub, "unknown field");
+      }
+    }
+    if (!have_source) throw_invalid(field + ".source", "required");
+    if (!have_target) throw_invalid(field + ".target", "required");
+    spec_add_mount(s, source, target, readonly);
+  }
+}
+
 using FieldParser = void (*)(Spec&, const json::value&);
 struct Field {
   std::string_view name;
@@ -174,6 +210,7 @@ const Field kFields[] = {
        spec_set_idle_timeout(s, as_number(v, "idle_timeout_s", "a number of seconds"));
      }},
     {"accept_weaker", parse_accept_weaker},
+    {"mounts", parse_mounts},
 };
 
 // ---- reading the document ------------------------------------------------------------------------------
@@ -219,6 +256,10 @@ class Writer {
     char buf[64];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
     out_.append(buf, r.ptr);
+  }
+  void boolean(bool v) {
+    separate();
+    out_ += v ? "true" : "false";
   }
   void field(std::string_view k, std::string_view v) { key(k), string(v); }
   std::string take() { return std::move(out_); }
@@ -305,6 +346,16 @@ std::string spec_to_json(const Spec& spec) {
   w.key("accept_weaker");
   w.begin_array();
   for (const auto& g : spec.accept_weaker) w.string(g);
+  w.end_array();
+  w.key("mounts");
+  w.begin_array();
+  for (const auto& m : spec.mounts) {
+    w.begin_object();
+    w.field("source", m.source);
+    w.field("target", m.target);
+    w.key("readonly"), w.boolean(m.readonly);
+    w.end_object();
+  }
   w.end_array();
   w.end_object();
   return w.take();

@@ -57,6 +57,33 @@ UniqueFd idmapped_clone(const std::string& path, int userns_fd) {
   return fd;
 }
 
+UniqueFd host_dir_clone(const std::string& path, bool readonly, int userns_fd, const std::string& what) {
+  UniqueFd fd(sys_open_tree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  if (!fd) throw_errno(what + ": open_tree");
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) throw_errno(what + ": fstat");
+  if (!S_ISDIR(st.st_mode)) throw_errno(what + ": not a directory", ENOTDIR);
+  struct mount_attr attr = {};
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  // A copy of a shared mount would join its peer group: mounts and unmounts would then propagate
+  // between the host and the sandbox.
+  attr.propagation = MS_PRIVATE;
+  if (readonly) {
+    attr.attr_set |= MOUNT_ATTR_RDONLY | MOUNT_ATTR_IDMAP;
+    attr.userns_fd = static_cast<uint64_t>(userns_fd);
+    if (sys_mount_setattr(fd.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) == 0) return fd;
+    // A filesystem without idmapped mounts (tmpfs before 6.3, proc, ...) or a tree already idmapped:
+    // the same attributes without the idmap (then host owners show as the overflow id inside).
+    const int e = errno;
+    if (e != EINVAL && e != EOPNOTSUPP && e != EPERM) throw_errno(what + ": mount_setattr(read-only, idmapped)", e);
+    attr.attr_set &= ~static_cast<uint64_t>(MOUNT_ATTR_IDMAP);
+    attr.userns_fd = 0;
+  }
+  if (sys_mount_setattr(fd.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) != 0)
+    throw_errno(what + (readonly ? ": mount_setattr(read-only, nosuid, nodev)" : ": mount_setattr(nosuid, nodev)"));
+  return fd;
+}
+
 FsContext::FsContext(const char* fstype) : fstype_(fstype), fd_(sys_fsopen(fstype, FSOPEN_CLOEXEC)) {
   if (!fd_) throw_errno(std::string("fsopen ") + fstype);
 }

@@ -15,6 +15,12 @@ namespace sandlet::sys {
 // (host ids appear as the user namespace maps them).
 UniqueFd idmapped_clone(const std::string& path, int userns_fd);
 
+// A private, detached copy of the directory tree at `path` (its submounts included) for a sandbox's
+// `mounts`: nosuid, nodev. Read-only: also read-only, and idmapped through `userns_fd` where every
+// filesystem in the tree supports that (else a plain copy). Read-write: never
+// idmapped (what the sandbox writes is stored under its own host ids). Errors name `what`.
+UniqueFd host_dir_clone(const std::string& path, bool readonly, int userns_fd, const std::string& what);
+
 // A filesystem context for `fstype`; set options, then create a detached mount.
 class FsContext final {
  public:

@@ -24,6 +24,18 @@ static void test_errors_and_versions(void) {
   CHECK(strstr(sandlet_error_message(err), "limits.pids") != NULL);
   CHECK(spec == NULL);
   sandlet_error_delete(err);
+  OK(sandlet_spec_new(&spec));
+  err = sandlet_spec_add_mount(spec, "/srv", "/proc/x", 1);
+  CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
+  CHECK(err && strstr(sandlet_error_message(err), "mounts[0].target") != NULL);
+  sandlet_error_delete(err);
+  OK(sandlet_spec_add_mount(spec, "/srv", "/srv", 0));
+  char *json = NULL;
+  OK(sandlet_spec_to_json(spec, &json));
+  CHECK(json && strstr(json, "\"mounts\":[{\"source\":\"/srv\",\"target\":\"/srv\",\"readonly\":false}]") != NULL);
+  sandlet_free(json);
+  sandlet_spec_delete(spec);
+  spec = NULL;
   err = sandlet_runtime_open("/tmp", NULL, NULL);
   CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
   sandlet_error_delete(err);
@@ -283,6 +295,31 @@ static void test_create_soon_unused(const char *root) {
   sandlet_runtime_close(rt);
 }
 
+/* A host directory, read-only inside. */
+static void test_mount(const char *root) {
+  sandlet_runtime_t *rt = NULL;
+  OK(sandlet_runtime_open(root, NULL, &rt));
+  sandlet_spec_t *spec = NULL;
+  OK(sandlet_spec_new(&spec));
+  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  OK(sandlet_spec_add_mount(spec, SANDLET_TEST_ROOTFS "/etc", "/mnt/host-etc", 1));
+  sandlet_sandbox_t *sb = NULL;
+  OK(sandlet_sandbox_create(rt, spec, &sb));
+  if (sb) {
+    const char *argv[] = {"sh", "-c", "test -f /mnt/host-etc/passwd && ! touch /mnt/host-etc/x 2>/dev/null", NULL};
+    sandlet_exec_options_t opts = SANDLET_EXEC_OPTIONS_INIT;
+    opts.argv = argv;
+    sandlet_exec_result_t *res = NULL;
+    OK(sandlet_sandbox_exec(sb, &opts, &res));
+    CHECK(res && sandlet_exec_result_exit_code(res) == 0);
+    sandlet_exec_result_delete(res);
+    OK(sandlet_sandbox_destroy(sb));
+    sandlet_sandbox_close(sb);
+  }
+  sandlet_spec_delete(spec);
+  sandlet_runtime_close(rt);
+}
+
 int main(void) {
   char root[] = "/tmp/sandlet-capi-XXXXXX";
   if (!mkdtemp(root)) return 1;
@@ -291,6 +328,7 @@ int main(void) {
   test_one_shot_run(root);
   test_create_soon_unused(root);
   test_fork_child(root);
+  test_mount(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd) != 0) ++failed;

@@ -97,8 +97,13 @@ void init_frames(std::string_view in) {
       if (!sandlet::guest::decode_stage(payload, &flags)) return;
     } else {
       proto::InitConfig cfg;
-      if (proto::InitConfig::decode(payload, &cfg) && (cfg.flags & proto::kInitRunOnce) && cfg.run_once.argv.empty())
+      if (!proto::InitConfig::decode(payload, &cfg)) return;
+      if ((cfg.flags & proto::kInitRunOnce) && cfg.run_once.argv.empty()) __builtin_trap();
+      // The init indexes its descriptor array by these and hands the targets to system calls.
+      if (cfg.mounts.size() > proto::kMaxMounts || ((cfg.flags & proto::kInitHasMounts) == 0) != cfg.mounts.empty())
         __builtin_trap();
+      for (const proto::InitMount& m : cfg.mounts)
+        if (m.target.empty() || m.target[0] != '/' || m.target.find('\0') != std::string::npos) __builtin_trap();
     }
   }
 }

@@ -104,6 +104,11 @@ void guest_seeds() {
   seed("guest-frames", "init-stage-config", 1,
        proto::frame(InitMsg::kStage, proto::encode_u32(proto::kInitHasCgroup)) +
            proto::frame(InitMsg::kConfig, cfg.encode()));
+  cfg.flags |= proto::kInitHasMounts;
+  cfg.mounts = {{"/data", proto::kMountReadOnly}, {"/work/out", 0}};
+  seed("guest-frames", "init-stage-config-mounts", 1,
+       proto::frame(InitMsg::kStage, proto::encode_u32(proto::kInitHasCgroup | proto::kInitHasUpper)) +
+           proto::frame(InitMsg::kConfig, cfg.encode()));
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ bool same(const Spec& a, const Spec& b) {
          a.limits.memory == b.limits.memory && a.limits.pids == b.limits.pids &&
          a.limits.disk == b.limits.disk && a.network == b.network && a.labels == b.labels &&
          a.lifetime == b.lifetime && a.max_lifetime_s == b.max_lifetime_s &&
-         a.idle_timeout_s == b.idle_timeout_s && a.accept_weaker == b.accept_weaker;
+         a.idle_timeout_s == b.idle_timeout_s && a.accept_weaker == b.accept_weaker && a.mounts == b.mounts;
 }
 
 // A temporary directory (removed at scope exit) where the tests make empty files.
@@ -61,6 +61,7 @@ Spec full_spec() {
   s.lifetime = Lifetime::kDetached;
   s.max_lifetime_s = 0.1;
   s.idle_timeout_s = 12.25;
+  s.mounts = {{"/data/set 1", "/data", true}, {"/home/me/cache", "/root/.cache", false}};
   return s;
 }
 
@@ -79,7 +80,7 @@ TEST_CASE("the default spec round-trips and serialises every field", "[spec]") {
   const std::string text = spec_to_json(s);
   for (const char* field : {"\"backend\"", "\"layers\"", "\"env\"", "\"workdir\"", "\"hostname\"", "\"user\"",
                             "\"cpus\"", "\"memory\"", "\"pids\"", "\"disk\"", "\"network\"", "\"labels\"",
-                            "\"lifetime\":\"owned\"", "\"max_lifetime_s\":86400", "\"idle_timeout_s\":0"}) {
+                            "\"lifetime\":\"owned\"", "\"max_lifetime_s\":86400", "\"idle_timeout_s\":0", "\"mounts\":[]"}) {
     INFO(field);
     CHECK(text.find(field) != std::string::npos);
   }

@@ -14,7 +14,7 @@ SpecLike = Union[_sandlet.Spec, Mapping[str, Any], str, None]
 # The spec's JSON fields (sandlet.h); keyword arguments of create() use the same names.
 SPEC_FIELDS = frozenset({
     "backend", "layers", "environment", "env", "workdir", "hostname", "user", "limits", "network", "labels",
-    "lifetime", "max_lifetime_s", "idle_timeout_s", "accept_weaker",
+    "lifetime", "max_lifetime_s", "idle_timeout_s", "accept_weaker", "mounts",
 })
 
 
@@ -133,8 +133,26 @@ def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> Tuple[_sandlet.Spec
         if isinstance(doc["layers"], (str, os.PathLike)):
             doc["layers"] = [doc["layers"]]
         doc["layers"] = [os.fspath(layer) for layer in doc["layers"]]
+    if doc.get("mounts") is not None:
+        doc["mounts"] = mounts_of(doc["mounts"])
     doc = {k: v for k, v in doc.items() if v is not None}
     return _sandlet.Spec.from_json(json.dumps(doc)), doc.get("lifetime", "owned") == "owned"
+
+
+def mounts_of(mounts: Any) -> List[Any]:
+    """``mounts=``: a list of "SRC:DST[:ro|rw]" strings or dicts {"source", "target", "readonly"} (paths
+    may be os.PathLike); one string or dict alone counts as a list of one. The library validates them."""
+    if isinstance(mounts, (str, Mapping)):
+        mounts = [mounts]
+    out: List[Any] = []
+    for m in mounts:
+        if isinstance(m, Mapping):
+            m = dict(m)
+            for key in ("source", "target"):
+                if isinstance(m.get(key), os.PathLike):
+                    m[key] = os.fspath(m[key])
+        out.append(m)
+    return out
 
 
 def import_kwargs(role: Optional[str], name: Optional[str], parent: Optional[str], dedupe: bool) -> Dict[str, Any]:

@@ -228,7 +228,8 @@ class Runtime:
     def create(self, spec: SpecLike = None, **fields: Any) -> Sandbox:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
         the same names (``layers=[...]``, ``environment="swe@2"``, ``env={...}``, ``limits={...}``,
-        ``labels={...}``, ``lifetime="detached"``, ...). On failure nothing is left behind."""
+        ``labels={...}``, ``lifetime="detached"``, ``mounts=["/data:/data:ro"]``, ...). On failure nothing is
+        left behind."""
         s, owned = build_spec(spec, fields)
         return Sandbox(self._h.create(s), owned=owned)
 

@@ -39,6 +39,10 @@ void bind_spec(py::module_& m) {
       .def("accept_weaker", [](Spec& s, const std::string& v) { s.accept_weaker(v); }, py::arg("guarantee"),
            "A guarantee this sandbox may get in a weaker form where the host cannot give it in full\n"
            "(\"memory_swap\", \"exec_kill_descendants\"); without it such a create raises Unimplemented.")
+      .def("add_mount", [](Spec& s, const std::string& source, const std::string& target, bool readonly) {
+             s.mount(source, target, readonly);
+           }, py::arg("source"), py::arg("target"), py::arg("readonly") = true,
+           "Mounts host directory `source` at `target` inside (read-only by default; see sandlet.h, \"mounts\").")
       .def("__repr__", [](const Spec& s) { return "Spec(" + s.to_json() + ")"; });
 }
 

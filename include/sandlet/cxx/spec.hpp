@@ -76,6 +76,9 @@ class Spec {
   // A guarantee this sandbox may get in a weaker form on this host ("memory_swap", ...; see sandlet.h).
   SANDLET_SPEC_SETTER_(accept_weaker, (const std::string& guarantee),
                        sandlet_spec_accept_weaker(spec_, guarantee.c_str()))
+  // A host directory mounted at `target` inside (read-only unless `readonly` is false; see sandlet.h).
+  SANDLET_SPEC_SETTER_(mount, (const std::string& source, const std::string& target, bool readonly = true),
+                       sandlet_spec_add_mount(spec_, source.c_str(), target.c_str(), readonly ? 1 : 0))
 #undef SANDLET_SPEC_SETTER_
 
   const sandlet_spec_t* get() const noexcept { return spec_; }

@@ -29,6 +29,22 @@ namespace {
 
 constexpr uint32_t kIdsPerSandbox = 65536;
 
+// The spec's host directories as detached mounts for the init (sent with the configuration), cloned now:
+// a sandbox staged ahead gets the directories as they are when it is handed out.
+std::vector<sys::UniqueFd> clone_mounts(const Spec& spec, int userns_fd, proto::InitConfig& config) {
+  static_assert(proto::kMaxMounts == 64, "the spec's limit (spec_mounts.cpp)");
+  std::vector<sys::UniqueFd> fds;
+  fds.reserve(spec.mounts.size());
+  for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    const Mount& m = spec.mounts[i];
+    fds.push_back(sys::host_dir_clone(m.source, m.readonly, userns_fd,
+                                      "mounts[" + std::to_string(i) + "].source " + m.source));
+    config.mounts.push_back({m.target, m.readonly ? proto::kMountReadOnly : 0u});
+  }
+  if (!fds.empty()) config.flags |= proto::kInitHasMounts;
+  return fds;
+}
+
 }  // namespace
 
 void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
@@ -128,7 +144,8 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
   config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
   if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
-  std::vector<int> stdio;
+  const std::vector<sys::UniqueFd> mounts = clone_mounts(spec, s.userns.get(), config);
+  std::vector<int> passed;  // descriptors sent with the configuration
   if (one_shot) {
     config.flags |= proto::kInitRunOnce;
     proto::RunOnce& run = config.run_once;
@@ -140,11 +157,12 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     for (int i = 0; i < 3; ++i) {
       if (one_shot->stdio[i] < 0) continue;
       run.stdio |= 1u << i;
-      stdio.push_back(one_shot->stdio[i]);
+      passed.push_back(one_shot->stdio[i]);
     }
   }
+  for (const auto& m : mounts) passed.push_back(m.get());  // after the stdio ones (init_protocol.hpp)
   try {
-    sys::send_with_fds(s.setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), stdio);
+    sys::send_with_fds(s.setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), passed);
   } catch (const Error&) {
     // An init that failed its filesystem set-up has exited: its own error, not EPIPE, says why.
     if (stage_now) s.await_staged(spec.layers, spec.limits.disk);
