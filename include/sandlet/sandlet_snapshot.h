@@ -79,8 +79,11 @@ typedef struct sandlet_fork_options {
   size_t n_labels;
   const char *const *exclude; /* as in sandlet_snapshot_options_t (no default list for a fork) */
   size_t n_exclude;
+  int detached;               /* non-zero: the children are detached (outlive this process) whatever the
+                                 parent's lifetime */
+  uint32_t max_depth;         /* as in sandlet_snapshot_options_t, for the fork's snapshot */
 } sandlet_fork_options_t;
-#define SANDLET_FORK_OPTIONS_INIT {sizeof(sandlet_fork_options_t), 0, 1, 0, 0, 0, 0}
+#define SANDLET_FORK_OPTIONS_INIT {sizeof(sandlet_fork_options_t), 0, 1, 0, 0, 0, 0, 0, 0}
 
 /* The outcome of a fork: the snapshot, and per child a sandbox or an error. */
 typedef struct sandlet_fork_result sandlet_fork_result_t;

@@ -56,6 +56,9 @@ sandlet::ForkOptions fork_options(const sandlet_fork_options_t* opts) {
   }
   o.exclude = strings(field_or(*opts, &T::exclude, nullptr), field_or(*opts, &T::n_exclude, 0), "exclude");
   o.copy_secrets = field_or(*opts, &T::copy_secrets, 0) != 0;
+  o.detached = field_or(*opts, &T::detached, 0) != 0;
+  o.max_depth = field_or(*opts, &T::max_depth, 0);
+  if (o.max_depth == 1) throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid fork option 'max_depth': must be 0 or >= 2");
   return o;
 }
 

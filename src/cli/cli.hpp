@@ -54,6 +54,8 @@ int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args);  // la
 int cmd_env(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_doctor(CommandContext& ctx, const std::vector<std::string>& args);  // doctor.cpp
 int cmd_build(CommandContext& ctx, const std::vector<std::string>& args);   // build.cpp
+int cmd_snapshot(CommandContext& ctx, const std::vector<std::string>& args);  // snapshot_fork.cpp
+int cmd_fork(CommandContext& ctx, const std::vector<std::string>& args);
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

@@ -25,9 +25,11 @@ constexpr std::string_view kUsage =
     "  rm        Destroy sandboxes\n"
     "  pause     Freeze every process of sandboxes (the next exec resumes them)\n"
     "  resume    Let paused sandboxes run on\n"
+    "  snapshot  Pack a sandbox's changes into a layer (restore it with create --layer)\n"
+    "  fork      Make N sandboxes that carry on from a sandbox or a snapshot\n"
     "  gc        Remove what crashed or expired runs left behind\n"
     "  cp        Copy a file into or out of a sandbox\n"
-    "  layer     Manage the layer store (import, ls, inspect, rm, gc, merge)\n"
+    "  layer     Manage the layer store (import, export, ls, inspect, rm, gc, merge)\n"
     "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"
     "  build     Build an environment from a recipe (a Dockerfile subset)\n"
     "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
@@ -59,7 +61,7 @@ constexpr Command kCommands[] = {
     {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
-    {"build", cmd_build},
+    {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork},
 };
 
 CommandFn find_command(std::string_view name) {

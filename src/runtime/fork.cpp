@@ -69,6 +69,7 @@ void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, cons
     s.hostname = child_hostname(base.hostname, i);
     s.env["SANDLET_SEED"] = sys::random_hex(8);
     if (!options.copy_secrets) s.secrets.clear();
+    if (options.detached) s.lifetime = Lifetime::kDetached;
   }
   validate_spec(specs[0]);  // the same for every child: bad input fails the call before anything is made
 

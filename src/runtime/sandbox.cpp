@@ -209,6 +209,7 @@ ForkResult Sandbox::fork(const ForkOptions& options) {
   SnapshotOptions snap;
   snap.exclude = options.exclude;
   snap.default_excludes = false;  // a fork continues the trajectory: every file
+  snap.max_depth = options.max_depth;
   SnapshotResult taken = snapshot(snap);
   SandboxRecord rec;
   {

@@ -49,6 +49,8 @@ struct ForkOptions {
   std::map<std::string, std::string> labels;   // added to the inherited labels
   std::vector<std::string> exclude;            // as SnapshotOptions::exclude (no default list)
   bool copy_secrets = false;                   // children get the parent's secrets too
+  bool detached = false;                       // children outlive this process, whatever the parent's lifetime
+  uint32_t max_depth = 0;                      // as SnapshotOptions::max_depth
 };
 constexpr size_t kMaxForkChildren = 1024;
 

@@ -230,6 +230,27 @@ class Runtime {
     ctx.release();  // owned by the trampoline from here on
   }
 
+  // n sandboxes restored from a snapshot layer (sandlet_snapshot_fork); `base` may be null (default spec).
+  ForkResult fork_snapshot(const std::string& snapshot, const Spec* base, const ForkOptions& opts) {
+    std::vector<std::string> kv;
+    for (const auto& [k, v] : opts.labels) kv.push_back(k + "=" + v);
+    std::vector<const char*> labels, ex;
+    for (const auto& l : kv) labels.push_back(l.c_str());
+    for (const auto& e : opts.exclude) ex.push_back(e.c_str());
+    sandlet_fork_options_t c = SANDLET_FORK_OPTIONS_INIT;
+    c.n = opts.n;
+    c.labels = labels.data();
+    c.n_labels = labels.size();
+    c.exclude = ex.data();
+    c.n_exclude = ex.size();
+    c.copy_secrets = opts.copy_secrets ? 1 : 0;
+    c.detached = opts.detached ? 1 : 0;
+    c.max_depth = opts.max_depth;
+    sandlet_fork_result_t* r = nullptr;
+    detail::check(sandlet_snapshot_fork(rt_, snapshot.c_str(), base ? base->get() : nullptr, &c, &r));
+    return ForkResult::take(r);
+  }
+
   // Opens a handle on an existing sandbox by id (also one created by another process).
   Sandbox attach(const std::string& id) {
     sandlet_sandbox_t* sb = nullptr;

@@ -63,6 +63,8 @@ struct ForkOptions {
   std::vector<std::pair<std::string, std::string>> labels;
   std::vector<std::string> exclude;
   bool copy_secrets = false;
+  bool detached = false;
+  uint32_t max_depth = 0;
 };
 
 class Sandbox;
@@ -290,6 +292,8 @@ inline ForkResult Sandbox::fork(const ForkOptions& opts) {
   c.exclude = ex.data();
   c.n_exclude = ex.size();
   c.copy_secrets = opts.copy_secrets ? 1 : 0;
+  c.detached = opts.detached ? 1 : 0;
+  c.max_depth = opts.max_depth;
   sandlet_fork_result_t* r = nullptr;
   detail::check(sandlet_sandbox_fork(sb_, &c, &r));
   return ForkResult::take(r);
