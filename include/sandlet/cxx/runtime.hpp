@@ -1,5 +1,5 @@
-// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, the layer store and environments,
-// builds).
+// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, forks of snapshots, the layer store
+// and environments, builds).
 // Part of sandlet.hpp (C++17 or later); may be included alone.
 #ifndef SANDLET_CXX_RUNTIME_HPP
 #define SANDLET_CXX_RUNTIME_HPP
@@ -157,6 +157,16 @@ class Runtime {
     auto ctx = std::make_unique<CreateCallback>(std::move(cb));
     detail::check(sandlet_sandbox_create_async(rt_, spec.get(), &create_trampoline, ctx.get()));
     ctx.release();  // owned by the trampoline from here on
+  }
+
+  // n children restored from snapshot layer `snapshot` (a store reference), each with `base` (nullptr: the
+  // default spec; its layers and environment are replaced by the snapshot's chain); sandlet_snapshot_fork.
+  // NOT_FOUND for an unknown snapshot, INVALID_ARGUMENT for a layer that is not one. Blocks.
+  ForkResult fork_snapshot(const std::string& snapshot, const Spec* base, const ForkOptions& opts) {
+    detail::CForkOptions c(opts);
+    sandlet_fork_result_t* r = nullptr;
+    detail::check(sandlet_snapshot_fork(rt_, snapshot.c_str(), base != nullptr ? base->get() : nullptr, c.get(), &r));
+    return ForkResult::take(r);
   }
 
   // ---- layer store and environments (blocking; results are the C ABI's JSON documents) ----
