@@ -27,10 +27,12 @@ uint64_t steady_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-// The layers below a sandbox's changes, lowest first, as its record names them.
+// The layers below a sandbox's changes, lowest first, as its record names them (store digests, host
+// directories as paths; a spec of host directories only has no resolved list: its layers are those).
 std::vector<std::string> stack_of(const SandboxRecord& rec) {
   std::vector<std::string> out;
   for (const auto& l : rec.layers) out.push_back(l.digest.empty() ? l.ref : l.digest);
+  if (out.empty()) out = rec.spec.layers;
   return out;
 }
 

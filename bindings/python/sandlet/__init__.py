@@ -8,6 +8,8 @@
     async with sandlet.AsyncRuntime() as rt:          # asyncio: the library's event loop does the work
         sb = await rt.create(environment="swe-task")
         r = await sb.exec(["python3", "-m", "pytest"], timeout=60)
+        async with await sb.fork(4) as children:      # 4 sandboxes with sb's files, each its own
+            await asyncio.gather(*(c.exec("make test") for c in children))
 
 Errors are sandlet.Error subclasses named after the C ABI's status codes (NotFound, InvalidArgument, ...).
 File transfer and command start errors that carry the kernel's errno are also the built-in OSError
@@ -41,6 +43,7 @@ from ._errors import (
     Unknown,
 )
 from ._sandlet import ExecResult, Spec
+from ._fork import AsyncForkResult, ForkResult
 from ._sync import ExecStream, Runtime, Sandbox
 
 STDOUT: int = _sandlet.STDOUT
@@ -50,7 +53,7 @@ ABI_VERSION: int = _sandlet.abi_version()
 
 __all__ = [
     "Runtime", "Sandbox", "ExecStream", "AsyncRuntime", "AsyncSandbox", "AsyncExecStream", "ExecResult", "Spec",
-    "BuildEvent",
+    "BuildEvent", "ForkResult", "AsyncForkResult",
     "STDOUT", "STDERR", "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
     "Unimplemented", "Internal", "Unavailable", "DataLoss", "CommandFailed",

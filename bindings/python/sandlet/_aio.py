@@ -18,6 +18,8 @@ from . import _sandlet
 from ._common import Command, SpecLike, build_spec, exec_args, run_args
 from ._errors import Error, FailedPrecondition, command_error, os_flavoured
 from ._build import BuildProgressFn, build_call_args, handle as build_handle
+from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_result, snapshot_args,
+                    snapshot_fork_args)
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
 _Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
@@ -184,6 +186,37 @@ class AsyncSandbox:
     async def resume(self) -> None:
         await asyncio.to_thread(self.sync.resume)
 
+    async def snapshot(
+        self,
+        *,
+        exclude: Excludes = (),
+        default_excludes: bool = True,
+        full: bool = False,
+        name: Optional[str] = None,
+        max_depth: int = 0,
+    ) -> Dict[str, Any]:
+        """Snapshots the sandbox on the library's side (see Sandbox.snapshot). A cancelled await does not
+        stop the snapshot; its result is dropped."""
+        args = snapshot_args(exclude, default_excludes, full, name, max_depth)
+        _, fut = _start(lambda queue, token: self._h.snapshot_async(queue, token, *args))
+        return json.loads(await fut)
+
+    async def fork(
+        self,
+        n: int,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        exclude: Excludes = (),
+        copy_secrets: bool = False,
+    ) -> "AsyncForkResult[AsyncSandbox]":
+        """One snapshot, then ``n`` children on it (see Sandbox.fork), as AsyncSandbox objects; ``async with``
+        the result destroys the owned children. If the awaiting task is cancelled, the children that still
+        arrive are closed (owned ones destroyed)."""
+        args = fork_args(n, labels, exclude, copy_secrets)
+        owned = self._owned or (await self.info()).get("spec", {}).get("lifetime", "owned") != "detached"
+        _, fut = _start(lambda queue, token: self._h.fork_async(queue, token, *args), on_orphan=close_handles)
+        return fork_result(AsyncForkResult, AsyncSandbox, owned, await fut)
+
     def close(self) -> None:
         """Releases the handle (idempotent; never blocks). The last handle of an owned sandbox destroys it."""
         self._h.close()
@@ -346,6 +379,27 @@ class AsyncRuntime:
             os.close(cancel_r)
             os.close(cancel_w)
         return result.check() if check else result
+
+    async def fork_snapshot(
+        self,
+        snapshot: str,
+        n: int,
+        spec: SpecLike = None,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        copy_secrets: bool = False,
+        **fields: Any,
+    ) -> "AsyncForkResult[AsyncSandbox]":
+        """Runtime.fork_snapshot in a worker thread (the C ABI's call blocks), as AsyncSandbox children. If
+        the awaiting task is cancelled, the children that still arrive are closed (owned ones destroyed)."""
+        args, owned = snapshot_fork_args(snapshot, n, spec, fields, labels, copy_secrets)
+        work = asyncio.get_running_loop().run_in_executor(None, lambda: self.sync._h.fork_snapshot(*args))
+        try:
+            raw = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            work.add_done_callback(lambda f: None if f.cancelled() or f.exception() else close_handles(f.result()))
+            raise
+        return fork_result(AsyncForkResult, AsyncSandbox, owned, raw)
 
     async def attach(self, sandbox_id: str) -> AsyncSandbox:
         h = await asyncio.to_thread(self.sync._h.attach, sandbox_id)

@@ -11,6 +11,7 @@ from ._common import (Command, SpecLike, build_spec, capability_names, env_defau
                       listed, run_args)
 from ._build import BuildProgressFn, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
+from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
 
 PathLike = Union[str, "os.PathLike[str]"]
 ProgressFn = Callable[[int, int, int], None]
@@ -127,6 +128,54 @@ class Sandbox:
         """Lets a paused sandbox's processes run on."""
         self._h.resume()
 
+    def snapshot(
+        self,
+        *,
+        exclude: Excludes = (),
+        default_excludes: bool = True,
+        full: bool = False,
+        name: Optional[str] = None,
+        max_depth: int = 0,
+    ) -> Dict[str, Any]:
+        """Packs the sandbox's changes to its files (since its last snapshot; ``full=True``: since it was
+        created) into a layer of the store and returns the result: {"layer" (the layer object: "digest",
+        "stack" of the store layers below it, ...), "existed", "frozen_ns", "total_ns", "entries", "bytes",
+        "flattened"}. The sandbox keeps running; its processes are frozen only for a short second pass.
+        ``rt.create(layers=[digest])`` restores it with its stack below. Only store layers are stacked: a
+        sandbox on host directories gives a snapshot of its changes alone.
+
+        ``exclude``: absolute paths left out with all below them (components may be fnmatch globs). Unless
+        ``default_excludes=False``, /tmp and /var/tmp's contents, /root/.cache and apt's caches are left out
+        too. ``name`` names the layer (a named snapshot is kept by layer gc). ``max_depth`` >= 2: merge the
+        chain below into one layer once it is that deep (0: the runtime's setting). Unimplemented where the
+        backend cannot snapshot."""
+        return json.loads(self._h.snapshot(*snapshot_args(exclude, default_excludes, full, name, max_depth)))
+
+    def fork(
+        self,
+        n: int,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        exclude: Excludes = (),
+        copy_secrets: bool = False,
+    ) -> "ForkResult[Sandbox]":
+        """One snapshot, then ``n`` (1..1024) children made on it at once; returns when each is ready or has
+        failed. Each child has exactly this sandbox's files at the snapshot (nothing excluded unless
+        ``exclude`` says so) on a writable layer of its own, its spec (limits, env, network, lifetime), a new
+        id, hostname "<this one's>-<i>", a fresh SANDLET_SEED and /etc/machine-id, this sandbox's labels plus
+        ``labels`` and "sandlet.parent", "sandlet.snapshot", "sandlet.fork_index". Secrets only with
+        ``copy_secrets=True``. Processes are not forked (the container backend forks files).
+
+        Raises only when nothing could be forked (bad input, the snapshot failed); a child that failed has
+        its exception in ``errors``. Use the result as a context manager: its exit destroys owned children.
+        """
+        args = fork_args(n, labels, exclude, copy_secrets)
+        owned = self._owned or self._lifetime() != "detached"
+        return fork_result(ForkResult, Sandbox, owned, self._h.fork(*args))
+
+    def _lifetime(self) -> str:
+        return str(self.info().get("spec", {}).get("lifetime", "owned"))
+
     def close(self) -> None:
         """Releases the handle (idempotent). Closing the last handle of an ``owned`` sandbox destroys it in
         the background (leaving a ``with`` block destroys it before returning)."""
@@ -228,8 +277,11 @@ class Runtime:
     def create(self, spec: SpecLike = None, **fields: Any) -> Sandbox:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
         the same names (``layers=[...]``, ``environment="swe@2"``, ``env={...}``, ``limits={...}``,
-        ``labels={...}``, ``lifetime="detached"``, ``mounts=["/data:/data:ro"]``, ...). On failure nothing is
-        left behind."""
+        ``labels={...}``, ``lifetime="detached"``, ``mounts=["/data:/data:ro"]``, ``secrets={...}``, ...). On
+        failure nothing is left behind. ``layers=[snapshot_digest]`` restores a snapshot (its whole chain).
+
+        ``secrets``: env variables every command sees but ``info``/``list`` never show (their values read
+        "<hidden>") and fork children get only with ``copy_secrets=True``; a key may not be in ``env`` too."""
         s, owned = build_spec(spec, fields)
         return Sandbox(self._h.create(s), owned=owned)
 
@@ -294,6 +346,24 @@ class Runtime:
             raise command_error(outcome["error"]) from None
         r = outcome["result"]
         return r.check() if check else r
+
+    def fork_snapshot(
+        self,
+        snapshot: str,
+        n: int,
+        spec: SpecLike = None,
+        *,
+        labels: Optional[Mapping[str, str]] = None,
+        copy_secrets: bool = False,
+        **fields: Any,
+    ) -> "ForkResult[Sandbox]":
+        """``n`` children restored from the snapshot layer ``snapshot`` (digest, unique prefix or name), made
+        at once, each with the spec given as for ``create`` (limits, env, labels, lifetime, ...; its layers
+        and environment are the snapshot's) and the identity of a fork child (see ``Sandbox.fork``; no
+        "sandlet.parent" label). NotFound for an unknown snapshot, InvalidArgument for a layer that is not
+        one. ``result.snapshot`` holds the layer object under "layer"."""
+        args, owned = snapshot_fork_args(snapshot, n, spec, fields, labels, copy_secrets)
+        return fork_result(ForkResult, Sandbox, owned, self._h.fork_snapshot(*args))
 
     def attach(self, sandbox_id: str) -> Sandbox:
         """A handle on an existing sandbox, also one created by another (maybe dead) process."""

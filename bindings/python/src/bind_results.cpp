@@ -38,6 +38,16 @@ std::string result_repr(const PyExecResult& r) {
 
 }  // namespace
 
+py::tuple fork_to_python(ForkData& fork) {
+  const size_t n = fork.children.size();
+  py::list children(n), errors(n);
+  for (size_t i = 0; i < n; ++i) {
+    children[i] = fork.children[i] ? py::cast(SandboxHandle(std::move(fork.children[i]))) : py::none();
+    errors[i] = fork.errors[i].code != SANDLET_OK ? make_exception(fork.errors[i]) : py::none();
+  }
+  return py::make_tuple(fork.snapshot_json, children, errors);
+}
+
 py::object payload_to_python(Payload& payload) {
   struct Visitor {
     py::object operator()(std::monostate&) const { return py::none(); }
@@ -52,6 +62,7 @@ py::object payload_to_python(Payload& payload) {
       return py::make_tuple(e.step, e.steps, e.line, e.text, e.cached, e.stream, py::bytes(e.data));
     }
     py::object operator()(JsonText& j) const { return py::str(j.text); }
+    py::object operator()(ForkData& f) const { return fork_to_python(f); }
   };
   return std::visit(Visitor{}, payload);
 }
@@ -117,6 +128,7 @@ void bind_results(py::module_& m) {
   m.attr("COMPLETION_FILE") = static_cast<int>(CompletionKind::kFile);
   m.attr("COMPLETION_BUILD_EVENT") = static_cast<int>(CompletionKind::kBuildEvent);
   m.attr("COMPLETION_JSON") = static_cast<int>(CompletionKind::kJson);
+  m.attr("COMPLETION_FORK") = static_cast<int>(CompletionKind::kFork);
 }
 
 }  // namespace sandlet_py

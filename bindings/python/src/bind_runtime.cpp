@@ -208,6 +208,15 @@ void bind_runtime(py::module_& m) {
            },
            py::arg("queue"), py::arg("token"), py::arg("recipe"), py::arg("context"), py::arg("tag"),
            py::arg("build_args"), py::arg("no_cache"), py::arg("keep_tmp"), py::arg("cancel_fd"), py::arg("progress"))
+      .def("fork_snapshot",
+           [](RuntimeHandle& h, const std::string& snapshot, const sandlet::Spec* base, size_t n,
+              std::vector<std::pair<std::string, std::string>> labels, bool copy_secrets) {
+             sandlet::ForkOptions o{n, std::move(labels), {}, copy_secrets};
+             ForkData d = blocking(h, [&](sandlet::Runtime& rt) { return ForkData::from(rt.fork_snapshot(snapshot, base, o)); });
+             return fork_to_python(d);
+           },
+           py::arg("snapshot"), py::arg("base"), py::arg("n"), py::arg("labels"), py::arg("copy_secrets"),
+           "n children of a snapshot layer: (snapshot_json, [Sandbox or None], [exception or None]).")
       .def("attach",
            [](RuntimeHandle& h, const std::string& id) {
              auto sb = blocking(h, [&](sandlet::Runtime& rt) { return rt.attach(id); });

@@ -1,5 +1,5 @@
 // sandlet._sandlet.Sandbox: synchronous calls release the GIL; *_async calls queue their completion on a
-// CompletionQueue under a caller-chosen token and return at once.
+// CompletionQueue under a caller-chosen token and return at once. Exec, files, pause, snapshot and fork.
 #include <pybind11/stl.h>
 
 #include <chrono>
@@ -106,6 +106,21 @@ void push_file(const std::shared_ptr<CompletionQueue>& q, uint64_t token, const 
   else q->push({token, CompletionKind::kFile, FileData{std::move(data), mode}});
 }
 
+sandlet::SnapshotOptions snapshot_options(std::vector<std::string> exclude, bool default_excludes, bool full,
+                                          std::string name, uint32_t max_depth) {
+  sandlet::SnapshotOptions o;
+  o.exclude = std::move(exclude);
+  o.default_excludes = default_excludes;
+  o.full = full;
+  o.name = std::move(name);
+  o.max_depth = max_depth;
+  return o;
+}
+
+void push_error(const std::shared_ptr<CompletionQueue>& q, uint64_t token, const sandlet::Error& e) {
+  q->push({token, CompletionKind::kError, ErrorInfo::from(e)});
+}
+
 #define SANDLET_PY_EXEC_ARGS                                                                             \
   py::arg("argv"), py::arg("env") = std::vector<std::string>(), py::arg("cwd") = "", py::arg("user") = "", \
       py::arg("stdin") = py::bytes(), py::arg("timeout_s") = 0.0, py::arg("output_limit") = 0,             \
@@ -204,7 +219,54 @@ void bind_sandbox(py::module_& m) {
                push_file(q, token, e, std::move(d), md);
              });
            },
-           py::arg("queue"), py::arg("token"), py::arg("path"), py::arg("max_bytes") = 0);
+           py::arg("queue"), py::arg("token"), py::arg("path"), py::arg("max_bytes") = 0)
+      .def("snapshot",
+           [](SandboxHandle& h, std::vector<std::string> exclude, bool default_excludes, bool full, std::string name,
+              uint32_t max_depth) {
+             auto sb = h.get();
+             auto o = snapshot_options(std::move(exclude), default_excludes, full, std::move(name), max_depth);
+             py::gil_scoped_release release;
+             return sb->snapshot(o);
+           },
+           py::arg("exclude"), py::arg("default_excludes"), py::arg("full"), py::arg("name"), py::arg("max_depth"),
+           "Snapshots the sandbox; returns the snapshot result JSON.")
+      .def("snapshot_async",
+           [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, std::vector<std::string> exclude,
+              bool default_excludes, bool full, std::string name, uint32_t max_depth) {
+             auto o = snapshot_options(std::move(exclude), default_excludes, full, std::move(name), max_depth);
+             h.get()->snapshot_async(o, [q, token](const sandlet::Error* e, std::string json) {
+               if (e != nullptr) push_error(q, token, *e);
+               else q->push({token, CompletionKind::kJson, JsonText{std::move(json)}});
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("exclude"), py::arg("default_excludes"), py::arg("full"),
+           py::arg("name"), py::arg("max_depth"))
+      .def("fork",
+           [](SandboxHandle& h, size_t n, std::vector<std::pair<std::string, std::string>> labels,
+              std::vector<std::string> exclude, bool copy_secrets) {
+             auto sb = h.get();
+             sandlet::ForkOptions o{n, std::move(labels), std::move(exclude), copy_secrets};
+             ForkData d;
+             {
+               py::gil_scoped_release release;
+               d = ForkData::from(sb->fork(o));
+             }
+             return fork_to_python(d);
+           },
+           py::arg("n"), py::arg("labels"), py::arg("exclude"), py::arg("copy_secrets"),
+           "One snapshot, then n children on it: (snapshot_json, [Sandbox or None], [exception or None]).")
+      .def("fork_async",
+           [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, size_t n,
+              std::vector<std::pair<std::string, std::string>> labels, std::vector<std::string> exclude,
+              bool copy_secrets) {
+             sandlet::ForkOptions o{n, std::move(labels), std::move(exclude), copy_secrets};
+             h.get()->fork_async(o, [q, token](const sandlet::Error* e, sandlet::ForkResult r) {
+               if (e != nullptr) push_error(q, token, *e);
+               else q->push({token, CompletionKind::kFork, ForkData::from(std::move(r))});
+             });
+           },
+           py::arg("queue"), py::arg("token"), py::arg("n"), py::arg("labels"), py::arg("exclude"),
+           py::arg("copy_secrets"));
 }
 
 }  // namespace sandlet_py

@@ -22,6 +22,10 @@ void bind_spec(py::module_& m) {
            "A store environment: \"name\" (latest version) or \"name@N\".")
       .def("set_env", [](Spec& s, const std::string& k, const std::string& v) { s.env(k, v); }, py::arg("key"),
            py::arg("value"))
+      .def("set_secret", [](Spec& s, const std::string& k, const std::string& v) { s.secret(k, v); }, py::arg("key"),
+           py::arg("value"),
+           "An env variable whose value info() and list() never show (\"<hidden>\") and fork children only get\n"
+           "with copy_secrets=True. A key may not be in env as well.")
       .def("set_workdir", [](Spec& s, const std::string& v) { s.workdir(v); }, py::arg("path"))
       .def("set_hostname", [](Spec& s, const std::string& v) { s.hostname(v); }, py::arg("hostname"))
       .def("set_user", [](Spec& s, const std::string& v) { s.user(v); }, py::arg("user"))
@@ -43,7 +47,21 @@ void bind_spec(py::module_& m) {
              s.mount(source, target, readonly);
            }, py::arg("source"), py::arg("target"), py::arg("readonly") = true,
            "Mounts host directory `source` at `target` inside (read-only by default; see sandlet.h, \"mounts\").")
-      .def("__repr__", [](const Spec& s) { return "Spec(" + s.to_json() + ")"; });
+      .def("__repr__", [](const Spec& s) {
+        // Secrets' values are not shown (to_json has them: it is what from_json reads back).
+        std::string text = s.to_json();
+        if (text.find("\"secrets\"") != std::string::npos) {
+          py::module_ json = py::module_::import("json");
+          py::dict doc = json.attr("loads")(text);
+          if (doc.contains("secrets")) {
+            py::dict hidden;
+            for (auto kv : py::dict(doc["secrets"])) hidden[kv.first] = "<hidden>";
+            doc["secrets"] = hidden;
+          }
+          text = json.attr("dumps")(doc, py::arg("separators") = py::make_tuple(",", ":")).cast<std::string>();
+        }
+        return "Spec(" + text + ")";
+      });
 }
 
 }  // namespace sandlet_py

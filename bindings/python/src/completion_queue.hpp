@@ -18,7 +18,7 @@ namespace sandlet_py {
 
 // What a completion carries; the kind tells Python how to treat it (see COMPLETION_* in _sandlet.pyi).
 enum class CompletionKind : int {
-  kDone = 0, kResult = 1, kError = 2, kOutput = 3, kSandbox = 4, kFile = 5, kBuildEvent = 6, kJson = 7
+  kDone = 0, kResult = 1, kError = 2, kOutput = 3, kSandbox = 4, kFile = 5, kBuildEvent = 6, kJson = 7, kFork = 8
 };
 
 struct ErrorInfo {
@@ -47,13 +47,29 @@ struct BuildEventData {
   std::string data;
 };
 
-// A JSON document (a build's result).
+// A JSON document (a build's or a snapshot's result).
 struct JsonText {
   std::string text;
 };
 
+// A fork's outcome: the snapshot result JSON, and per child a sandbox or the error it failed with.
+struct ForkData {
+  std::string snapshot_json;
+  std::vector<std::shared_ptr<sandlet::Sandbox>> children;  // nullptr where that child failed
+  std::vector<ErrorInfo> errors;                            // code 0 where that child is ready
+  static ForkData from(sandlet::ForkResult r) {
+    ForkData d;
+    d.snapshot_json = std::move(r.snapshot_json);
+    for (size_t i = 0; i < r.children.size(); ++i) {
+      d.children.push_back(r.children[i] ? std::make_shared<sandlet::Sandbox>(std::move(r.children[i])) : nullptr);
+      d.errors.push_back({static_cast<int>(r.codes[i]), r.errors[i], r.err_nos[i]});
+    }
+    return d;
+  }
+};
+
 using Payload = std::variant<std::monostate, sandlet::ExecResult, ErrorInfo, OutputChunk,
-                             std::shared_ptr<sandlet::Sandbox>, FileData, BuildEventData, JsonText>;
+                             std::shared_ptr<sandlet::Sandbox>, FileData, BuildEventData, JsonText, ForkData>;
 
 struct Completion {
   uint64_t token = 0;

@@ -71,6 +71,8 @@ class ExecControlHandle final {
 
 // The Python objects a completion's payload becomes (needs the GIL).
 pybind11::object payload_to_python(Payload& payload);
+// (snapshot_json, [Sandbox or None], [exception or None]): a fork's outcome (needs the GIL).
+pybind11::tuple fork_to_python(ForkData& fork);
 
 void bind_results(pybind11::module_& m);
 void bind_spec(pybind11::module_& m);

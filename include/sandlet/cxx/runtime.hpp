@@ -1,5 +1,5 @@
-// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, the layer store and environments,
-// builds).
+// sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, forks of snapshots, the layer store
+// and environments, builds).
 // Part of sandlet.hpp (C++17 or later); may be included alone.
 #ifndef SANDLET_CXX_RUNTIME_HPP
 #define SANDLET_CXX_RUNTIME_HPP
@@ -159,6 +159,16 @@ class Runtime {
     ctx.release();  // owned by the trampoline from here on
   }
 
+  // n children restored from snapshot layer `snapshot` (a store reference), each with `base` (nullptr: the
+  // default spec; its layers and environment are replaced by the snapshot's chain); sandlet_snapshot_fork.
+  // NOT_FOUND for an unknown snapshot, INVALID_ARGUMENT for a layer that is not one. Blocks.
+  ForkResult fork_snapshot(const std::string& snapshot, const Spec* base, const ForkOptions& opts) {
+    detail::CForkOptions c(opts);
+    sandlet_fork_result_t* r = nullptr;
+    detail::check(sandlet_snapshot_fork(rt_, snapshot.c_str(), base != nullptr ? base->get() : nullptr, c.get(), &r));
+    return ForkResult::take(r);
+  }
+
   // ---- layer store and environments (blocking; results are the C ABI's JSON documents) ----
 
   // Imports a directory, tar / tar.gz / tar.zst, OCI layout or `docker save` tarball.
@@ -228,27 +238,6 @@ class Runtime {
     detail::CBuildOptions c(options, &ctx->progress);
     detail::check(sandlet_build_async(rt_, recipe.c_str(), context.c_str(), c.get(), &build_trampoline, ctx.get()));
     ctx.release();  // owned by the trampoline from here on
-  }
-
-  // n sandboxes restored from a snapshot layer (sandlet_snapshot_fork); `base` may be null (default spec).
-  ForkResult fork_snapshot(const std::string& snapshot, const Spec* base, const ForkOptions& opts) {
-    std::vector<std::string> kv;
-    for (const auto& [k, v] : opts.labels) kv.push_back(k + "=" + v);
-    std::vector<const char*> labels, ex;
-    for (const auto& l : kv) labels.push_back(l.c_str());
-    for (const auto& e : opts.exclude) ex.push_back(e.c_str());
-    sandlet_fork_options_t c = SANDLET_FORK_OPTIONS_INIT;
-    c.n = opts.n;
-    c.labels = labels.data();
-    c.n_labels = labels.size();
-    c.exclude = ex.data();
-    c.n_exclude = ex.size();
-    c.copy_secrets = opts.copy_secrets ? 1 : 0;
-    c.detached = opts.detached ? 1 : 0;
-    c.max_depth = opts.max_depth;
-    sandlet_fork_result_t* r = nullptr;
-    detail::check(sandlet_snapshot_fork(rt_, snapshot.c_str(), base ? base->get() : nullptr, &c, &r));
-    return ForkResult::take(r);
   }
 
   // Opens a handle on an existing sandbox by id (also one created by another process).

@@ -70,6 +70,52 @@ struct ForkOptions {
 class Sandbox;
 struct ForkResult;
 
+namespace detail {
+
+// The C structs of SnapshotOptions / ForkOptions; they point into this object, which must outlive the call.
+class CSnapshotOptions {
+ public:
+  explicit CSnapshotOptions(const SnapshotOptions& o) {
+    for (const auto& e : o.exclude) exclude_.push_back(e.c_str());
+    c_.exclude = exclude_.data();
+    c_.n_exclude = exclude_.size();
+    c_.no_default_excludes = o.default_excludes ? 0 : 1;
+    c_.full = o.full ? 1 : 0;
+    c_.name = o.name.empty() ? nullptr : o.name.c_str();
+    c_.max_depth = o.max_depth;
+  }
+  const sandlet_snapshot_options_t* get() const noexcept { return &c_; }
+
+ private:
+  std::vector<const char*> exclude_;
+  sandlet_snapshot_options_t c_ = SANDLET_SNAPSHOT_OPTIONS_INIT;
+};
+
+class CForkOptions {
+ public:
+  explicit CForkOptions(const ForkOptions& o) {
+    for (const auto& [k, v] : o.labels) kv_.push_back(k + "=" + v);
+    for (const auto& l : kv_) labels_.push_back(l.c_str());
+    for (const auto& e : o.exclude) exclude_.push_back(e.c_str());
+    c_.n = o.n;
+    c_.labels = labels_.data();
+    c_.n_labels = labels_.size();
+    c_.exclude = exclude_.data();
+    c_.n_exclude = exclude_.size();
+    c_.copy_secrets = o.copy_secrets ? 1 : 0;
+    c_.detached = o.detached ? 1 : 0;
+    c_.max_depth = o.max_depth;
+  }
+  const sandlet_fork_options_t* get() const noexcept { return &c_; }
+
+ private:
+  std::vector<std::string> kv_;
+  std::vector<const char*> labels_, exclude_;
+  sandlet_fork_options_t c_ = SANDLET_FORK_OPTIONS_INIT;
+};
+
+}  // namespace detail
+
 // ---- sandbox ------------------------------------------------------------------------------------------
 
 class Sandbox {
@@ -169,22 +215,28 @@ class Sandbox {
 
   // Packs the sandbox's changes into a snapshot layer (sandlet_sandbox_snapshot); returns the result JSON.
   std::string snapshot(const SnapshotOptions& opts = {}) {
-    std::vector<const char*> ex;
-    for (const auto& e : opts.exclude) ex.push_back(e.c_str());
-    sandlet_snapshot_options_t c = SANDLET_SNAPSHOT_OPTIONS_INIT;
-    c.exclude = ex.data();
-    c.n_exclude = ex.size();
-    c.no_default_excludes = opts.default_excludes ? 0 : 1;
-    c.full = opts.full ? 1 : 0;
-    c.name = opts.name.empty() ? nullptr : opts.name.c_str();
-    c.max_depth = opts.max_depth;
+    detail::CSnapshotOptions c(opts);
     char* out = nullptr;
-    detail::check(sandlet_sandbox_snapshot(sb_, &c, &out));
+    detail::check(sandlet_sandbox_snapshot(sb_, c.get(), &out));
     return detail::take_string(out);
+  }
+  // The same without blocking (sandlet_sandbox_snapshot_async): `cb` runs once, on the runtime's event-loop
+  // thread, with the error (NULL on success, valid only during the call) or the result JSON. If the request
+  // cannot be queued this throws and `cb` is never called.
+  using JsonCallback = std::function<void(const Error* err, std::string result_json)>;
+  void snapshot_async(const SnapshotOptions& opts, JsonCallback cb) {
+    detail::CSnapshotOptions c(opts);
+    auto ctx = std::make_unique<JsonCallback>(std::move(cb));
+    detail::check(sandlet_sandbox_snapshot_async(sb_, c.get(), &json_trampoline, ctx.get()));
+    ctx.release();  // owned by the trampoline from here on
   }
 
   // One snapshot, then `opts.n` children on it (sandlet_sandbox_fork).
   ForkResult fork(const ForkOptions& opts);
+  // The same without blocking (sandlet_sandbox_fork_async): `cb` runs once, on the runtime's event-loop
+  // thread, with the error or the result (children the callback does not move out are closed after it).
+  using ForkCallback = std::function<void(const Error* err, ForkResult result)>;
+  void fork_async(const ForkOptions& opts, ForkCallback cb);
 
   // The sandbox's record (id, state, backend, labels, spec, created_at, ...) as a JSON object.
   std::string info_json() {
@@ -241,6 +293,24 @@ class Sandbox {
     }
   }
 
+  static void json_trampoline(void* user_data, sandlet_error_t* err, char* result_json) noexcept {
+    std::unique_ptr<JsonCallback> cb(static_cast<JsonCallback*>(user_data));
+    try {
+      std::string json = detail::take_string(std::exchange(result_json, nullptr));
+      if (err != nullptr) {
+        Error e = Error::take(std::exchange(err, nullptr));
+        if (*cb) (*cb)(&e, std::string());
+      } else if (*cb) {
+        (*cb)(nullptr, std::move(json));
+      }
+    } catch (...) {
+      sandlet_error_delete(err);
+      sandlet_free(result_json);
+    }
+  }
+
+  static void fork_trampoline(void* user_data, sandlet_error_t* err, sandlet_fork_result_t* result) noexcept;
+
   static void done_trampoline(void* user_data, sandlet_error_t* err) noexcept {
     std::unique_ptr<DoneCallback> cb(static_cast<DoneCallback*>(user_data));
     try {
@@ -264,41 +334,55 @@ struct ForkResult {
   std::vector<Sandbox> children;         // invalid() where that child failed
   std::vector<std::string> errors;       // "" where that child is ready
   std::vector<sandlet_code_t> codes;     // SANDLET_OK where that child is ready
+  std::vector<int> err_nos;              // the failed child's errno (0 where none applies)
 
+  // Copies a C result and frees it (children not handed over yet are closed).
   static ForkResult take(sandlet_fork_result_t* r) {
+    std::unique_ptr<sandlet_fork_result_t, void (*)(sandlet_fork_result_t*)> guard(r, &sandlet_fork_result_delete);
     ForkResult out;
     out.snapshot_json = sandlet_fork_result_snapshot_json(r);
     for (size_t i = 0; i < sandlet_fork_result_count(r); ++i) {
       const sandlet_error_t* e = sandlet_fork_result_error(r, i);
       out.errors.push_back(e ? sandlet_error_message(e) : "");
       out.codes.push_back(sandlet_error_code(e));
+      out.err_nos.push_back(sandlet_error_errno(e));
       out.children.emplace_back(sandlet_fork_result_take(r, i));
     }
-    sandlet_fork_result_delete(r);
     return out;
   }
 };
 
 inline ForkResult Sandbox::fork(const ForkOptions& opts) {
-  std::vector<std::string> kv;
-  for (const auto& [k, v] : opts.labels) kv.push_back(k + "=" + v);
-  std::vector<const char*> labels, ex;
-  for (const auto& l : kv) labels.push_back(l.c_str());
-  for (const auto& e : opts.exclude) ex.push_back(e.c_str());
-  sandlet_fork_options_t c = SANDLET_FORK_OPTIONS_INIT;
-  c.n = opts.n;
-  c.labels = labels.data();
-  c.n_labels = labels.size();
-  c.exclude = ex.data();
-  c.n_exclude = ex.size();
-  c.copy_secrets = opts.copy_secrets ? 1 : 0;
-  c.detached = opts.detached ? 1 : 0;
-  c.max_depth = opts.max_depth;
+  detail::CForkOptions c(opts);
   sandlet_fork_result_t* r = nullptr;
-  detail::check(sandlet_sandbox_fork(sb_, &c, &r));
+  detail::check(sandlet_sandbox_fork(sb_, c.get(), &r));
   return ForkResult::take(r);
 }
 
+inline void Sandbox::fork_async(const ForkOptions& opts, ForkCallback cb) {
+  detail::CForkOptions c(opts);
+  auto ctx = std::make_unique<ForkCallback>(std::move(cb));
+  detail::check(sandlet_sandbox_fork_async(sb_, c.get(), &fork_trampoline, ctx.get()));
+  ctx.release();  // owned by the trampoline from here on
+}
+
+inline void Sandbox::fork_trampoline(void* user_data, sandlet_error_t* err, sandlet_fork_result_t* result) noexcept {
+  std::unique_ptr<ForkCallback> cb(static_cast<ForkCallback*>(user_data));
+  try {
+    if (err != nullptr) {
+      sandlet_fork_result_delete(std::exchange(result, nullptr));  // NULL by contract; harmless otherwise
+      Error e = Error::take(std::exchange(err, nullptr));
+      if (*cb) (*cb)(&e, ForkResult());
+    } else {
+      ForkResult r = ForkResult::take(std::exchange(result, nullptr));
+      if (*cb) (*cb)(nullptr, std::move(r));
+    }
+  } catch (...) {
+    // Never unwind into C. Free whatever was not handed over yet.
+    sandlet_error_delete(err);
+    sandlet_fork_result_delete(result);
+  }
+}
 
 }  // inline namespace cxx
 }  // namespace sandlet

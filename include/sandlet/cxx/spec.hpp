@@ -60,6 +60,9 @@ class Spec {
   SANDLET_SPEC_SETTER_(environment, (const std::string& env), sandlet_spec_set_environment(spec_, env.c_str()))
   SANDLET_SPEC_SETTER_(env, (const std::string& key, const std::string& value),
                        sandlet_spec_set_env(spec_, key.c_str(), value.c_str()))
+  // An env variable never shown by info/list nor given to fork children unless asked (see sandlet.h).
+  SANDLET_SPEC_SETTER_(secret, (const std::string& key, const std::string& value),
+                       sandlet_spec_set_secret(spec_, key.c_str(), value.c_str()))
   SANDLET_SPEC_SETTER_(workdir, (const std::string& path), sandlet_spec_set_workdir(spec_, path.c_str()))
   SANDLET_SPEC_SETTER_(hostname, (const std::string& name), sandlet_spec_set_hostname(spec_, name.c_str()))
   SANDLET_SPEC_SETTER_(user, (const std::string& user), sandlet_spec_set_user(spec_, user.c_str()))
