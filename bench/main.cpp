@@ -49,6 +49,8 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"workspace-provision", scenario_workspace_provision, 64,
        "N sandboxes on [rootfs, M MB workspace]: one layer import; peer: tar -xzf per sandbox"},
       {"import", scenario_import, 3, "MB/s of importing the M MB workspace into a fresh store; peer: mkfs.erofs"},
+      {"snapshot", scenario_snapshot, 5, "snapshot of M MB of changes (latency, frozen time); peers: cp -a, tar -cf"},
+      {"fork", scenario_fork, 3, "fork into N children with M MB of changes; peers: cp -a / tar+untar per child"},
   };
   return list;
 }
@@ -80,9 +82,10 @@ void usage(std::FILE *out) {
                "  --cli PATH       the sandlet CLI for lifecycle-cli (default: next to this program)\n"
                "  --settle S       idle-density: seconds to wait before reading memory (default 2)\n"
                "  --no-peer        skip the peer comparison\n"
-               "  --sandboxes N    workspace-provision: number of sandboxes (default 64)\n"
+               "  --sandboxes N    workspace-provision, fork: number of sandboxes / children (default 64)\n"
                "  --workspace-mb M workspace-provision, import: workspace size in MiB (default 500; generated\n"
-               "                   once, cached under /var/cache/sandlet/bench-workspace-<M>mb/)\n"
+               "                   once, cached under /var/cache/sandlet/bench-workspace-<M>mb/); snapshot,\n"
+               "                   fork: MiB of changes (default 100)\n"
                "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
                "  --environments N lifecycle: cycle through N environments (the rootfs plus one small layer\n"
                "                   each), as a trainer interleaving N tasks does (default 1)\n"

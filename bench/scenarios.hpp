@@ -16,6 +16,8 @@ boost::json::object scenario_exec(const Context &ctx);
 boost::json::object scenario_idle_density(const Context &ctx);
 boost::json::object scenario_workspace_provision(const Context &ctx);
 boost::json::object scenario_import(const Context &ctx);
+boost::json::object scenario_snapshot(const Context &ctx);
+boost::json::object scenario_fork(const Context &ctx);
 
 struct ScenarioInfo {
   const char *name;
