@@ -79,7 +79,9 @@ struct ScratchDir {
 // The base layer as a store layer (restores and forks stack store layers; the parent runs on it too).
 std::string base_layer(sandlet_runtime_t* rt, const fs::path& rootfs) {
   char* res = nullptr;
-  check(sandlet_layer_import(rt, rootfs.c_str(), nullptr, &res), "sandlet_layer_import(rootfs)");
+  sandlet_layer_import_options_t o = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
+  o.name = "bench-base";  // named: the layer gc between iterations keeps it
+  check(sandlet_layer_import(rt, rootfs.c_str(), &o, &res), "sandlet_layer_import(rootfs)");
   const json::value v = json::parse(res);
   sandlet_free(res);
   return json::value_to<std::string>(v.as_object().at("layers").as_array().at(0).as_object().at("digest"));

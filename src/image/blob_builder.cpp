@@ -49,19 +49,39 @@ BlobBuilder::BlobBuilder(std::string path, FsTree& tree, const ChunkMap* known)
   fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd_) throw_errno("create blob " + path_);
   buf_.reserve(kWriteBuffer);
+  writing_.reserve(kWriteBuffer);
 }
 
-void BlobBuilder::flush() {
-  size_t done = 0;
-  while (done < buf_.size()) {
-    ssize_t w = ::write(fd_.get(), buf_.data() + done, buf_.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write blob " + path_);
-    }
-    done += static_cast<size_t>(w);
+BlobBuilder::~BlobBuilder() {
+  try {
+    wait_written();
+  } catch (...) {
   }
+}
+
+void BlobBuilder::wait_written() {
+  if (inflight_.valid()) inflight_.get();
+}
+
+// The blob's own digest and its write run on a second thread while this one reads and hashes the next
+// chunks: the two hashes of each stored byte (chunk and blob) then take one core each.
+void BlobBuilder::flush() {
+  wait_written();
+  if (buf_.empty()) return;
+  writing_.swap(buf_);
   buf_.clear();
+  inflight_ = std::async(std::launch::async, [this] {
+    blob_hash_.update(writing_.data(), writing_.size());
+    size_t done = 0;
+    while (done < writing_.size()) {
+      ssize_t w = ::write(fd_.get(), writing_.data() + done, writing_.size() - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        throw_errno("write blob " + path_);
+      }
+      done += static_cast<size_t>(w);
+    }
+  });
 }
 
 void BlobBuilder::append(const char* data, uint32_t len) {
@@ -69,9 +89,6 @@ void BlobBuilder::append(const char* data, uint32_t len) {
   if (buf_.size() + padded > kWriteBuffer) flush();
   buf_.insert(buf_.end(), data, data + len);
   buf_.insert(buf_.end(), padded - len, '\0');
-  blob_hash_.update(data, len);
-  static const char kZeros[erofs::kBlockSize] = {};
-  if (padded > len) blob_hash_.update(kZeros, padded - len);
   blob_size_ += padded;
 }
 
@@ -164,6 +181,7 @@ void BlobBuilder::add_stream(Inode& inode, uint64_t size, const std::function<si
 
 std::string BlobBuilder::finish(std::vector<ChunkRecord>* records) {
   flush();
+  wait_written();
   if (blob_size_ == 0) {
     fd_.reset();
     ::unlink(path_.c_str());

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,7 @@ class BlobBuilder final {
  public:
   // `path`: the new blob's (temporary) file, created here. `known`: chunks of existing blobs, may be null.
   BlobBuilder(std::string path, FsTree& tree, const ChunkMap* known);
+  ~BlobBuilder();  // waits for the write in flight
 
   // Reads `size` bytes of `fd` (a regular file; holes are skipped with SEEK_DATA) into `inode`.
   void add_file(Inode& inode, int fd, uint64_t size, const std::string& name_for_errors);
@@ -61,13 +63,16 @@ class BlobBuilder final {
  private:
   void add_chunk(Inode& inode, const char* data, uint32_t len);
   void append(const char* data, uint32_t len);
-  void flush();
+  void flush();         // hands buf_ to a writer thread (after the previous write is done)
+  void wait_written();  // the write in flight is done (its error rethrown)
 
   std::string path_;
   FsTree& tree_;
   const ChunkMap* known_;
   sys::UniqueFd fd_;
   std::vector<char> buf_;      // pending appends
+  std::vector<char> writing_;  // being hashed and written by `inflight_`
+  std::future<void> inflight_;
   std::vector<char> chunk_;    // one chunk being read
   uint64_t blob_size_ = 0;     // bytes appended (block aligned)
   uint64_t bytes_in_ = 0;
