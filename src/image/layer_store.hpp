@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -145,7 +146,9 @@ class LayerStore final {
   EnvVersion env_resolve(const std::string& name_at_version) const;
   void env_remove(const std::string& name);
 
-  // Checks the metadata image and every blob of a layer against their digests (kDataLoss if not).
+  // Checks the metadata image and every blob of a layer against their digests (kDataLoss if not). Files this
+  // store object wrote itself are not read back: right after the write they come from the page cache it
+  // filled, which a check would only read back (a snapshot's first restore would hash all of it again).
   void verify(const LayerInfo& layer) const;
 
   std::string meta_path(const std::string& digest) const { return dir_ + "/meta/" + digest + ".erofs"; }
@@ -161,6 +164,8 @@ class LayerStore final {
   void sweep_tmp(GcReport* report);
 
   std::string dir_;
+  mutable std::mutex written_mutex_;
+  std::set<std::string> written_;  // layer digests (their metadata) and blob digests committed by this object
 };
 
 // A layer's digest: its content digest, or for a snapshot (non-empty stack) that and the stack it goes on.

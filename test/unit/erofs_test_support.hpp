@@ -103,6 +103,13 @@ struct Store {
     mounts = std::make_unique<LayerMounts>(*store, tmp / "layers/mounts");
   }
   ~Store() { release(); }
+  // The same store as another process opens it (it did not write these files itself).
+  void reopen() {
+    release();
+    mounts.reset();
+    store = std::make_unique<LayerStore>(tmp / "layers");
+    mounts = std::make_unique<LayerMounts>(*store, tmp / "layers/mounts");
+  }
   void release() {
     holds.clear();
     try {
