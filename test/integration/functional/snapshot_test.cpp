@@ -154,3 +154,133 @@ TEST_CASE("incremental snapshots are proportional to the change; excluded paths 
   child.destroy();
   h.check_no_leaks();
 }
+
+TEST_CASE("64 forks of one sandbox at once all start from its state", "[snapshot][fork]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox parent = restore(h.rt(), base);
+  run_out(parent, "echo k > /state");
+  sandlet::ForkOptions fo;
+  fo.n = 64;
+  sandlet::ForkResult forked = parent.fork(fo);
+  REQUIRE(forked.children.size() == 64);
+  for (size_t i = 0; i < 64; ++i) {
+    INFO(i << ": " << forked.errors[i]);
+    REQUIRE(forked.children[i].valid());
+    CHECK(run_out(forked.children[i], "cat /state") == "k\n");
+  }
+  for (auto& c : forked.children) c.destroy();
+  parent.destroy();
+  h.check_no_leaks();
+}
+
+TEST_CASE("a snapshot taken while processes write is consistent: no torn record", "[snapshot][fork]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox parent = restore(h.rt(), base);
+  // Two writers append records "<n> <md5 of n>" (one write(2) each) to two files as fast as they can.
+  sandlet::ExecOptions bg({"sh", "-c",
+                           "for f in a b; do (i=0; while :; do i=$((i+1)); echo \"$i $(echo $i | md5sum | cut -c1-32)\" >> /log.$f; done) & done"});
+  bg.keep_background = true;
+  REQUIRE(parent.exec(bg).exit_code == 0);
+  REQUIRE(wait_until([&] { return run_out(parent, "cat /log.a /log.b 2>/dev/null | wc -l").size() > 1; }, 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  sandlet::ForkOptions fo;
+  fo.n = 3;
+  sandlet::ForkResult forked = parent.fork(fo);
+  const char* verify =
+      "for f in /log.a /log.b; do n=0; while read -r i sum; do n=$((n+1)); "
+      "[ \"$i\" = \"$n\" ] || { echo \"$f: record $n says $i\"; exit 1; }; "
+      "[ \"$(echo $i | md5sum | cut -c1-32)\" = \"$sum\" ] || { echo \"$f: torn record $n\"; exit 1; }; "
+      "done < $f; [ $n -gt 0 ] || { echo \"$f: empty\"; exit 1; }; done; echo ok";
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(forked.errors[i]);
+    REQUIRE(forked.children[i].valid());
+    CHECK(run_out(forked.children[i], verify) == "ok\n");
+    // Files are forked, processes are not: the writers run only in the parent (the child's logs stay still).
+    CHECK(run_out(forked.children[i], "a=$(cat /log.a | wc -l); sleep 0.3; b=$(cat /log.a | wc -l); [ $a = $b ] && echo still") ==
+          "still\n");
+  }
+  for (auto& c : forked.children) c.destroy();
+  parent.destroy();
+  h.check_no_leaks();
+}
+
+TEST_CASE("chains past max_depth are flattened; a paused sandbox stays paused", "[snapshot]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox sb = restore(h.rt(), base);
+  sandlet::SnapshotOptions so;
+  so.max_depth = 3;
+  bool flattened = false;
+  std::string last;
+  for (int i = 0; i < 6; ++i) {
+    run_out(sb, "echo " + std::to_string(i) + " > /f" + std::to_string(i) + (i == 2 ? " && rm /f0" : ""));
+    auto r = parse(sb.snapshot(so));
+    flattened = flattened || r.at("flattened").as_bool();
+    CHECK(r.at("layer").as_object().at("stack").as_array().size() <= 3);  // base + at most two snapshots
+    last = std::string(r.at("layer").as_object().at("digest").as_string());
+  }
+  CHECK(flattened);
+  sandlet::Sandbox child = restore(h.rt(), last);
+  CHECK(run_out(child, "ls / | grep '^f' | tr '\\n' ' '") == "f1 f2 f3 f4 f5 ");
+
+  sb.pause();
+  parse(sb.snapshot());
+  auto info = parse(sb.info_json());
+  CHECK(info.at("state").as_string() == "paused");
+  sb.resume();
+  child.destroy();
+  sb.destroy();
+  h.check_no_leaks();
+}
+
+TEST_CASE("snapshot and fork refuse bad input and leave nothing behind", "[snapshot][fork]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox sb = restore(h.rt(), base);
+  auto code_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const sandlet::Error& e) {
+      return e.code();
+    }
+    return SANDLET_OK;
+  };
+  sandlet::ForkOptions zero;
+  zero.n = 0;
+  CHECK(code_of([&] { sb.fork(zero); }) == SANDLET_INVALID_ARGUMENT);
+  sandlet::ForkOptions many;
+  many.n = 1025;
+  CHECK(code_of([&] { sb.fork(many); }) == SANDLET_INVALID_ARGUMENT);
+  sandlet::SnapshotOptions relative;
+  relative.exclude = {"tmp"};
+  CHECK(code_of([&] { sb.snapshot(relative); }) == SANDLET_INVALID_ARGUMENT);
+  sandlet::ForkOptions one;
+  CHECK(code_of([&] { h.rt().fork_snapshot(std::string(64, 'a'), nullptr, one); }) == SANDLET_NOT_FOUND);
+  CHECK(code_of([&] { h.rt().fork_snapshot(base, nullptr, one); }) == SANDLET_INVALID_ARGUMENT);  // not a snapshot
+  CHECK(h.rt().list().size() == 1);
+  sb.destroy();
+  h.check_no_leaks();
+}
+
+TEST_CASE("a snapshot exported and imported into another root restores the same files", "[snapshot][export]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox sb = restore(h.rt(), base);
+  run_out(sb, "mkdir -p /proj && echo v1 > /proj/a && rm /bin/true");
+  const std::string digest = layer_digest_of(sb.snapshot());
+  const std::string file = h.root() + "/snap.tar";
+  h.rt().layer_export(digest, file);
+  sb.destroy();
+
+  Harness other;
+  import_busybox(other.rt());  // the layer it goes on (the same content: the same digest)
+  auto imported = boost::json::parse(other.rt().layer_import(file)).as_object();
+  CHECK(imported.at("layers").as_array().at(0).as_object().at("digest").as_string() == digest);
+  sandlet::Sandbox child = restore(other.rt(), digest);
+  CHECK(run_out(child, "cat /proj/a; ls /bin/true 2>/dev/null || echo gone") == "v1\ngone\n");
+  child.destroy();
+  other.check_no_leaks();
+  h.check_no_leaks();
+}
