@@ -33,8 +33,16 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     # Without build isolation the build uses this environment's scikit-build-core and pybind11 (no network).
     # The checkout is copied first so that nothing of the build lands in the source tree.
     src = os.path.join(workdir, "src")
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "build-*", "target",
-                                                             "__pycache__", "results", "plots"))
+    anywhere = shutil.ignore_patterns(".git", ".venv", "target", "__pycache__", "results", "plots")
+    top_only = shutil.ignore_patterns("build", "build-*")  # build directories; src/build is the builder's source
+
+    def ignore(directory, names):
+        skipped = set(anywhere(directory, names))
+        if os.path.samefile(directory, REPO):
+            skipped |= set(top_only(directory, names))
+        return skipped
+
+    shutil.copytree(REPO, src, ignore=ignore)
     wheels = os.path.join(workdir, "wheels")
     env = dict(os.environ, SKBUILD_BUILD_DIR=os.path.join(workdir, "skbuild"))
     env.pop("PYTHONPATH", None)

@@ -83,9 +83,12 @@ TEST_CASE("cli: a layer exported to one file and imported under another root kee
   const std::string file = h.root() + "/mine.tar.zst";
   CHECK(cli(h, "layer export mine -o " + file, &st) == digest);
   CHECK(st == 0);
-  CHECK(host_sh("tar --zstd -tf " + file + " 2>/dev/null | LC_ALL=C sort | tr '\\n' ' '", &st) ==
-        "./ blob etc/ etc/motd etc/motd.link ");
-  CHECK(st == 0);
+  // tar lists it (through zstd(1), where the host has it: a VM guest may not).
+  if (host_sh("command -v zstd >/dev/null && echo yes") == "yes\n") {
+    CHECK(host_sh("tar --zstd -tf " + file + " 2>/dev/null | LC_ALL=C sort | tr '\\n' ' '", &st) ==
+          "./ blob etc/ etc/motd etc/motd.link ");
+    CHECK(st == 0);
+  }
 
   const std::string imported = cli(other, "layer import " + file, &st);
   CHECK(st == 0);
