@@ -34,8 +34,9 @@ build: configure
 test: build
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error
 
-# A miniature agentic rollout (examples/rollout.cpp), then the CLI, then the Python trainer that survives
-# being killed (examples/python/reinforce_trainer.py); see scripts/demo.sh. It uses a
+# A miniature agentic rollout (examples/rollout.cpp), a trajectory forked at step k (examples/fork.cpp),
+# then the CLI (environments, a build from a recipe, snapshot and fork), then the Python trainer that
+# survives being killed (examples/python/reinforce_trainer.py); see scripts/demo.sh. It uses a
 # throw-away runtime root, unless SANDLET_ROOT is set (then that one is used and kept).
 demo: build
 	@BUILD_DIR="$(abspath $(BUILD_DIR))" PYTHON="$(PYTHON)" bash ./scripts/demo.sh

@@ -552,8 +552,7 @@ int main(int argc, char** argv) {
     }
     say("  %d episodes, %d solved, mean reward %.3f, total %.2f s", kEpisodes, solved, sum / kEpisodes,
         ms_since(start) / 1000);
-    say("  not yet available in this build: fork/snapshot (pack_diff), lazy loading, and the");
-    say("  fncall/microvm/fullvm backends");
+    say("  not yet available in this build: lazy loading and the fncall/microvm/fullvm backends");
     return 0;
   } catch (const sandlet::Error& e) {
     std::fprintf(stdout, "\nrollout: FAILED [%s] %s\n", e.code_name(), e.what());

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The sandlet demo: a miniature agentic rollout through the C++ API (examples/rollout.cpp), then the same
-# runtime from the shell with the `sandlet` CLI, then from Python: a PyTorch REINFORCE trainer whose episodes
-# run in layered-environment sandboxes, killed mid-rollout and resumed (examples/python/reinforce_trainer.py).
+# The sandlet demo: a miniature agentic rollout through the C++ API (examples/rollout.cpp), a trajectory
+# forked at step k into children that diverge (examples/fork.cpp), then the same runtime from the shell with
+# the `sandlet` CLI (layered environments, a build from a recipe, snapshot and fork, layer export), then from
+# Python: a PyTorch REINFORCE trainer whose episodes run in layered-environment sandboxes, killed mid-rollout
+# and resumed (examples/python/reinforce_trainer.py).
 # Expects a finished build (`make demo` builds first).
 #
 # Environment: BUILD_DIR    the CMake build directory (default: <repo>/build)
@@ -13,12 +15,13 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(realpath -m "${BUILD_DIR:-$repo/build}")
 rollout=$build/example-rollout-cpp
+fork=$build/example-fork-cpp
 cli=$build/sandlet
 layer=$build/test-rootfs
 
 die() { echo "demo.sh: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (the runtime needs it); try: sudo $0"
-for f in "$rollout" "$cli" "$layer/bin/sh"; do
+for f in "$rollout" "$fork" "$cli" "$layer/bin/sh"; do
   [[ -e $f ]] || die "missing $f: build first (make build, or set BUILD_DIR)"
 done
 
@@ -45,6 +48,9 @@ start_us=${EPOCHREALTIME/./}
 # The episodes' base layer: busybox, imported once as a content-addressed EROFS layer.
 "$cli" --root "$root" layer import "$layer" --role base --name busybox >/dev/null
 "$rollout" "$root" busybox
+echo
+echo "== 8. fork at step k: one trajectory, one snapshot, children that diverge (Sandbox::fork)"
+"$fork" "$root" busybox
 
 # ---- the same runtime from the shell ------------------------------------------------------------------
 # Prints each command before running it, like a terminal session (the CLI is found on PATH).
@@ -59,7 +65,7 @@ show() {
 }
 
 echo
-echo "== 8. the CLI (same library, same root)"
+echo "== 9. the CLI (same library, same root)"
 echo "  -- layered environments: a cached Debian bookworm minbase with python3 and git as the base layer,"
 echo "     a task repository as the workspace layer, composed by name"
 debian=$("$repo/scripts/debian-base.sh" --print-path)
@@ -73,19 +79,48 @@ show sandlet run --env swe-task -- sh -c 'python3 -c "import calc; print(\"add(2
 
 echo "  -- a one-shot run (sandlet_run): the sandbox's init starts the command with the CLI's own stdio"
 show sandlet run --layer "$layer" --hostname cli-demo --memory 64M -- sh -c 'echo hello from $(hostname)'
-printf '  $ id=$(sandlet create --layer %s --label task=cli --max-lifetime 60)\n' "$layer"
-id=$(sandlet create --layer "$layer" --label task=cli --max-lifetime 60)
-show sandlet exec --timeout 5 "$id" -- ps
+
+echo "  -- an environment built from a recipe (a Dockerfile subset): each step a cached layer"
+cd "$scratch"  # the commands shown use short relative paths
+mkdir -p greeter
+printf '#!/bin/sh\necho "hello from $APP in $PWD, $(cat built)"\n' >greeter/hello.sh
+printf '%s\n' 'FROM busybox' 'ENV APP=greeter' 'WORKDIR /app' 'COPY hello.sh .' \
+  "RUN chmod 755 hello.sh && date -u '+built %F %T UTC' > built" >greeter.recipe
+show cat greeter.recipe
+show sandlet build -f greeter.recipe -t greeter greeter
+show sandlet run --environment greeter -- ./hello.sh
+echo "  # the same build again: every layer step comes from the cache (no sandbox is made, the RUN does not"
+echo "  # run again: same time), and the environment gets a new version"
+show sandlet build -f greeter.recipe -t greeter greeter
+show sandlet run --environment greeter@2 -- ./hello.sh
+
+echo "  -- snapshot and fork from the shell: a sandbox's state at step k, then 3 children carry on from it"
+echo '  $ id=$(sandlet create --environment greeter --hostname cli --label task=cli --max-lifetime 60)'
+id=$(sandlet create --environment greeter --hostname cli --label task=cli --max-lifetime 60)
+show sandlet exec --timeout 5 "$id" -- sh -c 'echo k=3 > state; ps'
+show sandlet snapshot "$id"
+echo "  \$ children=\$(sandlet fork -n 3 $id)"
+children=$(sandlet fork -n 3 "$id")
+for c in $children; do
+  show sandlet exec "$c" -- sh -c 'echo "$(hostname) seed=$SANDLET_SEED $(cat state)"'
+done
 show sandlet ps --label task=cli
-show sandlet rm "$id"
-! sandlet ps -q | grep -qx "$id" || die "sandbox $id is still listed after rm"
+show sandlet rm "$id" $children
+for c in "$id" $children; do
+  ! sandlet ps -q | grep -qx "$c" || die "sandbox $c is still listed after rm"
+done
+
+echo "  -- a layer as one file, imported into another store (here a second root stands for another node)"
+show sandlet layer export task-42 -o task-42.tar
+show sandlet --root "$scratch/node2" layer import task-42.tar
+cd "$repo"
 
 # ---- the same runtime from Python: a trainer that survives preemption ---------------------------------
 python=${PYTHON:-$repo/.venv/bin/python}
 if [[ -x $python && -d $build/python/sandlet ]]; then
   echo
-  echo "== 9. Python: REINFORCE with torch; every episode is a sandbox of a layered environment (Debian base +"
-  echo "      task workspace + agent toolkit); the trainer is SIGKILLed mid-rollout, restarted, and reattaches"
+  echo "== 10. Python: REINFORCE with torch; every episode is a sandbox of a layered environment (Debian base +"
+  echo "       task workspace + agent toolkit); the trainer is SIGKILLed mid-rollout, restarted, and reattaches"
   trainer=("$python" "$repo/examples/python/reinforce_trainer.py" --root "$root" --job-dir "$scratch/job"
            --base "$debian" --iterations 20 --batch 12 --seed 1)
   echo "  \$ python3 examples/python/reinforce_trainer.py --iterations 20 --preempt-at 4 ...   # killed"
@@ -101,7 +136,7 @@ if [[ -x $python && -d $build/python/sandlet ]]; then
   [[ ${PIPESTATUS[0]} -eq 0 ]] || die "the resumed trainer failed"
 else
   echo
-  echo "== 9. Python part skipped: no $python or no Python module in $build/python (run scripts/setup.sh)"
+  echo "== 10. Python part skipped: no $python or no Python module in $build/python (run scripts/setup.sh)"
 fi
 
 elapsed_ms=$(( (${EPOCHREALTIME/./} - start_us) / 1000 ))

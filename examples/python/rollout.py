@@ -361,8 +361,7 @@ async def rollout(root: Path, base_layer: str, from_store: bool, n: int) -> int:
         solved = sum(1 for r in rewards if r == 1.0)
         say(f"  {n} episodes, {solved} solved, mean reward {sum(rewards) / n:.3f}, "
             f"total {(time.perf_counter() - start):.2f} s")
-        say("  not yet available in this build: fork/snapshot (pack_diff), lazy loading, and the")
-        say("  fncall/microvm/fullvm backends")
+        say("  not yet available in this build: lazy loading and the fncall/microvm/fullvm backends")
         return 0
     except sandlet.Error as e:
         say(f"\nrollout: FAILED [{e.code_name}] {e.message}")

@@ -231,6 +231,42 @@ def test_rollout_refuses_a_root_with_sandboxes(root: Path, busybox: str) -> None
     assert p.returncode == 2 and "already holds 1 sandbox" in p.stderr, explain(p)
 
 
+# ---- fork at step k (examples/fork.cpp, part of scripts/demo.sh) ----------------------------------------
+
+
+@pytest.mark.parametrize("layer_from", ["directory", "store"])
+def test_fork_cpp_example(root: Path, busybox: str, layer_from: str) -> None:
+    exe = Path(PYTHONPATH).parent / "example-fork-cpp"
+    if not exe.exists():
+        pytest.skip(f"no {exe}: build it first")
+    layer = busybox
+    if layer_from == "store":  # as scripts/demo.sh runs it
+        with sandlet.Runtime(root) as rt:
+            rt.layer_import(busybox, role="base", name="busybox")
+        layer = "busybox"
+    p = subprocess.run([str(exe), str(root), layer], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=60)
+    assert p.returncode == 0, explain(p)
+    out = p.stdout
+    assert "step 2  ran the tests: 1/4 passed, reward 0.25" in out, explain(p)
+    assert re.search(r"fork at step 3: snapshot sha256:[0-9a-f]{12} \(\d+ entries, \d+ bytes; processes frozen "
+                     r"[0-9.]+ ms, snapshot [0-9.]+ ms\)", out), explain(p)
+    assert re.search(r"then 4 children on it: fork total [0-9.]+ ms", out), explain(p)
+    # Per child: its id, hostname <parent>-<i>, a fresh 16-hex-digit SANDLET_SEED, its own patch and reward.
+    rows = re.findall(r"^  (\d) +([0-9a-f]{12})  (\S+) +([0-9a-f]{16})  .+?  (\d/4) +(\d\.\d\d)$", out, re.M)
+    assert [(i, host, tests, reward) for i, _, host, _, tests, reward in rows] == [
+        ("0", "agent-0", "4/4", "1.00"), ("1", "agent-1", "1/4", "0.25"),
+        ("2", "agent-2", "4/4", "1.00"), ("3", "agent-3", "0/4", "0.00")], explain(p)
+    assert len({r[1] for r in rows}) == 4 and len({r[3] for r in rows}) == 4, "ids and seeds must differ"
+    # Nobody sees another's changes: the parent keeps the bug and its own later file, each child only its branch.
+    assert re.search(r'^  parent +agent +echo \$\(\( \$1 - \$2 \)\) +none +yes +4 steps, last "step 4: kept going"$',
+                     out, re.M), explain(p)
+    for i in range(4):
+        assert re.search(rf'^  child {i} +agent-{i} +.+ +branch-{i} +no +4 steps, last "step 4: .+"$', out, re.M), explain(p)
+    assert "nothing left in" in out
+    assert list_sandboxes(root) == []
+
+
 # ---- gym environment ------------------------------------------------------------------------------------
 
 
