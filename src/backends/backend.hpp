@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct WritableLayer {
   int dir_fd = -1;
   uint32_t id_base = 0;
   uint32_t id_count = 0;
+  // While frozen: inode numbers of files some process of the sandbox maps shared and writable (their
+  // writes change no time stamp), or `all_mapped` when they could not all be listed.
+  std::set<uint64_t> mapped_shared_writable;
+  bool all_mapped = false;
 };
 
 // One sandbox, as its backend sees it. Made by Backend::prepare (a start's first half) or Backend::adopt

@@ -89,19 +89,23 @@ void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, cons
         out.children[i] = std::move(sb);
         if (!out.children[i]) return finished();
         // A machine id of its own, where the image has /etc (written through the child's agent).
-        out.children[i]->write_file_async("/etc/machine-id", sys::random_hex(16) + "\n", 0444,
-                                          [&, i](std::exception_ptr e, std::string, uint32_t) {
-                                            if (e) {
-                                              try {
-                                                std::rethrow_exception(e);
-                                              } catch (const Error& err) {
-                                                if (err.code() != Code::kNotFound) out.errors[i] = e;
-                                              } catch (...) {
-                                                out.errors[i] = e;
-                                              }
-                                            }
-                                            finished();
-                                          });
+        auto written = [&, i](std::exception_ptr e, std::string, uint32_t) {
+          if (e) {
+            try {
+              std::rethrow_exception(e);
+            } catch (const Error& err) {
+              if (err.code() != Code::kNotFound) out.errors[i] = e;
+            } catch (...) {
+              out.errors[i] = e;
+            }
+          }
+          finished();
+        };
+        try {
+          out.children[i]->write_file_async("/etc/machine-id", sys::random_hex(16) + "\n", 0444, written);
+        } catch (...) {
+          written(std::current_exception(), std::string(), 0);
+        }
       });
     } catch (...) {
       out.errors[i] = std::current_exception();

@@ -100,7 +100,10 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
         first = snapshot::pack_pass(layer.dir_fd, running_dir.get(), pack, -1, nullptr);
       },
       [&](const WritableLayer& layer) {
-        final_pass = snapshot::pack_pass(layer.dir_fd, frozen_dir.get(), pack, running_dir.get(), &first.copied);
+        pack.mapped_shared_writable = layer.mapped_shared_writable;
+        static const snapshot::CopyIndex kNothingToReuse;
+        final_pass = snapshot::pack_pass(layer.dir_fd, frozen_dir.get(), pack, running_dir.get(),
+                                         layer.all_mapped ? &kNothingToReuse : &first.copied);
       });
   running_dir.reset();
 

@@ -86,6 +86,7 @@ class Walk final {
     return false;
   }
   uint32_t uid(uint32_t host) const { return inside_id(host, o_.id_base, o_.id_count); }
+  bool running_pass() const { return reuse_ == nullptr; }
 
   void apply_meta(int fd, const struct stat& st, const Xattrs& xattrs, bool keep_opaque, const std::string& shown) {
     if (::fchown(fd, uid(st.st_uid), uid(st.st_gid)) != 0) throw_errno("snapshot: chown staged " + shown);
@@ -182,6 +183,7 @@ class Walk final {
     if (S_ISLNK(st.st_mode)) {
       std::string target(4097, '\0');
       ssize_t n = ::readlinkat(dir, name.c_str(), target.data(), target.size());
+      if (n < 0 && running_pass() && (errno == ENOENT || errno == EINVAL)) return;
       if (n < 0) throw_errno("snapshot: read link " + path);
       if (static_cast<size_t>(n) >= target.size()) throw Error(Code::kFailedPrecondition, "snapshot: link target over 4096 bytes: " + path);
       target.resize(static_cast<size_t>(n));
@@ -201,7 +203,7 @@ class Walk final {
 
   void pack_file(int dir, int out, const std::string& name, const std::string& child, const std::string& path,
                  const struct stat& st) {
-    if (reuse_) {
+    if (reuse_ && !o_.mapped_shared_writable.count(static_cast<uint64_t>(st.st_ino))) {
       auto it = reuse_->find(path);
       if (it != reuse_->end() && it->second.ino == static_cast<uint64_t>(st.st_ino) &&
           it->second.ctime_ns == ns_of(st.st_ctim) && it->second.size == static_cast<uint64_t>(st.st_size) &&
@@ -215,11 +217,18 @@ class Walk final {
     const int64_t began = wall_ns();
     // O_NONBLOCK: what was a file at the stat may be a fifo by now (first pass).
     sys::UniqueFd in(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOATIME | O_CLOEXEC));
-    if (!in) throw_errno("snapshot: open " + path);
+    // While the sandbox runs (first pass), an entry may go or be replaced between the stat and the open:
+    // the frozen pass packs whatever is there then.
+    if (!in) {
+      if (running_pass() && (errno == ENOENT || errno == ELOOP || errno == ENXIO)) return;
+      throw_errno("snapshot: open " + path);
+    }
     struct stat now;
     if (::fstat(in.get(), &now) != 0) throw_errno("snapshot: stat " + path);
-    if (!S_ISREG(now.st_mode) || now.st_ino != st.st_ino)
+    if (!S_ISREG(now.st_mode) || now.st_ino != st.st_ino) {
+      if (running_pass()) return;
       throw Error(Code::kAborted, "snapshot: " + path + " was replaced while packing");
+    }
     sys::UniqueFd o(::openat(out, child.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!o) throw_errno("snapshot: make staged " + path);
     copy_data(in.get(), o.get(), static_cast<uint64_t>(st.st_size), path);

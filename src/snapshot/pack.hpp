@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct PackOptions {
   const Manifest* previous = nullptr;  // incremental: pack only what differs from it (+ whiteouts)
   uint32_t id_base = 0;                // host uid/gid of id 0 inside
   uint32_t id_count = 65536;           // ids inside; others become 65534 (nobody)
+  // Frozen pass: inodes of the layer some process maps shared and writable. Writes through a mapping of a
+  // tmpfs file change no time stamp, so these are always copied again.
+  std::set<uint64_t> mapped_shared_writable;
 };
 
 // What a first pass copied, for the second to reuse.
@@ -42,7 +46,8 @@ struct PassResult {
 
 // Throws Error (FAILED_PRECONDITION for what cannot be packed faithfully: OverlayFS redirects or metacopy,
 // a path over 4000 bytes, more than 4 Mi entries).
-// `reuse_dir`/`reuse`: a first pass's output directory and index (-1/null for none).
+// `reuse_dir`/`reuse`: a first pass's output directory and index; null `reuse` for the first pass itself
+// (run beside the sandbox: entries that go or change meanwhile are skipped, the frozen pass packs them).
 PassResult pack_pass(int upper_dir, int out_dir, const PackOptions& options, int reuse_dir, const CopyIndex* reuse);
 
 // Validates snapshot exclude patterns (absolute, no "..", <= 4096 bytes, <= 256 of them): INVALID_ARGUMENT

@@ -9,7 +9,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <vector>
 
 #include "backends/container/container_sandbox.hpp"
 #include "common/error.hpp"
@@ -31,6 +37,50 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
+}
+
+// Every process of the sandbox (its cgroup and the per-exec groups below it), as host pids.
+void collect_pids(const std::string& group, int depth, std::vector<pid_t>& out) {
+  if (depth > 8) return;
+  if (auto procs = sys::read_file_if_exists(group + "/cgroup.procs", 1u << 20)) {
+    size_t at = 0;
+    while (at < procs->size()) {
+      size_t nl = procs->find('\n', at);
+      if (nl == std::string::npos) nl = procs->size();
+      if (nl > at) out.push_back(static_cast<pid_t>(std::strtol(procs->c_str() + at, nullptr, 10)));
+      at = nl + 1;
+    }
+  }
+  for (const auto& name : sys::list_dir(group)) {
+    struct stat st;
+    const std::string sub = group + "/" + name;
+    if (::lstat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) collect_pids(sub, depth + 1, out);
+  }
+}
+
+// Inodes mapped shared and writable ("rw-s"/"-w-s" in /proc/PID/maps) by these processes. False when the
+// listing is too large to read while the sandbox is frozen (64 MiB): then every file counts as mapped.
+bool shared_writable_inodes(const std::vector<pid_t>& pids, std::set<uint64_t>& out) {
+  size_t budget = 64u << 20;
+  for (pid_t pid : pids) {
+    auto maps = sys::read_file_if_exists("/proc/" + std::to_string(pid) + "/maps", budget + 1);
+    if (!maps) continue;  // gone
+    if (maps->size() > budget) return false;
+    budget -= maps->size();
+    size_t at = 0;
+    while (at < maps->size()) {
+      size_t nl = maps->find('\n', at);
+      if (nl == std::string::npos) nl = maps->size();
+      // address perms offset dev inode [path]
+      char perms[8] = {};
+      unsigned long long inode = 0;
+      if (std::sscanf(maps->c_str() + at, "%*s %7s %*s %*s %llu", perms, &inode) == 2 && perms[1] == 'w' &&
+          perms[3] == 's' && inode != 0)
+        out.insert(inode);
+      at = nl + 1;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -61,7 +111,10 @@ sys::UniqueFd ContainerSandbox::writable_layer() const {
 uint64_t ContainerSandbox::snapshot(const std::function<void(const WritableLayer&)>& running,
                                     const std::function<void(const WritableLayer&)>& frozen) {
   sys::UniqueFd upper = writable_layer();
-  const WritableLayer layer{upper.get(), state_.uid_base, kIdsPerSandboxRange};
+  WritableLayer layer;
+  layer.dir_fd = upper.get();
+  layer.id_base = state_.uid_base;
+  layer.id_count = kIdsPerSandboxRange;
   running(layer);
   // A sandbox the caller paused stays paused: it is not ours to thaw.
   auto current = sys::read_file_if_exists(state_.cgroups.v2 + "/cgroup.freeze", 64);
@@ -69,6 +122,9 @@ uint64_t ContainerSandbox::snapshot(const std::function<void(const WritableLayer
   const uint64_t t0 = now_ns();
   if (!was_frozen) freeze(true);
   try {
+    std::vector<pid_t> pids;
+    collect_pids(state_.cgroups.v2, 0, pids);
+    layer.all_mapped = !shared_writable_inodes(pids, layer.mapped_shared_writable);
     frozen(layer);
   } catch (...) {
     if (!was_frozen) freeze(false);
