@@ -90,9 +90,14 @@ std::optional<ExportHeader> read_export_header(const std::string& path) {
     for (const auto& e : st->as_array()) {
       if (!e.is_string()) throw Error(Code::kInvalidArgument, where + ": a \"stack\" entry is not a string");
       std::string s(e.as_string());
-      // A stack entry is a store digest or an absolute host directory (see LayerInfo::stack).
-      bool ok = is_digest(s) || (s.size() > 1 && s.size() <= kMaxField && s[0] == '/' && s.find('\0') == std::string::npos);
-      if (!ok) throw Error(Code::kInvalidArgument, where + ": \"stack\" entry is neither a digest nor an absolute path");
+      // Only store digests: a host directory (a snapshot of a sandbox on host directories) names a path of
+      // the machine it was made on, and the file is hostile input: a restore would stack that path here.
+      if (!is_digest(s)) {
+        if (!s.empty() && s[0] == '/')
+          throw Error(Code::kInvalidArgument, where + ": the layer goes on a host directory of the machine it was "
+                                                      "made on, which cannot be imported (snapshot sandboxes on store layers)");
+        throw Error(Code::kInvalidArgument, where + ": a \"stack\" entry is not a digest");
+      }
       h.stack.push_back(std::move(s));
     }
   }

@@ -59,6 +59,17 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
         throw Error(spec_code(e), "invalid spec field '" + field + "': " + e.what(), e.err_no());
       }
       const std::string& digest = layer.digest;
+      // A snapshot above other layers must be on exactly those (else it would show another tree, silently).
+      if (i > 0 && !layer.stack.empty()) {
+        std::vector<std::string> below;
+        for (const auto& l : rec.layers) below.push_back(l.digest.empty() ? l.ref : l.digest);
+        if (below != layer.stack) {
+          std::string field = i < from_env ? "environment" : "layers[" + std::to_string(i - from_env) + "]";
+          throw Error(Code::kInvalidArgument, "invalid spec field '" + field + "': snapshot " + layer.digest +
+                                                  " goes on other layers than those below it; name it as the "
+                                                  "lowest layer (its own go below it)");
+        }
+      }
       // A snapshot as the lowest layer stands for its whole chain: the layers it was taken on go below it.
       if (i == 0 && !layer.stack.empty()) {
         if (layer.stack.size() + refs.size() > 500)

@@ -198,6 +198,7 @@ void Runtime::long_call(std::function<std::string()> work, std::function<void(st
     it = long_calls_.erase(it);
   }
   auto finished = std::make_shared<std::atomic<bool>>(false);
+  long_calls_.reserve(long_calls_.size() + 1);  // no allocation may fail once the thread runs
   std::thread t([this, finished, work = std::move(work), done = std::move(done)]() mutable {
     std::exception_ptr err;
     std::string result;

@@ -196,9 +196,14 @@ void Sandbox::destroy_async(std::function<void(std::exception_ptr)> done) {
 
 SnapshotResult Sandbox::snapshot(const SnapshotOptions& options) {
   auto owner = owner_checked();
-  std::lock_guard<std::mutex> lock(state_mutex_);
-  if (destroyed_) throw Error(Code::kFailedPrecondition, "sandbox " + id() + " is destroyed");
-  return owner->snapshot(record_, *impl_, options);
+  std::lock_guard<std::mutex> one_at_a_time(snapshot_mutex_);
+  SandboxRecord rec;
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    if (destroyed_) throw Error(Code::kFailedPrecondition, "sandbox " + id() + " is destroyed");
+    rec = record_;
+  }
+  return owner->snapshot(rec, *impl_, options);
 }
 
 ForkResult Sandbox::fork(const ForkOptions& options) {

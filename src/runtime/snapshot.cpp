@@ -70,12 +70,19 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   std::optional<snapshot::Manifest> previous;
   std::vector<std::string> stack = stack_of(rec);
   if (!options.full) {
-    if (auto text = sys::read_file_if_exists(dir + "/" + kManifestFile, 64u << 20)) {
-      snapshot::Manifest m = snapshot::decode_manifest(*text, dir + "/" + kManifestFile);
-      if (auto last = layer_store_->find(m.layer)) {
-        stack = last->stack;
-        stack.push_back(last->digest);
-        previous = std::move(m);
+    if (auto text = sys::read_file_if_exists(dir + "/" + kManifestFile, snapshot::kMaxManifestBytes)) {
+      std::optional<snapshot::Manifest> m;
+      try {
+        m = snapshot::decode_manifest(*text, dir + "/" + kManifestFile);
+      } catch (const Error&) {
+        // Damaged (or from another version): this snapshot is a full one and writes a new manifest.
+      }
+      if (m) {
+        if (auto last = layer_store_->find(m->layer)) {
+          stack = last->stack;
+          stack.push_back(last->digest);
+          previous = std::move(m);
+        }
       }
     }
   }
@@ -88,6 +95,7 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   if (options.default_excludes)
     pack.exclude.insert(pack.exclude.end(), default_snapshot_excludes().begin(), default_snapshot_excludes().end());
   pack.previous = previous ? &*previous : nullptr;
+  pack.max_file_size = rec.spec.limits.disk;
 
   sys::UniqueFd staging = staging_tmpfs(rec.spec.limits.disk);
   sys::UniqueFd running_dir = open_dir_at(staging.get(), "running");
@@ -118,7 +126,11 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   result.bytes = final_pass.bytes;
 
   final_pass.manifest.layer = result.layer.digest;
-  sys::write_file_atomic(dir + "/" + kManifestFile, snapshot::encode_manifest(final_pass.manifest), 0600);
+  const std::string manifest = snapshot::encode_manifest(final_pass.manifest);
+  if (manifest.empty())
+    ::unlink((dir + "/" + kManifestFile).c_str());  // too large to keep: the next snapshot is a full one
+  else
+    sys::write_file_atomic(dir + "/" + kManifestFile, manifest, 0600);
   sys::write_file_atomic(dir + "/" + kHeadFile, result.layer.digest + "\n", 0600);
   // The staging tmpfs goes with its last descriptor; its dissolution waits for an RCU grace period.
   auto held = std::make_shared<sys::UniqueFd>(std::move(staging));

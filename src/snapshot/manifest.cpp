@@ -10,8 +10,8 @@ namespace sandlet::snapshot {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'N', 'A', 'P', 'M', 'A', 'N', '1'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kMaxBytes = 64u << 20;
+constexpr uint32_t kVersion = 2;
+constexpr size_t kMaxBytes = kMaxManifestBytes;
 constexpr uint64_t kMaxEntries = 4u << 20;
 
 }  // namespace
@@ -25,9 +25,12 @@ std::string encode_manifest(const Manifest& m) {
     w.str(path);
     w.u64(e.ino);
     w.u64(static_cast<uint64_t>(e.ctime_ns));
+    w.u64(static_cast<uint64_t>(e.mtime_ns));
+    w.u64(e.size);
     w.u32(e.mode);
   }
   std::string body = std::move(w.data());
+  if (body.size() + sizeof kMagic + 32 > kMaxBytes) return "";
   image::Digest sum = image::sha256(body.data(), body.size());
   std::string out(kMagic, sizeof kMagic);
   out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
@@ -37,7 +40,7 @@ std::string encode_manifest(const Manifest& m) {
 
 Manifest decode_manifest(const std::string& data, const std::string& shown) {
   auto bad = [&](const char* why) { return Error(Code::kDataLoss, "snapshot manifest " + shown + ": " + why); };
-  if (data.size() > kMaxBytes) throw bad("larger than 64 MiB");
+  if (data.size() > kMaxBytes) throw bad("larger than 256 MiB");
   if (data.size() < sizeof kMagic + 32 || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) throw bad("not a manifest");
   const char* body = data.data() + sizeof kMagic + 32;
   const size_t body_len = data.size() - sizeof kMagic - 32;
@@ -56,6 +59,8 @@ Manifest decode_manifest(const std::string& data, const std::string& shown) {
       EntryStamp e;
       e.ino = r.u64();
       e.ctime_ns = static_cast<int64_t>(r.u64());
+      e.mtime_ns = static_cast<int64_t>(r.u64());
+      e.size = r.u64();
       e.mode = r.u32();
       m.entries.emplace(std::move(path), e);
     }

@@ -10,9 +10,14 @@ namespace sandlet::snapshot {
 
 struct EntryStamp {
   uint64_t ino = 0;
-  int64_t ctime_ns = 0;
+  int64_t ctime_ns = 0;  // 0: "changed" whatever it looks like next time (it changed too recently to tell)
+  int64_t mtime_ns = 0;
+  uint64_t size = 0;
   uint32_t mode = 0;  // type and permission bits
-  bool operator==(const EntryStamp& o) const { return ino == o.ino && ctime_ns == o.ctime_ns && mode == o.mode; }
+  bool operator==(const EntryStamp& o) const {
+    return ctime_ns != 0 && ino == o.ino && ctime_ns == o.ctime_ns && mtime_ns == o.mtime_ns && size == o.size &&
+           mode == o.mode;
+  }
 };
 
 struct Manifest {
@@ -20,7 +25,9 @@ struct Manifest {
   std::map<std::string, EntryStamp> entries;  // by path inside the sandbox ("/etc/passwd"); "/" not listed
 };
 
-// The file form. decode throws DATA_LOSS naming `shown` on anything malformed (caps: 64 MiB, 4 Mi entries).
+// The file form. decode throws DATA_LOSS naming `shown` on anything malformed (caps: kMaxManifestBytes,
+// 4 Mi entries); encode returns "" for a manifest over the cap (the next snapshot is then a full one).
+constexpr size_t kMaxManifestBytes = 256u << 20;
 std::string encode_manifest(const Manifest& m);
 Manifest decode_manifest(const std::string& data, const std::string& shown);
 

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "image/xattrs.hpp"
 #include "snapshot/pack_xattrs.hpp"
 #include "sys/fd.hpp"
 
@@ -26,9 +27,18 @@ namespace {
 
 constexpr size_t kMaxPath = 4000;
 constexpr uint64_t kMaxEntries = 4u << 20;
-// A file changed this close to its copy may have changed again within one tick of the coarse clock that
-// stamps tmpfs change times, unseen: the frozen pass copies it again.
-constexpr int64_t kRecentNs = 50'000'000;
+constexpr uint64_t kMaxPathBytes = 128u << 20;  // all paths of one walk: bounds the host's memory
+// tmpfs stamps change times from a coarse clock: a change within the same tick as the one a walk saw leaves
+// the time as it was. A file whose change time is this close to a look at it may have changed unseen since
+// (two ticks, and at least 10 ms).
+int64_t recent_ns() {
+  static const int64_t window = [] {
+    struct timespec res {};
+    int64_t tick = clock_getres(CLOCK_REALTIME_COARSE, &res) == 0 ? res.tv_sec * 1'000'000'000 + res.tv_nsec : 10'000'000;
+    return std::max<int64_t>(2 * tick, 10'000'000);
+  }();
+  return window;
+}
 
 int64_t ns_of(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
 int64_t wall_ns() {
@@ -55,17 +65,20 @@ std::vector<std::string> read_names(int dir, const std::string& shown) {
   ::closedir(d);
   if (err) throw Error(Code::kInternal, "snapshot: read directory " + shown, err);
   std::sort(names.begin(), names.end());
+  // A directory renamed into while it is read may show a name twice.
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 
 class Walk final {
  public:
-  Walk(const PackOptions& o, int reuse_dir, const CopyIndex* reuse) : o_(o), reuse_dir_(reuse_dir), reuse_(reuse) {}
+  Walk(const PackOptions& o, int reuse_dir, const CopyIndex* reuse)
+      : o_(o), reuse_dir_(reuse_dir), reuse_(reuse), started_ns_(wall_ns()) {}
 
   PassResult run(int upper, int out) {
     struct stat st;
     if (::fstat(upper, &st) != 0) throw_errno("snapshot: stat the writable layer");
-    apply_meta(out, st, read_fd_xattrs(upper, "/"), true, "/");
+    apply_meta(out, st, image::fd_xattrs(upper, "/"), true, "/");
     dirs_.push_back({"", st});
     walk_dir(upper, out, "");
     add_whiteouts(out);
@@ -86,6 +99,17 @@ class Walk final {
     return false;
   }
   uint32_t uid(uint32_t host) const { return inside_id(host, o_.id_base, o_.id_count); }
+  // An excluded path: this snapshot records no change there, so what the previous one knew of it (and below
+  // it) stays known: a later snapshot that includes it still whites out what went.
+  void carry_previous(const std::string& path) {
+    if (!o_.previous) return;
+    const auto& prev = o_.previous->entries;
+    for (auto it = prev.lower_bound(path); it != prev.end(); ++it) {
+      if (it->first != path && it->first.compare(0, path.size() + 1, path + "/") != 0) break;
+      result_.manifest.entries.insert(*it);
+      seen_.insert(it->first);
+    }
+  }
   bool running_pass() const { return reuse_ == nullptr; }
 
   void apply_meta(int fd, const struct stat& st, const Xattrs& xattrs, bool keep_opaque, const std::string& shown) {
@@ -101,12 +125,20 @@ class Walk final {
 
   // Whether `path` is as the previous snapshot saw it (incremental: then it is not packed).
   bool unchanged(const std::string& path, const struct stat& st) const {
-    if (!o_.previous) return false;
+    if (!o_.previous || mapped(st)) return false;
     auto it = o_.previous->entries.find(path);
     return it != o_.previous->entries.end() && it->second == stamp(st);
   }
-  static EntryStamp stamp(const struct stat& st) {
-    return {static_cast<uint64_t>(st.st_ino), ns_of(st.st_ctim), static_cast<uint32_t>(st.st_mode)};
+  EntryStamp stamp(const struct stat& st) const {
+    EntryStamp s{static_cast<uint64_t>(st.st_ino), ns_of(st.st_ctim), ns_of(st.st_mtim),
+                 static_cast<uint64_t>(st.st_size), static_cast<uint32_t>(st.st_mode)};
+    // Changed within a tick of the coarse clock before this walk, or written through a shared mapping (no
+    // time stamp changes): a later change could look like none, so the next snapshot packs it again.
+    if (s.ctime_ns + recent_ns() >= started_ns_ || mapped(st)) s.ctime_ns = 0;
+    return s;
+  }
+  bool mapped(const struct stat& st) const {
+    return S_ISREG(st.st_mode) && o_.mapped_shared_writable.count(static_cast<uint64_t>(st.st_ino)) != 0;
   }
 
   // Parents of a packed entry exist in the staging tree: made on demand (an unchanged directory is packed only
@@ -129,7 +161,12 @@ class Walk final {
       std::string path = "/" + child;
       if (path.size() > kMaxPath)
         throw Error(Code::kFailedPrecondition, "snapshot: a path longer than 4000 bytes under " + path.substr(0, 200));
-      if (excluded(path)) continue;
+      if ((path_bytes_ += path.size()) > kMaxPathBytes)
+        throw Error(Code::kFailedPrecondition, "snapshot: the writable layer holds more than 128 MiB of paths");
+      if (excluded(path)) {
+        carry_previous(path);
+        continue;
+      }
       struct stat st;
       if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue;  // removed meanwhile (first pass)
@@ -150,7 +187,7 @@ class Walk final {
         auto before = o_.previous ? o_.previous->entries.find(path) : std::map<std::string, EntryStamp>::const_iterator();
         const bool held_before = o_.previous && before != o_.previous->entries.end();
         const bool new_dir = !held_before || before->second.ino != static_cast<uint64_t>(st.st_ino);
-        Xattrs xattrs = read_fd_xattrs(sub.get(), path);
+        Xattrs xattrs = image::fd_xattrs(sub.get(), path);
         // What the previous snapshot held at this path was removed and this directory made since: it hides
         // that, as OverlayFS marks such a directory only when a lower layer of the sandbox had the path.
         if (held_before && new_dir &&
@@ -171,15 +208,21 @@ class Walk final {
 
   void pack_entry(int dir, int out, const std::string& name, const std::string& child, const std::string& path,
                   const struct stat& st) {
+    if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > o_.max_file_size)
+      throw Error(Code::kFailedPrecondition, "snapshot: " + path + " is " + std::to_string(st.st_size) +
+                                                 " bytes long (sparse), more than the sandbox's disk: exclude it");
     if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
       auto it = links_.find(st.st_ino);
       if (it != links_.end()) {
-        if (::linkat(out, it->second.c_str(), out, child.c_str(), 0) != 0) throw_errno("snapshot: link " + path);
-        return;
+        if (::linkat(out, it->second.c_str(), out, child.c_str(), 0) == 0) return;
+        if (!running_pass()) throw_errno("snapshot: link " + path);
       }
-      links_[st.st_ino] = child;
     }
-    if (S_ISREG(st.st_mode)) return pack_file(dir, out, name, child, path, st);
+    if (S_ISREG(st.st_mode)) {
+      if (!pack_file(dir, out, name, child, path, st)) return;
+      if (st.st_nlink > 1) links_[st.st_ino] = child;
+      return;
+    }
     if (S_ISLNK(st.st_mode)) {
       std::string target(4097, '\0');
       ssize_t n = ::readlinkat(dir, name.c_str(), target.data(), target.size());
@@ -201,17 +244,18 @@ class Walk final {
     set_times(out, child.c_str(), st, AT_SYMLINK_NOFOLLOW);
   }
 
-  void pack_file(int dir, int out, const std::string& name, const std::string& child, const std::string& path,
+  // False when the first pass skipped the file (it went or changed meanwhile).
+  bool pack_file(int dir, int out, const std::string& name, const std::string& child, const std::string& path,
                  const struct stat& st) {
     if (reuse_ && !o_.mapped_shared_writable.count(static_cast<uint64_t>(st.st_ino))) {
       auto it = reuse_->find(path);
       if (it != reuse_->end() && it->second.ino == static_cast<uint64_t>(st.st_ino) &&
           it->second.ctime_ns == ns_of(st.st_ctim) && it->second.size == static_cast<uint64_t>(st.st_size) &&
-          ns_of(st.st_ctim) + kRecentNs < it->second.copied_at_ns &&
+          ns_of(st.st_ctim) + recent_ns() < it->second.copied_at_ns &&
           ::linkat(reuse_dir_, child.c_str(), out, child.c_str(), 0) == 0) {
         ++result_.reused;
         result_.bytes += static_cast<uint64_t>(st.st_size);
-        return;
+        return true;
       }
     }
     const int64_t began = wall_ns();
@@ -220,23 +264,27 @@ class Walk final {
     // While the sandbox runs (first pass), an entry may go or be replaced between the stat and the open:
     // the frozen pass packs whatever is there then.
     if (!in) {
-      if (running_pass() && (errno == ENOENT || errno == ELOOP || errno == ENXIO)) return;
+      if (running_pass() && (errno == ENOENT || errno == ELOOP || errno == ENXIO)) return false;
       throw_errno("snapshot: open " + path);
     }
     struct stat now;
     if (::fstat(in.get(), &now) != 0) throw_errno("snapshot: stat " + path);
     if (!S_ISREG(now.st_mode) || now.st_ino != st.st_ino) {
-      if (running_pass()) return;
+      if (running_pass()) return false;
       throw Error(Code::kAborted, "snapshot: " + path + " was replaced while packing");
     }
     sys::UniqueFd o(::openat(out, child.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!o) throw_errno("snapshot: make staged " + path);
+    if (!o) {
+      if (running_pass() && errno == EEXIST) return false;
+      throw_errno("snapshot: make staged " + path);
+    }
     copy_data(in.get(), o.get(), static_cast<uint64_t>(st.st_size), path);
-    apply_meta(o.get(), st, read_fd_xattrs(in.get(), path), false, path);
+    apply_meta(o.get(), st, image::fd_xattrs(in.get(), path), false, path);
     struct timespec t[2] = {st.st_atim, st.st_mtim};
     (void)::futimens(o.get(), t);
     result_.bytes += static_cast<uint64_t>(st.st_size);
     result_.copied[path] = {static_cast<uint64_t>(st.st_ino), ns_of(st.st_ctim), static_cast<uint64_t>(st.st_size), began};
+    return true;
   }
 
   // Data ranges only (holes stay holes), in the kernel; at most `size` bytes (the file may grow meanwhile).
@@ -278,7 +326,10 @@ class Walk final {
       if (seen_.count(path)) continue;
       if (!gone_prefix.empty() && path.rfind(gone_prefix, 0) == 0) continue;
       gone_prefix = path + "/";
-      if (excluded(path)) continue;
+      if (excluded(path)) {
+        carry_previous(path);  // not this snapshot's to record: a later one still whites it out
+        continue;
+      }
       std::string parent = path.substr(0, path.rfind('/'));
       if (!parent.empty()) {
         auto now = result_.manifest.entries.find(parent);
@@ -312,6 +363,8 @@ class Walk final {
   const PackOptions& o_;
   const int reuse_dir_;
   const CopyIndex* reuse_;
+  const int64_t started_ns_;
+  uint64_t path_bytes_ = 0;
   struct OpenDir {
     std::string rel;
     struct stat st;

@@ -27,6 +27,9 @@ struct PackOptions {
   // Frozen pass: inodes of the layer some process maps shared and writable. Writes through a mapping of a
   // tmpfs file change no time stamp, so these are always copied again.
   std::set<uint64_t> mapped_shared_writable;
+  // A regular file longer than this (sparse: the writable layer's own size bounds its data) is refused: the
+  // store keeps a record per 64 KiB of a file, holes included.
+  uint64_t max_file_size = 1ull << 40;
 };
 
 // What a first pass copied, for the second to reuse.

@@ -10,8 +10,6 @@
 namespace sandlet::snapshot {
 namespace {
 
-constexpr size_t kMaxValue = 65536;
-
 uint32_t le32(const std::string& s, size_t at) {
   uint32_t v;
   std::memcpy(&v, s.data() + at, 4);
@@ -42,36 +40,6 @@ bool shift_caps(std::string& v, uint32_t base) {
 }
 
 }  // namespace
-
-Xattrs read_fd_xattrs(int fd, const std::string& shown) {
-  Xattrs out;
-  std::string names(4096, '\0');
-  ssize_t n;
-  for (;;) {
-    n = ::flistxattr(fd, names.data(), names.size());
-    if (n >= 0) break;
-    if (errno == ERANGE && names.size() < (1u << 20)) {
-      names.resize(names.size() * 4);
-      continue;
-    }
-    if (errno == ENOTSUP || errno == EOPNOTSUPP) return out;
-    throw_errno("list xattrs of " + shown);
-  }
-  for (size_t at = 0; at < static_cast<size_t>(n);) {
-    std::string name(names.data() + at);
-    at += name.size() + 1;
-    std::string value(kMaxValue, '\0');
-    ssize_t v = ::fgetxattr(fd, name.c_str(), value.data(), value.size());
-    if (v < 0) {
-      if (errno == ENODATA) continue;  // removed meanwhile (the first pass runs beside the sandbox)
-      throw_errno("read xattr " + name + " of " + shown);
-    }
-    value.resize(static_cast<size_t>(v));
-    out.emplace_back(std::move(name), std::move(value));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 Xattrs pack_xattrs(const Xattrs& in, bool keep_opaque, uint32_t id_base, uint32_t id_count, const std::string& shown) {
   Xattrs out;

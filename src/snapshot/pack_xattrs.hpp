@@ -8,10 +8,7 @@
 
 namespace sandlet::snapshot {
 
-using Xattrs = std::vector<std::pair<std::string, std::string>>;
-
-// All xattrs of an open file (sorted by name). Values over 64 KiB (the kernel's own cap) cannot exist.
-Xattrs read_fd_xattrs(int fd, const std::string& shown);
+using Xattrs = std::vector<std::pair<std::string, std::string>>;  // as image::fd_xattrs reads them
 
 // The xattrs to pack: user.*, trusted.overlay.opaque (when `keep_opaque`), ACLs and capabilities with ids
 // shifted; OverlayFS's bookkeeping (origin, impure, nlink, upper, ...) dropped. Throws FAILED_PRECONDITION

@@ -254,28 +254,25 @@ void spec_set_environment(Spec& s, std::string_view v) {
   s.environment = v;
 }
 
-void spec_set_env(Spec& s, std::string_view key, std::string_view value) {
-  if (key.empty()) throw_invalid("env", "key must not be empty");
-  check_text("env", key, "key " + quoted(key));
-  if (key.find('=') != std::string_view::npos) throw_invalid("env", "key " + quoted(key) + " must not contain '='");
-  if (key.size() > kMaxEnvKey) throw_invalid("env", "key longer than " + std::to_string(kMaxEnvKey) + " bytes");
-  const std::string field = "env." + escaped(key);
-  check_text(field, value, "value");
-  if (value.size() > kMaxEnvValue) {
-    throw_invalid(field, "value longer than " + std::to_string(kMaxEnvValue) + " bytes");
-  }
-  s.env.insert_or_assign(std::string(key), std::string(value));
-}
-
-void spec_set_secret(Spec& s, std::string_view key, std::string_view value) {
-  if (key.empty()) throw_invalid("secrets", "key must not be empty");
-  check_text("secrets", key, "key " + quoted(key));
-  if (key.find('=') != std::string_view::npos) throw_invalid("secrets", "key " + quoted(key) + " must not contain '='");
-  if (key.size() > kMaxEnvKey) throw_invalid("secrets", "key longer than " + std::to_string(kMaxEnvKey) + " bytes");
-  const std::string field = "secrets." + escaped(key);
+namespace {
+// An environment variable of `map` ("env" or "secrets"), checked alike.
+void set_variable(std::map<std::string, std::string>& map, const char* what, std::string_view key,
+                  std::string_view value) {
+  if (key.empty()) throw_invalid(what, "key must not be empty");
+  check_text(what, key, "key " + quoted(key));
+  if (key.find('=') != std::string_view::npos) throw_invalid(what, "key " + quoted(key) + " must not contain '='");
+  if (key.size() > kMaxEnvKey) throw_invalid(what, "key longer than " + std::to_string(kMaxEnvKey) + " bytes");
+  const std::string field = std::string(what) + "." + escaped(key);
   check_text(field, value, "value");
   if (value.size() > kMaxEnvValue) throw_invalid(field, "value longer than " + std::to_string(kMaxEnvValue) + " bytes");
-  s.secrets.insert_or_assign(std::string(key), std::string(value));
+  map.insert_or_assign(std::string(key), std::string(value));
+}
+}  // namespace
+
+void spec_set_env(Spec& s, std::string_view key, std::string_view value) { set_variable(s.env, "env", key, value); }
+
+void spec_set_secret(Spec& s, std::string_view key, std::string_view value) {
+  set_variable(s.secrets, "secrets", key, value);
 }
 
 void spec_set_workdir(Spec& s, std::string_view v) {

@@ -37,7 +37,7 @@ void make_export_tree(const std::string& d) {
   set_mtime(d, 1660000000, 123);
 }
 
-// A layer made in store `a` from `dir`, as a snapshot: a parent, and a stack of a layer and a host dir.
+// A layer made in store `a` from `dir`, as a snapshot: a parent, and a stack of one layer.
 struct Snapshot {
   LayerInfo base, layer;
 };
@@ -52,7 +52,7 @@ Snapshot import_snapshot(Store& a, const std::string& tmp, const std::string& di
   o.role = "toolkit";
   o.name = "snap";
   o.parent = s.base.digest;
-  o.stack = {s.base.digest, "/nonexistent-sandlet-host-dir"};
+  o.stack = {s.base.digest};
   s.layer = a.import(dir, nullptr, o);
   return s;
 }
@@ -116,21 +116,21 @@ TEST_CASE("layer export: import on a second store gives the same digest, manifes
   CHECK(got.size == snap.layer.size);
   CHECK(got.inodes == snap.layer.inodes);
   CHECK(b.store->find(got.digest)->stack == snap.layer.stack);
-  // Neither the parent nor the stack's layer, nor the host directory, is here.
-  CHECK(r.missing == std::vector<std::string>{snap.base.digest, "/nonexistent-sandlet-host-dir"});
+  // Neither the parent nor the stack's layer is here.
+  CHECK(r.missing == std::vector<std::string>{snap.base.digest});
 
   // The kernel's view of the imported layer is the source tree, entry by entry.
   std::string mnt = b.mount(got.digest);
   CHECK(compare_trees(src, mnt) > 2000);
   CHECK(::system((fsck_cmd(b, *b.store->find(got.digest)) + " >/dev/null 2>&1").c_str()) == 0);
 
-  // Once the base is imported too, only the host directory is missing; importing again finds the layer.
+  // Once the base is imported too, nothing is missing; importing again finds the layer.
   std::string base_file = a.tmp / "base.tar";
   export_to(a, snap.base.digest, base_file);
   CHECK(b.store->import(base_file, {}).missing.empty());
   ImportResult again = b.store->import(file, {});
   CHECK(again.existed[0]);
-  CHECK(again.missing == std::vector<std::string>{"/nonexistent-sandlet-host-dir"});
+  CHECK(again.missing.empty());
   CHECK(again.layers[0].digest == got.digest);
   a.release();
   b.release();
@@ -245,6 +245,11 @@ TEST_CASE("layer export: the header is checked as untrusted input", "[erofs][exp
   CHECK(expect_error([&] { b.store->import(file, {}); }).code() == Code::kUnimplemented);
   write_tar(file, "1", layer_json(",\"stack\":[\"../relative\"]"));
   CHECK(expect_error([&] { b.store->import(file, {}); }).code() == Code::kInvalidArgument);
+  // A host directory in an imported stack would be stacked into sandboxes restored from it: refused.
+  write_tar(file, "1", layer_json(",\"stack\":[\"/root\"]"));
+  Error host = expect_error([&] { b.store->import(file, {}); });
+  CHECK(host.code() == Code::kInvalidArgument);
+  CHECK(std::string(host.what()).find("host directory") != std::string::npos);
   write_tar(file, "1", layer_json(",\"pad\":\"" + std::string(300 << 10, 'p') + "\""));
   Error big = expect_error([&] { b.store->import(file, {}); });
   CHECK(big.code() == Code::kInvalidArgument);

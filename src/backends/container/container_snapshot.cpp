@@ -115,19 +115,24 @@ uint64_t ContainerSandbox::snapshot(const std::function<void(const WritableLayer
   layer.dir_fd = upper.get();
   layer.id_base = state_.uid_base;
   layer.id_count = kIdsPerSandboxRange;
+  // Mapped before the first pass or while frozen: either may have written pages the first pass copied.
+  std::vector<pid_t> pids_before;
+  collect_pids(state_.cgroups.v2, 0, pids_before);
+  layer.all_mapped = !shared_writable_inodes(pids_before, layer.mapped_shared_writable);
   running(layer);
   // A sandbox the caller paused stays paused: it is not ours to thaw.
   auto current = sys::read_file_if_exists(state_.cgroups.v2 + "/cgroup.freeze", 64);
   const bool was_frozen = current && current->rfind("1", 0) == 0;
   const uint64_t t0 = now_ns();
-  if (!was_frozen) freeze(true);
   try {
+    if (!was_frozen) freeze(true);
     std::vector<pid_t> pids;
     collect_pids(state_.cgroups.v2, 0, pids);
-    layer.all_mapped = !shared_writable_inodes(pids, layer.mapped_shared_writable);
+    if (!shared_writable_inodes(pids, layer.mapped_shared_writable)) layer.all_mapped = true;
     frozen(layer);
   } catch (...) {
-    if (!was_frozen) freeze(false);
+    // Whatever failed (the freeze itself included), the sandbox runs on as it did before.
+    if (!was_frozen) (void)sys::try_write_existing(state_.cgroups.v2 + "/cgroup.freeze", "0");
     throw;
   }
   if (!was_frozen) freeze(false);

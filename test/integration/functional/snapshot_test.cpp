@@ -137,12 +137,13 @@ TEST_CASE("incremental snapshots are proportional to the change; excluded paths 
   const std::string base = import_busybox(h.rt());
   sandlet::Sandbox sb = restore(h.rt(), base);
   run_out(sb, "mkdir /big && dd if=/dev/urandom of=/big/blob bs=1M count=8 2>/dev/null && mkdir -p /work/cache && "
-              "echo junk > /work/cache/x && echo keep > /work/keep && echo tmp > /tmp/residue");
+              "echo junk > /work/cache/x && echo keep > /work/keep && echo tmp > /tmp/residue; "
+              "sleep 0.1");  // older than a clock tick: an unchanged file is not packed again
   sandlet::SnapshotOptions so;
   so.exclude = {"/work/cache"};
   auto first = parse(sb.snapshot(so));
   CHECK(first.at("bytes").as_int64() >= 8 << 20);
-  run_out(sb, "echo small > /work/small");
+  run_out(sb, "echo small > /work/small; sleep 0.1");
   auto second = parse(sb.snapshot(so));
   CHECK(second.at("bytes").as_int64() < 4096);  // the 8 MiB blob is not packed again
   sandlet::Sandbox child = restore(h.rt(), std::string(second.at("layer").as_object().at("digest").as_string()));
@@ -282,5 +283,53 @@ TEST_CASE("a snapshot exported and imported into another root restores the same 
   CHECK(run_out(child, "cat /proj/a; ls /bin/true 2>/dev/null || echo gone") == "v1\ngone\n");
   child.destroy();
   other.check_no_leaks();
+  h.check_no_leaks();
+}
+
+TEST_CASE("what an excluding snapshot skipped is still whited out by the next fork", "[snapshot][fork]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox sb = restore(h.rt(), base);
+  run_out(sb, "echo held > /tmp/lock");
+  sandlet::ForkOptions one;
+  sandlet::ForkResult first = sb.fork(one);  // packs /tmp/lock (a fork excludes nothing)
+  REQUIRE(first.children[0].valid());
+  CHECK(run_out(first.children[0], "cat /tmp/lock") == "held\n");
+  run_out(sb, "rm /tmp/lock");
+  parse(sb.snapshot());  // default excludes: /tmp is left out here
+  sandlet::ForkResult second = sb.fork(one);
+  REQUIRE(second.children[0].valid());
+  CHECK(run_out(second.children[0], "ls /tmp/lock 2>/dev/null || echo gone") == "gone\n");
+  first.children[0].destroy();
+  second.children[0].destroy();
+  sb.destroy();
+  h.check_no_leaks();
+}
+
+TEST_CASE("a huge sparse file is refused unless excluded; a snapshot must be the lowest layer", "[snapshot]") {
+  Harness h;
+  const std::string base = import_busybox(h.rt());
+  sandlet::Sandbox sb = h.rt().create(sandlet::Spec().layer(base).disk(64 << 20));
+  run_out(sb, "truncate -s 1T /huge 2>/dev/null || dd if=/dev/zero of=/huge bs=1 count=1 seek=1099511627775 2>/dev/null; ls -l /huge");
+  try {
+    sb.snapshot();
+    FAIL("a 1 TiB sparse file was packed");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_FAILED_PRECONDITION);
+    CHECK(std::string(e.what()).find("/huge") != std::string::npos);
+  }
+  sandlet::SnapshotOptions so;
+  so.exclude = {"/huge"};
+  const std::string digest = layer_digest_of(sb.snapshot(so));
+  try {
+    h.rt().create(sandlet::Spec().layer(base).layer(base).layer(digest));  // not on [base, base]
+    FAIL("a snapshot on other layers was stacked");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()).find("layers[2]") != std::string::npos);
+  }
+  sandlet::Sandbox same = h.rt().create(sandlet::Spec().layer(base).layer(digest));  // on exactly its stack
+  same.destroy();
+  sb.destroy();
   h.check_no_leaks();
 }
