@@ -21,13 +21,13 @@ std::string child_hostname(const std::string& parent, size_t index) {
   return (label.empty() ? "sandbox" : label) + suffix;
 }
 
-void check_n(size_t n) {
+}  // namespace
+
+void check_fork_count(size_t n) {
   if (n < 1 || n > kMaxForkChildren)
     throw Error(Code::kInvalidArgument, "invalid fork field 'n': " + std::to_string(n) + " (1.." +
                                             std::to_string(kMaxForkChildren) + ")");
 }
-
-}  // namespace
 
 ForkResult Runtime::fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) {
   ForkResult out;
@@ -39,7 +39,7 @@ ForkResult Runtime::fork_from(const SandboxRecord& parent, SnapshotResult snap, 
 
 ForkResult Runtime::fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options) {
   check_not_on_loop("fork");
-  check_n(options.n);
+  check_fork_count(options.n);
   ForkResult out;
   try {
     out.snapshot.layer = layer_store_->inspect(layer);
@@ -55,7 +55,7 @@ ForkResult Runtime::fork_snapshot(const std::string& layer, const Spec& base, co
 
 void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
                             const ForkOptions& options, ForkResult& out) {
-  check_n(options.n);
+  check_fork_count(options.n);
   const size_t n = options.n;
   std::vector<Spec> specs(n, base);
   for (size_t i = 0; i < n; ++i) {

@@ -196,7 +196,6 @@ void Sandbox::destroy_async(std::function<void(std::exception_ptr)> done) {
 
 SnapshotResult Sandbox::snapshot(const SnapshotOptions& options) {
   auto owner = owner_checked();
-  std::lock_guard<std::mutex> one_at_a_time(snapshot_mutex_);
   SandboxRecord rec;
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
@@ -208,9 +207,7 @@ SnapshotResult Sandbox::snapshot(const SnapshotOptions& options) {
 
 ForkResult Sandbox::fork(const ForkOptions& options) {
   auto owner = owner_checked();
-  if (options.n < 1 || options.n > kMaxForkChildren)
-    throw Error(Code::kInvalidArgument, "invalid fork field 'n': " + std::to_string(options.n) + " (1.." +
-                                            std::to_string(kMaxForkChildren) + ")");
+  check_fork_count(options.n);  // before the snapshot: a bad count makes nothing
   SnapshotOptions snap;
   snap.exclude = options.exclude;
   snap.default_excludes = false;  // a fork continues the trajectory: every file

@@ -107,7 +107,6 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   std::atomic<bool> destroyed_{false};
   std::atomic<bool> paused_{false};
   mutable std::mutex state_mutex_;  // destroy, pause and resume one at a time
-  std::mutex snapshot_mutex_;       // snapshots of this handle one at a time (not held by the state calls)
 };
 
 }  // namespace sandlet

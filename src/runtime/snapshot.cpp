@@ -64,6 +64,7 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
     throw Error(Code::kUnimplemented, "snapshots are not supported by the " + rec.backend + " backend");
 
   const std::string dir = dirs_->dir(rec.id);
+  // One snapshot of a sandbox at a time, from any thread or process (flock: each open is its own holder).
   image::FileLock one_at_a_time(dir + "/snapshot.lock");
 
   // Incremental when the last snapshot is still in the store; else every change since the start.

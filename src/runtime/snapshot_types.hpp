@@ -53,6 +53,8 @@ struct ForkOptions {
   uint32_t max_depth = 0;                      // as SnapshotOptions::max_depth
 };
 constexpr size_t kMaxForkChildren = 1024;
+// INVALID_ARGUMENT unless 1 <= n <= kMaxForkChildren.
+void check_fork_count(size_t n);
 
 struct ForkResult {
   SnapshotResult snapshot;                          // the one snapshot the children start from

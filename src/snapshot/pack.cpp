@@ -81,7 +81,7 @@ class Walk final {
     apply_meta(out, st, image::fd_xattrs(upper, "/"), true, "/");
     dirs_.push_back({"", st});
     walk_dir(upper, out, "");
-    add_whiteouts(out);
+    if (!running_pass()) add_whiteouts(out);
     // Directory times last: making their entries changed them.
     for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) set_times(out, it->rel.empty() ? "." : it->rel.c_str(), it->st, 0);
     return std::move(result_);
@@ -102,7 +102,7 @@ class Walk final {
   // An excluded path: this snapshot records no change there, so what the previous one knew of it (and below
   // it) stays known: a later snapshot that includes it still whites out what went.
   void carry_previous(const std::string& path) {
-    if (!o_.previous) return;
+    if (!o_.previous || running_pass()) return;
     const auto& prev = o_.previous->entries;
     for (auto it = prev.lower_bound(path); it != prev.end(); ++it) {
       if (it->first != path && it->first.compare(0, path.size() + 1, path + "/") != 0) break;
@@ -125,7 +125,7 @@ class Walk final {
 
   // Whether `path` is as the previous snapshot saw it (incremental: then it is not packed).
   bool unchanged(const std::string& path, const struct stat& st) const {
-    if (!o_.previous || mapped(st)) return false;
+    if (!o_.previous) return false;
     auto it = o_.previous->entries.find(path);
     return it != o_.previous->entries.end() && it->second == stamp(st);
   }
@@ -173,9 +173,12 @@ class Walk final {
         throw_errno("snapshot: stat " + path);
       }
       if (++result_.entries > kMaxEntries) throw Error(Code::kFailedPrecondition, "snapshot: more than 4 Mi entries");
-      seen_.insert(path);
       const bool same = unchanged(path, st);
-      if (!S_ISSOCK(st.st_mode)) result_.manifest.entries[path] = stamp(st);
+      // What the next snapshot compares with: the frozen pass's view (the first one's is already stale).
+      if (!running_pass()) {
+        seen_.insert(path);
+        if (!S_ISSOCK(st.st_mode)) result_.manifest.entries[path] = stamp(st);
+      }
       if (S_ISDIR(st.st_mode)) {
         sys::UniqueFd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!sub) {
@@ -194,7 +197,7 @@ class Walk final {
             std::none_of(xattrs.begin(), xattrs.end(), [](const auto& x) { return x.first == "trusted.overlay.opaque"; }))
           xattrs.emplace_back("trusted.overlay.opaque", "y");
         open_.push_back({child, st, std::move(xattrs), new_dir, false});
-        if (o_.previous) dir_info_[child] = {st, open_.back().xattrs};
+        if (o_.previous && !running_pass()) dir_info_[child] = {st, open_.back().xattrs};
         if (!same) ensure_parents(out);
         walk_dir(sub.get(), out, child);
         open_.pop_back();

@@ -42,7 +42,7 @@ struct CopiedFile {
 using CopyIndex = std::map<std::string, CopiedFile>;
 
 struct PassResult {
-  Manifest manifest;  // every entry of the upper that is not excluded (the next snapshot's base)
+  Manifest manifest;  // frozen pass: every entry of the upper that is not excluded (the next snapshot's base)
   CopyIndex copied;   // regular files copied (not reused) by this pass
   uint64_t entries = 0, bytes = 0, reused = 0;
 };

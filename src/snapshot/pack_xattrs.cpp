@@ -1,7 +1,5 @@
 #include "snapshot/pack_xattrs.hpp"
 
-#include <sys/xattr.h>
-
 #include <algorithm>
 #include <cstring>
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/container/container_sandbox.hpp"
+#include "backends/container/slots.hpp"
 #include "common/error.hpp"
 #include "proto/init_protocol.hpp"
 #include "sys/fs_util.hpp"
@@ -31,7 +32,6 @@
 namespace sandlet::container {
 namespace {
 
-constexpr uint32_t kIdsPerSandboxRange = 65536;
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -114,7 +114,7 @@ uint64_t ContainerSandbox::snapshot(const std::function<void(const WritableLayer
   WritableLayer layer;
   layer.dir_fd = upper.get();
   layer.id_base = state_.uid_base;
-  layer.id_count = kIdsPerSandboxRange;
+  layer.id_count = SlotTable::kIdsPerSlot;
   // Mapped before the first pass or while frozen: either may have written pages the first pass copied.
   std::vector<pid_t> pids_before;
   collect_pids(state_.cgroups.v2, 0, pids_before);

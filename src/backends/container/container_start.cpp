@@ -27,7 +27,6 @@
 namespace sandlet::container {
 namespace {
 
-constexpr uint32_t kIdsPerSandbox = 65536;
 
 // The spec's host directories as detached mounts for the init (sent with the configuration), cloned now:
 // a sandbox staged ahead gets the directories as they are when it is handed out.
@@ -96,7 +95,7 @@ void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
   fault_point("container.spawned");
 
   s.cgroup.close_v1_join_fds();  // the child holds its own copies until it has joined
-  s.init.map_ids(state_.uid_base, kIdsPerSandbox);
+  s.init.map_ids(state_.uid_base, SlotTable::kIdsPerSlot);
   s.init.resume();  // the init execs and waits for its configuration
   // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
   // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the

@@ -24,7 +24,8 @@ class SlotTable final {
   // Removes slots whose sandbox directory (or its .reclaim- twin) no longer exists. Returns how many.
   size_t sweep();
   const std::string& dir() const { return dir_; }
-  static uint32_t uid_base(int slot) { return kUidRangeStart + static_cast<uint32_t>(slot) * 65536u; }
+  static constexpr uint32_t kIdsPerSlot = 65536;  // the ids of one sandbox (uid 0..65535 inside)
+  static uint32_t uid_base(int slot) { return kUidRangeStart + static_cast<uint32_t>(slot) * kIdsPerSlot; }
 
  private:
   std::string dir_;

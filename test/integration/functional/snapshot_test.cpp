@@ -184,7 +184,7 @@ TEST_CASE("a snapshot taken while processes write is consistent: no torn record"
                            "for f in a b; do (i=0; while :; do i=$((i+1)); echo \"$i $(echo $i | md5sum | cut -c1-32)\" >> /log.$f; done) & done"});
   bg.keep_background = true;
   REQUIRE(parent.exec(bg).exit_code == 0);
-  REQUIRE(wait_until([&] { return run_out(parent, "cat /log.a /log.b 2>/dev/null | wc -l").size() > 1; }, 10));
+  REQUIRE(wait_until([&] { return std::stoi(run_out(parent, "cat /log.a /log.b 2>/dev/null | wc -l")) > 10; }, 10));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   sandlet::ForkOptions fo;
   fo.n = 3;
