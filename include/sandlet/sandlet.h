@@ -154,8 +154,19 @@ typedef struct sandlet_runtime_options {
                                for nothing if no create follows; the close then waits for it */
   uint32_t snapshot_max_depth; /* snapshots stacked on each other before the chain below a new one is merged
                                   into one layer (so restores stack few layers); 0 = default (16); >= 2 */
+  const char *store;        /* the store of sandlet_layer_push/_pull when they are given none (a URL, see
+                               sandlet_store.h); NULL = $SANDLET_STORE */
+  /* The node's loader of lazy layers (sandlet_store.h) takes these when this runtime starts it (a loader
+     already running keeps its own until it is stopped): */
+  uint64_t cache_max_bytes;   /* bytes of fetched data the cache keeps; chunks no mounted layer needs are
+                                 evicted, least recently used first; 0 = default (10 GiB) */
+  uint32_t fetch_unit;        /* bytes fetched per store request around a cold read, a multiple of 64 KiB
+                                 (the chunk); 0 = default (256 KiB) */
+  uint32_t fetch_concurrency; /* store requests in flight on the node; 0 = default (8) */
+  uint32_t fill_timeout_ms;   /* a read of data not fetched yet fails with EIO after this long; 0 = 60000 */
+  uint32_t reserved;          /* 0 */
 } sandlet_runtime_options_t;
-#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0, 0}
+#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /* Opens (creating if needed) the runtime rooted at `root`; NULL means $SANDLET_ROOT, else /var/lib/sandlet.
    `opts` may be NULL. On success *out is owned by the caller: release it with sandlet_runtime_close. */
@@ -503,4 +514,5 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 #include "sandlet/sandlet_layers.h"
 #include "sandlet/sandlet_snapshot.h"
 #include "sandlet/sandlet_build.h"
+#include "sandlet/sandlet_store.h"
 #endif /* SANDLET_SANDLET_H */

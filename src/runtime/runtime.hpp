@@ -18,6 +18,7 @@
 #include "backends/backend.hpp"
 #include "image/layer_mounts.hpp"
 #include "image/layer_store.hpp"
+#include "lazy/loader_settings.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/layers.hpp"
 #include "runtime/record.hpp"
@@ -37,6 +38,8 @@ struct RuntimeOptions {
   size_t warm_pool = 2;  // prepared sandboxes kept ready (from the second create on); 0 = off
   bool create_soon = false;  // a create follows the open at once: start its slowest part meanwhile
   size_t snapshot_max_depth = 16;  // snapshots stacked on each other before the chain is merged into one (>= 2)
+  std::string store;  // default store URL of push and pull ("" = $SANDLET_STORE)
+  lazy::LoaderSettings loader;  // for the node's loader, if this runtime starts it
 };
 
 // A one-shot run (Runtime::run_once): one command in a new sandbox, with the caller's descriptors as its
@@ -97,6 +100,12 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   image::LayerMounts& layer_mounts() { return *layer_mounts_; }
   // Store layers used by live sandboxes of this root (any process), for gc and removal decisions.
   std::set<std::string> layers_in_use() { return layers_->in_use(); }
+
+  // Remote stores and lazy layers (runtime/store_ops.cpp; JSON results as documented in sandlet_store.h).
+  // `store` "" = the runtime's (options, else $SANDLET_STORE).
+  std::string layer_push(const std::string& ref, const std::string& store);
+  std::string layer_pull(const std::string& ref, const std::string& store, bool lazy);
+  std::string loader_status();
 
   // SandboxOwner (what handles use).
   boost::asio::io_context& io() override { return loop_.io(); }
