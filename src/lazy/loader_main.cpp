@@ -1,0 +1,122 @@
+// The loader's executable (embedded in libsandlet.so and started from there, see loader_client.hpp):
+//   sandlet-loader holder --root R [--cache-max B] [--fetch-unit B] [--concurrency N] [--fill-timeout-ms T]
+//                         [--ready-fd N]
+//   sandlet-loader fetch --fd N [--fetch-unit B] [--concurrency N] [--fill-timeout-ms T]
+// The holder detaches itself (a new session, reparented away from the starter, which may be a trainer about
+// to die) and writes one byte to --ready-fd once its control socket listens.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/error.hpp"
+#include "lazy/fetcher.hpp"
+#include "lazy/holder.hpp"
+#include "lazy/loader_protocol.hpp"
+#include "sys/fs_util.hpp"
+
+using namespace sandlet;
+
+namespace {
+
+uint64_t number(const char* s, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || !end || *end) {
+    std::fprintf(stderr, "sandlet-loader: bad %s '%s'\n", what, s);
+    std::exit(2);
+  }
+  return v;
+}
+
+int holder(int argc, char** argv) {
+  lazy::HolderOptions o;
+  int ready_fd = -1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--root") o.root = argv[i + 1];
+    else if (k == "--cache-max") o.settings.cache_max_bytes = number(argv[i + 1], k.c_str());
+    else if (k == "--fetch-unit") o.settings.fetch_unit = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
+    else if (k == "--concurrency") o.settings.fetch_concurrency = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
+    else if (k == "--fill-timeout-ms") o.settings.fill_timeout_ms = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
+    else if (k == "--ready-fd") ready_fd = static_cast<int>(number(argv[i + 1], k.c_str()));
+  }
+  if (o.root.empty()) {
+    std::fprintf(stderr, "sandlet-loader: holder needs --root\n");
+    return 2;
+  }
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 1;
+  self[n] = 0;
+  o.self_exe = self;
+  // Detach: the grandchild serves; the starter reaps the child at once.
+  pid_t pid = ::fork();
+  if (pid < 0) return 1;
+  if (pid > 0) return 0;
+  ::setsid();
+  pid = ::fork();
+  if (pid < 0) _exit(1);
+  if (pid > 0) _exit(0);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+  }
+  try {
+    sandlet::sys::mkdir_p(lazy::loader_dir(o.root), 0700);
+    // One per root: a second holder finds the lock taken and leaves (the starter then connects to the first).
+    int lock = ::open(lazy::loader_lock_path(o.root).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+      if (ready_fd >= 0) (void)::write(ready_fd, "b", 1);
+      return 0;
+    }
+    std::string pid_text = std::to_string(::getpid()) + "\n";
+    (void)::ftruncate(lock, 0);
+    (void)::pwrite(lock, pid_text.data(), pid_text.size(), 0);
+    return lazy::run_holder_ready(o, ready_fd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandlet-loader holder: %s\n", e.what());
+    if (ready_fd >= 0) {
+      std::string msg = std::string("e") + e.what();
+      (void)::write(ready_fd, msg.data(), msg.size());
+    }
+    return 1;
+  }
+}
+
+int fetch(int argc, char** argv) {
+  lazy::FetcherOptions o;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--fd") o.fd = static_cast<int>(number(argv[i + 1], k.c_str()));
+    else if (k == "--fetch-unit") o.fetch_unit = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
+    else if (k == "--concurrency") o.concurrency = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
+    else if (k == "--fill-timeout-ms") o.fill_timeout_ms = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
+  }
+  if (o.fd < 0) return 2;
+  ::fcntl(o.fd, F_SETFD, FD_CLOEXEC);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the holder gone: nothing to serve
+  if (::getppid() == 1) return 0;
+  try {
+    return lazy::run_fetcher(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandlet-loader fetch: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "holder") == 0) return holder(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "fetch") == 0) return fetch(argc, argv);
+  std::fprintf(stderr, "usage: sandlet-loader holder --root DIR ... | fetch --fd N ...\n");
+  return 2;
+}
