@@ -5,6 +5,8 @@
   - src/backends includes no runtime header;
   - src/sys (the kernel wrappers at the bottom) includes nothing above it;
   - src/spec, src/proto, src/policy, src/image, src/snapshot include neither runtime nor backend headers;
+  - src/store (blob store clients, linked alone by a loader binary) includes only common, sys, image/sha256
+    and its own headers; nothing in it reaches runtime or backends;
   - src/build (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
   - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
   - no source file over MAX_LINES lines.
@@ -37,6 +39,12 @@ RULES = [
     ("src/image/", ("build/",), ()),
     ("src/spec/", ("build/",), ()),
     ("src/snapshot/", ("build/",), ()),
+]
+
+# (files under this prefix may include only headers under these prefixes, or these exact headers)
+ONLY = [
+    # The stores are linked on their own by a loader binary: the bottom layers and their own headers.
+    ("src/store/", ("common/", "sys/", "store/", "image/sha256.hpp")),
 ]
 
 
@@ -101,6 +109,9 @@ def main():
             for prefix, banned, allowed in RULES:
                 if path.startswith(prefix) and inc.startswith(banned) and inc not in allowed:
                     problems.append(f"{path}: includes {inc} ({prefix} may not depend on {', '.join(banned)})")
+            for prefix, allowed in ONLY:
+                if path.startswith(prefix) and not inc.startswith(allowed):
+                    problems.append(f"{path}: includes {inc} ({prefix} may include only {', '.join(allowed)})")
             target = resolve(root, path, inc)
             if target and target.startswith("src/") and component(target) != component(path):
                 graph.setdefault(component(path), set()).add(component(target))
