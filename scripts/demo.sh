@@ -36,8 +36,11 @@ cleanup() {
     "$cli" --root "$root" ps -q 2>/dev/null | xargs -r "$cli" --root "$root" rm >/dev/null 2>&1 || true
   fi
   "$cli" --root "$root" gc >/dev/null 2>&1 || true
+  [[ -d $scratch/node-lazy ]] && "$cli" --root "$scratch/node-lazy" gc >/dev/null 2>&1
+  stop_nginx
   rm -rf --one-file-system -- "$scratch"
 }
+stop_nginx() { [[ -f $scratch/nginx/nginx.pid ]] && kill "$(cat "$scratch/nginx/nginx.pid")" 2>/dev/null || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 export TMPDIR=$scratch
@@ -114,6 +117,50 @@ echo "  -- a layer as one file, imported into another store (here a second root 
 show sandlet layer export task-42 -o task-42.tar
 show sandlet --root "$scratch/node2" layer import task-42.tar
 cd "$repo"
+
+# ---- lazy layers: a fresh node runs the rollout on a layer it never downloaded --------------------------
+# A local HTTP store (Debian's nginx on loopback) serves a directory the Debian base is pushed to; a fresh
+# root pulls it lazily (metadata only) and runs episodes on it: the node's loader fetches each chunk on
+# first read, checked against its digest.
+if [[ -n ${debian:-} && -x /usr/sbin/nginx ]]; then
+  echo
+  echo "== 11. lazy layers: push the Debian base to an HTTP store, pull it lazily into a fresh node, run on it"
+  store=$scratch/store
+  mkdir -p "$store" "$scratch/nginx"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat >"$scratch/nginx/nginx.conf" <<NGINX
+worker_processes 1;
+error_log $scratch/nginx/error.log;
+pid $scratch/nginx/nginx.pid;
+events { worker_connections 256; }
+http {
+  access_log off;
+  server { listen 127.0.0.1:$port; root $store; }
+}
+NGINX
+  /usr/sbin/nginx -p "$scratch/nginx" -c "$scratch/nginx/nginx.conf" -g 'daemon on;'
+  node=$scratch/node-lazy
+  "$cli" --root "$root" layer import "$debian" --role base --name debian-base >/dev/null
+  show sandlet layer push debian-base --store "$store"
+  show sandlet --root "$node" layer pull debian-base --store "http://127.0.0.1:$port" --lazy
+  for episode in 1 2 3; do
+    show sandlet --root "$node" run --layer debian-base -- python3 -c \
+      "import random; random.seed($episode); print(\"episode\", $episode, \"reward\", round(random.random(), 3))"
+  done
+  show sandlet --root "$node" loader status
+  "$cli" --root "$node" loader status --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+for l in s["layers"]:
+    print(f"  fetched {l[\"fetched_bytes\"] / 1e6:.1f} MB of a {l[\"image_bytes\"] / 1e6:.1f} MB image: "
+          f"{100 * l[\"fetched_bytes\"] / max(1, l[\"image_bytes\"]):.1f}% of its bytes")'
+  "$cli" --root "$node" gc >/dev/null  # stops the node's loader: nothing uses it any more
+  stop_nginx
+  rm -f "$scratch/nginx/nginx.pid"
+else
+  echo
+  echo "== 11. lazy layers skipped: no Debian base (scripts/debian-base.sh) or no nginx (scripts/setup.sh)"
+fi
 
 # ---- the same runtime from Python: a trainer that survives preemption ---------------------------------
 python=${PYTHON:-$repo/.venv/bin/python}

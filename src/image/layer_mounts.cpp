@@ -111,7 +111,39 @@ void LayerMounts::mount_locked(const std::string& digest, const std::string& tar
   if (!layer) throw Error(Code::kNotFound, "layer " + digest + " not found in " + store_.dir());
   store_.verify(*layer);
   std::vector<std::string> blobs;
-  for (const auto& b : layer->blobs) blobs.push_back(store_.blob_path(b));
+  bool lazy = false;
+  for (const auto& b : layer->blobs) {
+    blobs.push_back(store_.blob_path(b));
+    if (!store_.has_blob_data(b)) lazy = true;
+  }
+  if (lazy) {
+    if (layer->store.empty())
+      throw Error(Code::kDataLoss, "layer " + digest + ": a data blob is missing from " + store_.dir());
+    if (!lazy_.attach) throw Error(Code::kUnimplemented, "layer " + digest + " is lazy and nothing here can load it");
+    if (file_backed_.load(std::memory_order_relaxed) == 0 || !backing().file_backed)
+      throw Error(Code::kUnimplemented, "layer " + digest + " is lazy: lazy layers need file-backed EROFS mounts (Linux 6.12 "
+                                        "or later and a store on a filesystem such as ext4, xfs or btrfs); pull it eagerly");
+    auto cache = lazy_.attach(*layer);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      if (store_.has_blob_data(layer->blobs[i])) continue;
+      auto it = cache.find(layer->blobs[i]);
+      if (it == cache.end()) throw Error(Code::kInternal, "layer " + digest + ": the loader gave no cache file for a blob");
+      blobs[i] = it->second;
+    }
+  }
+  struct DetachOnFailure {
+    const LazyHooks* hooks;
+    const std::string& digest;
+    bool armed;
+    ~DetachOnFailure() {
+      if (armed && hooks->detach) {
+        try {
+          hooks->detach(digest);
+        } catch (...) {
+        }
+      }
+    }
+  } undo{&lazy_, digest, lazy};
   sys::UniqueFd mnt;
   // The first mount is the probe (no separate one: a failed probe mount logs a kernel error): file-backed
   // until the kernel asks for a block device, then loop devices for this store from now on.
@@ -143,6 +175,7 @@ void LayerMounts::mount_locked(const std::string& digest, const std::string& tar
   if (::syscall(SYS_move_mount, mnt.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     throw_errno("attach layer " + digest + " at " + target);
   }
+  undo.armed = false;
 }
 
 std::vector<std::string> LayerMounts::mounted() const {
@@ -165,6 +198,10 @@ std::vector<std::string> LayerMounts::release_unused(const std::set<std::string>
     if (is_mounted(name)) {
       if (::umount2(target.c_str(), MNT_DETACH) != 0) throw_errno("unmount layer " + target);
       released.push_back(name);
+      if (lazy_.detach) {
+        auto layer = store_.find(name);
+        if (layer && !layer->store.empty()) lazy_.detach(name);
+      }
     }
     ::rmdir(target.c_str());
   }

@@ -10,6 +10,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -39,6 +40,15 @@ class LayerMounts final {
 
   const std::string& dir() const { return dir_; }
 
+  // Lazy layers (LayerInfo::store set): `attach` makes the cache files of the blobs whose data is not in the
+  // store ready to be mounted (returns blob -> cache file path; they are watched before it returns), and
+  // `detach` says a layer's mount is gone. Without hooks a lazy layer cannot be mounted.
+  struct LazyHooks {
+    std::function<std::map<std::string, std::string>(const LayerInfo&)> attach;
+    std::function<void(const std::string& digest)> detach;
+  };
+  void set_lazy_hooks(LazyHooks hooks) { lazy_ = std::move(hooks); }
+
   // How this store's layers can be mounted, probed once for reports by mounting (detached) and dropping
   // an empty image on the store's filesystem. Mounts themselves decide by their first attempt.
   struct Backing {
@@ -52,6 +62,7 @@ class LayerMounts final {
  private:
   void mount_locked(const std::string& digest, const std::string& target);
   const LayerStore& store_;
+  LazyHooks lazy_;
   std::string dir_;
   mutable std::once_flag backing_once_;
   mutable Backing backing_;

@@ -59,6 +59,7 @@ LayerInfo layer_from_json(const json::value& v, const std::string& path) {
     l.inodes = o.at("inodes").to_number<uint64_t>();
     l.meta_sha256 = json::value_to<std::string>(o.at("meta_sha256"));
     l.blobs = json::value_to<std::vector<std::string>>(o.at("blobs"));
+    if (auto* st = o.if_contains("store")) l.store = json::value_to<std::string>(*st);
     return l;
   } catch (const std::exception& e) {
     throw Error(Code::kDataLoss, path + ": not a valid layer manifest (" + e.what() + ")");
@@ -124,7 +125,15 @@ std::string LayerInfo::to_json() const {
                  {"created", created}, {"size", size}, {"stored_bytes", stored_bytes}, {"inodes", inodes},
                  {"meta_sha256", meta_sha256}, {"blobs", json::value_from(blobs)}};
   if (!stack.empty()) o["stack"] = json::value_from(stack);
+  if (!store.empty()) o["store"] = store;
   return json::serialize(o);
+}
+
+LayerInfo LayerInfo::from_json(const std::string& text, const std::string& what) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) throw Error(Code::kDataLoss, what + ": malformed JSON (" + ec.message() + ")");
+  return layer_from_json(v, what);
 }
 
 void check_layer_name(const std::string& name, const std::string& field) {
@@ -439,6 +448,8 @@ void LayerStore::verify(const LayerInfo& layer) const {
                                      " no longer matches its digest (corrupted on disk); refusing to mount it");
   }
   for (const auto& b : layer.blobs) {
+    // A lazy layer's blobs that are not here are checked chunk by chunk as the loader fetches them.
+    if (!layer.store.empty() && !exists(blob_path(b))) continue;
     if (!written(b) && to_hex(sha256_file(blob_path(b))) != b) {
       throw Error(Code::kDataLoss, "layer " + layer.digest + ": data blob " + blob_path(b) +
                                        " no longer matches its digest (corrupted on disk); refusing to mount it");

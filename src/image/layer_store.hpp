@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "image/importers.hpp"
+#include "store/blob_store.hpp"
 
 namespace sandlet::image {
 
@@ -40,7 +41,11 @@ struct LayerInfo {
   uint64_t inodes = 0;
   std::string meta_sha256;          // of meta/<digest>.erofs, checked before mounting
   std::vector<std::string> blobs;   // data blobs, in EROFS device order
+  // A lazy layer: the store its blobs that are not in this store's blobs/ are fetched from on first read.
+  std::string store;
   std::string to_json() const;
+  // Throws kDataLoss naming `what` when `text` is not a layer manifest.
+  static LayerInfo from_json(const std::string& text, const std::string& what);
 };
 
 struct ImportOptions {
@@ -72,6 +77,18 @@ struct ExportResult {
   uint64_t bytes = 0;  // written to the file
   uint64_t files = 0;  // tar members (the root directory included, the global header not)
   bool compressed = false;
+};
+
+struct PushResult {
+  std::vector<std::string> layers;  // pushed (with what they need), lowest first
+  uint64_t objects_sent = 0, bytes_sent = 0, objects_skipped = 0;
+};
+
+struct PullResult {
+  std::vector<std::string> layers;  // pulled or already here, lowest first (the one asked for last)
+  bool lazy = false;
+  uint64_t bytes_fetched = 0;  // from the store by this pull
+  uint64_t image_bytes = 0;    // the layers' file content
 };
 
 struct EnvVersion {
@@ -150,6 +167,19 @@ class LayerStore final {
   // store object wrote itself are not read back: right after the write they come from the page cache it
   // filled, which a check would only read back (a snapshot's first restore would hash all of it again).
   void verify(const LayerInfo& layer) const;
+
+  // Remote stores (layer_remote.cpp). Store layout: layers/<digest>.json, meta/<digest>.erofs,
+  // blobs/<sha256>, blobs/<sha256>.chunks, names/<name>; data goes before the manifest that names it.
+  // push: `ref` and the layers it needs (parent chain, stack). A lazy layer's data must already be in `to`
+  // (its own store), else kFailedPrecondition.
+  PushResult push(const std::string& ref, store::BlobStore& to);
+  // pull: a digest or a name the store holds, and the layers it needs. Metadata and chunk indexes are checked
+  // against the digest before anything is committed (kDataLoss). `lazy`: no data is fetched; the layers
+  // record `store_url` and their blobs are read through the loader. Eager: every blob is fetched and checked
+  // chunk by chunk and whole.
+  PullResult pull(const std::string& ref, store::BlobStore& from, const std::string& store_url, bool lazy);
+  // True when a blob's data is in this store (not only its chunk index).
+  bool has_blob_data(const std::string& blob) const;
 
   std::string meta_path(const std::string& digest) const { return dir_ + "/meta/" + digest + ".erofs"; }
   std::string blob_path(const std::string& blob) const { return dir_ + "/blobs/" + blob; }

@@ -45,6 +45,11 @@ class Holder final {
   void start_fetcher();
   void fetcher_died();
   void on_fetcher_message();
+  void dispatch(int fd);
+  void fetcher_died_early() {  // the spawn itself failed: try again later
+    failures_ = std::min(failures_ + 1, 6);
+    restart_at_ns_ = sys::now_monotonic_ns() + (25'000'000ull << failures_);
+  }
   void on_control(int fd);
   boost::json::object handle(const boost::json::object& req);
 
@@ -134,6 +139,8 @@ void Holder::on_fetcher_message() {
 boost::json::object Holder::handle(const boost::json::object& req) {
   auto* op = req.if_contains("op");
   std::string o = op && op->is_string() ? std::string(op->as_string()) : "";
+  // Stopping: a layer attached now would lose its watch when this process exits.
+  if (o == "attach" && stop_) throw Error(Code::kUnavailable, "loader stopping; retry");
   if (o == "attach") return state_.attach(req);
   if (o == "detach") return state_.detach(req);
   if (o == "status") return state_.status(::getpid(), fetcher_pid_, started_);
@@ -190,6 +197,7 @@ int Holder::run(int ready_fd) {
   watch(listen_.get());
   watch(timer_.get());
   watch(signals_.get());
+  state_.reattach_mounted();
   start_fetcher();
   if (ready_fd >= 0) {
     (void)::write(ready_fd, "r", 1);
@@ -204,34 +212,16 @@ int Holder::run(int ready_fd) {
     }
     for (int i = 0; i < n; ++i) {
       int fd = evs[i].data.fd;
-      if (fd == state_.group()) {
-        state_.on_access_events();
-      } else if (fd == listen_.get()) {
-        int c = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c >= 0) {
-          clients_.emplace(c, sys::UniqueFd(c));
-          watch(c);
-        }
-      } else if (fd == timer_.get()) {
-        uint64_t ticks;
-        (void)::read(timer_.get(), &ticks, sizeof ticks);
-        state_.on_tick(sys::now_monotonic_ns());
-        if (fetcher_pid_ < 0 && sys::now_monotonic_ns() >= restart_at_ns_) start_fetcher();
-      } else if (fd == signals_.get()) {
-        signalfd_siginfo si;
-        while (::read(signals_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-          // A stop while layers are attached would let their unfilled ranges read as zeros: refused.
-          if (si.ssi_signo != SIGPIPE && state_.idle()) stop_ = true;
-        }
-      } else if (fetcher_pidfd_ && fd == fetcher_pidfd_.get()) {
-        fetcher_died();
-      } else if (fetcher_sock_ && fd == fetcher_sock_.get()) {
-        on_fetcher_message();
-      } else if (clients_.count(fd)) {
-        on_control(fd);
+      // Nothing may end this process while layers are attached: their unfilled ranges would read as zeros.
+      try {
+        dispatch(fd);
+      } catch (...) {
       }
     }
-    flush_to_fetcher();
+    try {
+      flush_to_fetcher();
+    } catch (...) {
+    }
   }
   ::unlink(control_socket_path(opt_.root).c_str());
   if (fetcher_pid_ > 0) {
@@ -239,6 +229,41 @@ int Holder::run(int ready_fd) {
     ::waitpid(fetcher_pid_, nullptr, 0);
   }
   return 0;
+}
+
+void Holder::dispatch(int fd) {
+  if (fd == state_.group()) {
+    state_.on_access_events();
+  } else if (fd == listen_.get()) {
+    int c = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c >= 0) {
+      clients_.emplace(c, sys::UniqueFd(c));
+      watch(c);
+    }
+  } else if (fd == timer_.get()) {
+    uint64_t ticks;
+    (void)::read(timer_.get(), &ticks, sizeof ticks);
+    state_.on_tick(sys::now_monotonic_ns());
+    if (fetcher_pid_ < 0 && sys::now_monotonic_ns() >= restart_at_ns_) {
+      try {
+        start_fetcher();
+      } catch (const Error&) {
+        fetcher_died_early();
+      }
+    }
+  } else if (fd == signals_.get()) {
+    signalfd_siginfo si;
+    while (::read(signals_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      // A stop while layers are attached would let their unfilled ranges read as zeros: refused.
+      if (si.ssi_signo != SIGPIPE && state_.idle()) stop_ = true;
+    }
+  } else if (fetcher_pidfd_ && fd == fetcher_pidfd_.get()) {
+    fetcher_died();
+  } else if (fetcher_sock_ && fd == fetcher_sock_.get()) {
+    on_fetcher_message();
+  } else if (clients_.count(fd)) {
+    on_control(fd);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <sys/statfs.h>
+
 #include "common/error.hpp"
 #include "lazy/fanotify_group.hpp"
 #include "sys/fs_util.hpp"
@@ -95,7 +97,7 @@ boost::json::object HolderState::attach(const boost::json::object& req) {
   if (layers_.count(digest)) detach(req);  // attaching again replaces (a remount after a crash)
   Layer layer;
   layer.name = str_field(req, "name");
-  if (auto* v = req.if_contains("image_bytes"); v && v->is_int64()) layer.image_bytes = static_cast<uint64_t>(v->as_int64());
+  if (auto* v = req.if_contains("image_bytes"); v && (v->is_uint64() || v->is_int64())) layer.image_bytes = v->is_uint64() ? v->as_uint64() : static_cast<uint64_t>(v->as_int64());
   boost::json::array paths;
   for (const auto& v : blobs->as_array()) {
     if (!v.is_object()) throw Error(Code::kInvalidArgument, "attach: bad blob entry");
@@ -304,6 +306,42 @@ void HolderState::enforce_cache_cap() {
     ::truncate((b->path() + ".filled").c_str(), 0);
     used -= std::min<uint64_t>(used, static_cast<uint64_t>(st.st_blocks) * 512);
   }
+}
+
+size_t HolderState::reattach_mounted() {
+  constexpr uint32_t kErofsMagic = 0xE0F5E1E2;
+  size_t n = 0;
+  const std::string mounts = root_ + "/layers/mounts";
+  for (const auto& name : sys::list_dir(mounts)) {
+    struct statfs fs;
+    if (!is_hex64(name) || ::statfs((mounts + "/" + name).c_str(), &fs) != 0 ||
+        static_cast<uint32_t>(fs.f_type) != kErofsMagic)
+      continue;
+    try {
+      auto text = sys::read_file_if_exists(root_ + "/layers/manifests/" + name + ".json", 1u << 20);
+      if (!text) continue;
+      boost::json::value v = boost::json::parse(*text);
+      const auto& m = v.as_object();
+      std::string store = str_field(m, "store");
+      if (store.empty()) continue;
+      boost::json::array blobs;
+      for (const auto& b : m.at("blobs").as_array()) {
+        std::string sha(b.as_string());
+        struct stat st;
+        if (::stat((root_ + "/layers/blobs/" + sha).c_str(), &st) == 0) continue;  // local data
+        blobs.push_back(boost::json::object{{"sha", sha}, {"index", root_ + "/layers/blobs/" + sha + ".chunks"}});
+      }
+      boost::json::object req{{"op", "attach"}, {"layer", name}, {"name", str_field(m, "name")}, {"store", store},
+                              {"blobs", std::move(blobs)}};
+      if (auto* sz = m.if_contains("size"); sz && sz->is_uint64()) req["image_bytes"] = sz->as_uint64();
+      else if (sz && sz->is_int64()) req["image_bytes"] = static_cast<uint64_t>(sz->as_int64());
+      attach(req);
+      ++n;
+    } catch (const std::exception&) {
+      // A layer that cannot be watched again stays as it is; nothing better can be done from here.
+    }
+  }
+  return n;
 }
 
 boost::json::object HolderState::status(pid_t holder_pid, pid_t fetcher_pid, double started) const {

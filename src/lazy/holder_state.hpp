@@ -42,6 +42,9 @@ class HolderState final {
   void on_tick(uint64_t now_ns);     // fill deadlines; cache cap
   void fetcher_lost();               // nothing it was asked is coming
   void queue_restart_messages();     // a new fetcher: every blob, then every chunk a reader waits for
+  // A holder started while lazy layers are mounted (the previous one died): their cache files are watched
+  // again before anything else (until then, their unfilled ranges would read as zeros). Returns how many.
+  size_t reattach_mounted();
 
  private:
   struct Pending {

@@ -119,6 +119,11 @@ boost::json::object LoaderClient::call(const boost::json::object& request, bool 
     if (ec || !v.is_object()) throw Error(Code::kInternal, "the loader's reply is not JSON");
     auto& o = v.as_object();
     if (auto* ok = o.if_contains("ok"); ok && ok->is_bool() && !ok->as_bool()) {
+      if (o.contains("error") && o.at("error").is_string() && o.at("error").as_string() == "loader stopping; retry") {
+        conn_.reset();  // that loader is going away: the next attempt starts (or finds) another
+        ::usleep(50000);
+        continue;
+      }
       int code = o.contains("code") && o.at("code").is_int64() ? static_cast<int>(o.at("code").as_int64())
                                                                : static_cast<int>(Code::kInternal);
       std::string msg = o.contains("error") && o.at("error").is_string() ? std::string(o.at("error").as_string()) : "";

@@ -5,6 +5,7 @@
 // The holder detaches itself (a new session, reparented away from the starter, which may be a trainer about
 // to die) and writes one byte to --ready-fd once its control socket listens.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -64,6 +65,7 @@ int holder(int argc, char** argv) {
   pid = ::fork();
   if (pid < 0) _exit(1);
   if (pid > 0) _exit(0);
+  if (ready_fd >= 0) ::fcntl(ready_fd, F_SETFD, FD_CLOEXEC);  // not the fetcher's
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) {
     ::dup2(devnull, 0);

@@ -102,6 +102,13 @@ size_t Runtime::gc(bool release_idle) {
   }
   // Layer mounts no live sandbox uses (their sandboxes crashed or were destroyed by another process).
   layers_->release_unused();
+  // A loader no mounted layer needs any more goes with an explicit gc (the next lazy mount starts one).
+  if (release_idle && loader_) {
+    try {
+      loader_->stop_if_idle();
+    } catch (const Error&) {
+    }
+  }
   return removed;
 }
 

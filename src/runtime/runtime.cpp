@@ -38,6 +38,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   rt->dirs_ = std::make_unique<SandboxDirs>(root);
   rt->layer_store_ = std::make_unique<image::LayerStore>(root + "/layers");
   rt->layer_mounts_ = std::make_unique<image::LayerMounts>(*rt->layer_store_, root + "/layers/mounts");
+  rt->wire_lazy_layers();
   rt->layers_ = std::make_unique<LayerUsage>(*rt->layer_store_, *rt->layer_mounts_, *rt->dirs_,
                                              [raw = rt.get()](const std::string& except) {
                                                auto used = raw->registry_.layers_in_use(except);
@@ -177,6 +178,14 @@ void Runtime::close() noexcept {
     registry_.close_watchers();
     // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
     if (layers_) layers_->release_unused();
+    // The node's loader goes once no layer of any process is attached to it (the next lazy mount starts one
+    // again, and its cache stays, verified on reuse).
+    if (loader_) {
+      try {
+        loader_->stop_if_idle();
+      } catch (...) {
+      }
+    }
     release_state_if_empty(state_);
     // Node-level structures (the container backend's "sandlet" parent cgroups) stay for the next runtime,
     // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go

@@ -18,6 +18,7 @@
 #include "backends/backend.hpp"
 #include "image/layer_mounts.hpp"
 #include "image/layer_store.hpp"
+#include "lazy/loader_client.hpp"
 #include "lazy/loader_settings.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/layers.hpp"
@@ -106,6 +107,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::string layer_push(const std::string& ref, const std::string& store);
   std::string layer_pull(const std::string& ref, const std::string& store, bool lazy);
   std::string loader_status();
+  // The store URL to use: `given`, else the runtime's, else $SANDLET_STORE; INVALID_ARGUMENT when none or bad.
+  std::string store_url(const std::string& given) const;
 
   // SandboxOwner (what handles use).
   boost::asio::io_context& io() override { return loop_.io(); }
@@ -164,6 +167,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::vector<BackendStatus> statuses_;
   std::unique_ptr<image::LayerStore> layer_store_;
   std::unique_ptr<image::LayerMounts> layer_mounts_;
+  std::unique_ptr<lazy::LoaderClient> loader_;  // the node's loader of lazy layers (started on first use)
+  void wire_lazy_layers();                      // store_ops.cpp
   std::unique_ptr<LayerUsage> layers_;
   EventLoop loop_;
   std::unique_ptr<boost::asio::thread_pool> workers_;  // started once the backends are (see open)
