@@ -6,10 +6,8 @@
 #include <atomic>
 
 #include "backends/backend.hpp"
-#include "capi/options.hpp"
+#include "capi/runtime_options.hpp"
 
-using sandlet::capi::check_options_size;
-using sandlet::capi::field_or;
 using sandlet::capi::guard;
 
 // The public capability bits are the backends' own.
@@ -38,23 +36,10 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
                                                   sandlet_runtime_t** out) {
   SANDLET_REQUIRE(out);
   return guard([&] {
-    sandlet::RuntimeOptions options;
-    if (opts) {
-      using T = sandlet_runtime_options_t;
-      const T& o = *opts;
-      check_options_size(o, "sandlet_runtime_options_t", "SANDLET_RUNTIME_OPTIONS_INIT");
-      if (uint32_t n = field_or(o, &T::worker_threads, 0)) options.worker_threads = n;
-      options.gc_on_open = !field_or(o, &T::skip_gc_on_open, 0);
-      if (field_or(o, &T::disable_warm_pool, 0)) options.warm_pool = 0;
-      options.create_soon = field_or(o, &T::create_soon, 0) != 0;
-      if (uint32_t depth = field_or(o, &T::snapshot_max_depth, 0)) {
-        if (depth < 2)
-          throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid runtime option 'snapshot_max_depth': must be >= 2");
-        options.snapshot_max_depth = depth;
-      }
-    }
+    const sandlet::RuntimeOptions options = sandlet::capi::runtime_options(opts);
     auto handle = std::make_unique<sandlet_runtime>();
     handle->rt = sandlet::Runtime::open(root ? root : "", options);
+    handle->options = options;
     for (const auto& b : handle->rt->backends())
       handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.capabilities, b.reason.c_str()});
     *out = handle.release();

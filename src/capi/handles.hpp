@@ -37,6 +37,7 @@ struct OpenedBy {
 
 struct sandlet_runtime {
   std::shared_ptr<sandlet::Runtime> rt;
+  sandlet::RuntimeOptions options;  // as opened: the default store of push and pull (capi_store.cpp)
   std::vector<sandlet_backend_info_t> backend_infos;
   sandlet::capi::OpenedBy opened;
   std::unique_ptr<sandlet::capi::BuildJobs> builds = std::make_unique<sandlet::capi::BuildJobs>();

@@ -56,6 +56,7 @@ int cmd_doctor(CommandContext& ctx, const std::vector<std::string>& args);  // d
 int cmd_build(CommandContext& ctx, const std::vector<std::string>& args);   // build.cpp
 int cmd_snapshot(CommandContext& ctx, const std::vector<std::string>& args);  // snapshot_fork.cpp
 int cmd_fork(CommandContext& ctx, const std::vector<std::string>& args);
+int cmd_loader(CommandContext& ctx, const std::vector<std::string>& args);  // store.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

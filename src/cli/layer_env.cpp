@@ -1,5 +1,6 @@
-// `sandlet layer ...` and `sandlet env ...`: the runtime's layer store and its environments. The C++
-// wrapper has no store calls yet, so these go through the C ABI on the runtime's handle.
+// `sandlet layer ...` and `sandlet env ...`: the runtime's layer store and its environments (push and pull:
+// store.cpp). These go through the C ABI on the runtime's handle where the C++ wrapper's calls lack an
+// option the CLI needs (import progress).
 #include <unistd.h>
 
 #include <chrono>
@@ -12,13 +13,10 @@
 
 #include "cli.hpp"
 #include "json.hpp"
+#include "layer_helpers.hpp"
 
 namespace sandlet::cli {
 namespace {
-
-constexpr std::string_view kRootHelp =
-    "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
-    "  -h, --help          Print this help\n";
 
 constexpr std::string_view kLayerUsage =
     "Usage: sandlet layer COMMAND [ARGS...]\n"
@@ -35,23 +33,13 @@ constexpr std::string_view kLayerUsage =
     "  rm        Remove layers\n"
     "  gc        Remove unreferenced layers and unused data\n"
     "  merge     Flatten consecutive layers into one\n"
+    "  push      Send a layer, with the layers it needs, to a remote store\n"
+    "  pull      Fetch a layer from a remote store (--lazy: its data on first read)\n"
+    "\n"
+    "A remote store is named by a URL (--store URL, default $SANDLET_STORE): a directory (/path or\n"
+    "file:///path), http(s)://host[:port]/prefix or s3://bucket[/prefix]?endpoint=URL.\n"
     "\n"
     "Run 'sandlet layer COMMAND --help' for more information on a command.\n";
-
-// "Usage: sandlet <group> <synopsis>", the text, then the options and --root.
-std::string group_usage(std::string_view group, std::string_view synopsis, std::string_view text,
-                        std::string_view options) {
-  std::string u = "Usage: sandlet ";
-  u += group;
-  u += " ";
-  u += synopsis;
-  u += "\n\n";
-  u += text;
-  u += "\nOptions:\n";
-  u += options;
-  u += kRootHelp;
-  return u;
-}
 
 std::string layer_usage(std::string_view synopsis, std::string_view text, std::string_view options = {}) {
   return group_usage("layer", synopsis, text, options);
@@ -157,54 +145,14 @@ std::string env_rm_usage() {
 
 // ---- helpers ---------------------------------------------------------------------------------------
 
-struct CFree {
-  void operator()(char* p) const noexcept { sandlet_free(p); }
-};
-
 using json::bj::value;
-
-// Takes a JSON string the library returned (freed here) and parses it.
-value take_json(char* raw) {
-  std::unique_ptr<char, CFree> owned(raw);
-  if (raw == nullptr) return {};
-  return json::parse(raw);
-}
 
 std::string str(const value* v) { return json::text(v); }
 double num(const value* v) { return json::number(v); }
 
-std::string human_size(double bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%.0f %s", bytes, kUnits[u]);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f %s", bytes, kUnits[u]);
-  return buf;
-}
-
 std::string age(const value* v) {
   if (v == nullptr || !v->is_number()) return str(v);
   return format_age(num(v));
-}
-
-// "sha256:0123456789ab" -> "0123456789ab" (the first 12 hex digits).
-std::string short_digest(const std::string& digest) {
-  const size_t colon = digest.find(':');
-  return digest.substr(colon == std::string::npos ? 0 : colon + 1, 12);
-}
-
-std::string full_digest(const std::string& digest) {
-  return digest.find(':') == std::string::npos ? "sha256:" + digest : digest;
-}
-
-void require_no_operands(const ParsedArgs& a) {
-  if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
 }
 
 void validate_role(const std::string* role) {
@@ -484,48 +432,13 @@ int env_rm(CommandContext& ctx, const std::vector<std::string>& args) {
                           [&](const std::string& name) { detail::check(sandlet_env_remove(rt.get(), name.c_str())); });
 }
 
-using SubFn = int (*)(CommandContext&, const std::vector<std::string>&);
-struct Sub {
-  std::string_view name;
-  SubFn fn;
-};
-
-int dispatch_sub(CommandContext& ctx, const std::vector<std::string>& args, std::string_view usage,
-                 std::initializer_list<Sub> subs) {
-  if (args.empty()) {
-    write_all(STDERR_FILENO, usage);
-    return kExitUsage;
-  }
-  // Options before the subcommand: only --help and --root.
-  size_t i = 0;
-  for (; i < args.size() && !args[i].empty() && args[i][0] == '-'; ++i) {
-    if (args[i] == "-h" || args[i] == "--help") {
-      write_all(STDOUT_FILENO, usage);
-      return 0;
-    }
-    if (args[i] == "--root" && i + 1 < args.size()) {
-      ctx.global.root = args[++i];
-    } else if (args[i].rfind("--root=", 0) == 0) {
-      ctx.global.root = args[i].substr(7);
-    } else {
-      throw UsageError("unknown option '" + args[i] + "'");
-    }
-  }
-  if (i >= args.size()) {
-    write_all(STDERR_FILENO, usage);
-    return kExitUsage;
-  }
-  for (const auto& s : subs)
-    if (s.name == args[i]) return s.fn(ctx, std::vector<std::string>(args.begin() + static_cast<long>(i) + 1, args.end()));
-  throw UsageError("unknown command '" + args[i] + "'");
-}
-
 }  // namespace
 
 int cmd_layer(CommandContext& ctx, const std::vector<std::string>& args) {
   return dispatch_sub(ctx, args, kLayerUsage,
                       {{"import", layer_import}, {"export", layer_export}, {"ls", layer_ls}, {"list", layer_ls}, {"inspect", layer_inspect},
-                       {"rm", layer_rm}, {"gc", layer_gc}, {"merge", layer_merge}});
+                       {"rm", layer_rm}, {"gc", layer_gc}, {"merge", layer_merge}, {"push", layer_push},
+                       {"pull", layer_pull}});
 }
 
 int cmd_env(CommandContext& ctx, const std::vector<std::string>& args) {

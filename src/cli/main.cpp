@@ -29,7 +29,8 @@ constexpr std::string_view kUsage =
     "  fork      Make N sandboxes that carry on from a sandbox or a snapshot\n"
     "  gc        Remove what crashed or expired runs left behind\n"
     "  cp        Copy a file into or out of a sandbox\n"
-    "  layer     Manage the layer store (import, export, ls, inspect, rm, gc, merge)\n"
+    "  layer     Manage the layer store (import, export, ls, inspect, rm, gc, merge, push, pull)\n"
+    "  loader    Show the node's loader of lazy layers and its cache (status)\n"
     "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"
     "  build     Build an environment from a recipe (a Dockerfile subset)\n"
     "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
@@ -40,6 +41,10 @@ constexpr std::string_view kUsage =
     "  --root DIR   State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
     "  --version    Print the version and exit\n"
     "  -h, --help   Print this help and exit\n"
+    "\n"
+    "Environment:\n"
+    "  SANDLET_ROOT   The state directory when --root is not given\n"
+    "  SANDLET_STORE  The remote store of `layer push` and `layer pull` when --store is not given\n"
     "\n"
     "Run 'sandlet COMMAND --help' for more information on a command.\n";
 
@@ -61,7 +66,7 @@ constexpr Command kCommands[] = {
     {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
-    {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork},
+    {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork}, {"loader", cmd_loader},
 };
 
 CommandFn find_command(std::string_view name) {

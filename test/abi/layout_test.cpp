@@ -76,10 +76,13 @@ std::vector<Layout> table() {
   const LI li_init = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   const LE le_init = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
   return {
-      {"sandlet_runtime_options_t", sizeof(RT), 24, rt_init.size,
+      {"sandlet_runtime_options_t", sizeof(RT), 56, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
         SANDLET_OPTION_ROW_(RT, skip_gc_on_open, 8, 4, false), SANDLET_OPTION_ROW_(RT, disable_warm_pool, 12, 4, false),
-        SANDLET_OPTION_ROW_(RT, create_soon, 16, 4, false), SANDLET_OPTION_ROW_(RT, snapshot_max_depth, 20, 4, false)}},
+        SANDLET_OPTION_ROW_(RT, create_soon, 16, 4, false), SANDLET_OPTION_ROW_(RT, snapshot_max_depth, 20, 4, false),
+        SANDLET_OPTION_ROW_(RT, store, 24, 8, false), SANDLET_OPTION_ROW_(RT, cache_max_bytes, 32, 8, false),
+        SANDLET_OPTION_ROW_(RT, fetch_unit, 40, 4, false), SANDLET_OPTION_ROW_(RT, fetch_concurrency, 44, 4, false),
+        SANDLET_OPTION_ROW_(RT, fill_timeout_ms, 48, 4, false), SANDLET_OPTION_ROW_(RT, reserved, 52, 4, false)}},
       {"sandlet_snapshot_options_t", sizeof(SN), 40, sn_init.size,
        {SANDLET_OPTION_ROW_(SN, size, 0, 4, false), SANDLET_OPTION_ROW_(SN, full, 4, 4, false),
         SANDLET_OPTION_ROW_(SN, exclude, 8, 8, false), SANDLET_OPTION_ROW_(SN, n_exclude, 16, 8, false),

@@ -65,6 +65,76 @@ static void test_runtime_options(const char *root) {
   CHECK(rt == NULL);
 }
 
+/* Opens a runtime with `o`, expecting INVALID_ARGUMENT naming `field`; nothing is opened. */
+static void expect_refused_option(const char *root, const sandlet_runtime_options_t *o, const char *field) {
+  sandlet_runtime_t *rt = NULL;
+  expect_invalid(sandlet_runtime_open(root, o, &rt), field);
+  CHECK(rt == NULL);
+  sandlet_runtime_close(rt);
+}
+
+/* Whether a push with no store argument was refused for want of a store (the runtime's option unread). */
+static int push_finds_no_store(sandlet_runtime_t *rt) {
+  sandlet_error_t *err = sandlet_layer_push(rt, "some-layer", NULL, NULL);
+  int none = sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT && strstr(sandlet_error_message(err), "no store");
+  sandlet_error_delete(err);
+  return none;
+}
+
+/* The store and loader fields (appended after snapshot_max_depth): range checks name the field; a struct
+   from before them ignores whatever its bytes there hold. */
+static void test_store_options(const char *root) {
+  sandlet_runtime_t *rt = NULL;
+  sandlet_runtime_options_t o = SANDLET_RUNTIME_OPTIONS_INIT;
+
+  o.fetch_unit = 1000; /* not whole 64 KiB chunks */
+  expect_refused_option(root, &o, "fetch_unit");
+  o.fetch_unit = (64u << 20) + (64u << 10); /* past 64 MiB */
+  expect_refused_option(root, &o, "fetch_unit");
+  o.fetch_unit = 0;
+  o.fetch_concurrency = 257;
+  expect_refused_option(root, &o, "fetch_concurrency");
+  o.fetch_concurrency = 0;
+  o.fill_timeout_ms = 99;
+  expect_refused_option(root, &o, "fill_timeout_ms");
+  o.fill_timeout_ms = 0;
+  o.reserved = 1;
+  expect_refused_option(root, &o, "reserved");
+
+  /* The bounds themselves are accepted. */
+  o = (sandlet_runtime_options_t)SANDLET_RUNTIME_OPTIONS_INIT;
+  o.cache_max_bytes = 1;
+  o.fetch_unit = 64u << 20;
+  o.fetch_concurrency = 256;
+  o.fill_timeout_ms = 100;
+  OK(sandlet_runtime_open(root, &o, &rt));
+  sandlet_runtime_close(rt);
+  rt = NULL;
+  o.fetch_unit = 64u << 10;
+  o.fetch_concurrency = 1;
+  OK(sandlet_runtime_open(root, &o, &rt));
+  sandlet_runtime_close(rt);
+  rt = NULL;
+
+  /* From before the store fields: bytes that would be refused, and a store, are not read. */
+  o.fetch_unit = 1000;
+  o.reserved = 1;
+  o.store = "file:///nowhere";
+  o.size = offsetof(sandlet_runtime_options_t, store);
+  OK(sandlet_runtime_open(root, &o, &rt));
+  CHECK(rt && push_finds_no_store(rt));
+  sandlet_runtime_close(rt);
+  rt = NULL;
+  /* Ending inside the loader's fields: those it holds are checked, the rest not read. */
+  o.size = offsetof(sandlet_runtime_options_t, fetch_unit);
+  OK(sandlet_runtime_open(root, &o, &rt));
+  CHECK(rt && !push_finds_no_store(rt)); /* the store is within its size: the push has one */
+  sandlet_runtime_close(rt);
+  rt = NULL;
+  o.size = offsetof(sandlet_runtime_options_t, fetch_concurrency);
+  expect_refused_option(root, &o, "fetch_unit");
+}
+
 static int streamed;
 static void on_output(void *user_data, int stream, const void *data, size_t len) {
   (void)user_data;
@@ -230,7 +300,9 @@ int main(void) {
     return 77;
   }
   if (!mkdtemp(root)) return 1;
+  unsetenv("SANDLET_STORE"); /* the "no store" checks need none from the environment */
   test_runtime_options(root);
+  test_store_options(root);
   OK(sandlet_runtime_open(root, NULL, &rt));
   if (rt) {
     OK(sandlet_spec_new(&spec));

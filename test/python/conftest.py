@@ -20,6 +20,8 @@ REPO = os.environ.get("SANDLET_SOURCE_DIR") or os.path.abspath(os.path.join(os.p
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "wheel: builds and installs the wheel (slow; run by the python-wheel test)")
+    config.addinivalue_line("markers", "store_impl: needs push, pull and the loader's status built (run by the "
+                            "python-store-impl test, disabled until then)")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

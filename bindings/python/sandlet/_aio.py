@@ -20,6 +20,7 @@ from ._errors import Error, FailedPrecondition, command_error, os_flavoured
 from ._build import BuildProgressFn, build_call_args, handle as build_handle
 from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_result, snapshot_args,
                     snapshot_fork_args)
+from ._store import StoreURL
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 
 _Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
@@ -319,17 +320,25 @@ class AsyncRuntime:
     blocking in the C ABI (attach, list, gc, the layer store) run in a worker thread."""
 
     def __init__(self, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
-                 warm_pool: bool = True, create_soon: bool = False) -> None:
+                 warm_pool: bool = True, create_soon: bool = False, store: Optional[StoreURL] = None,
+                 cache_max_bytes: Optional[int] = None, fetch_unit: Optional[int] = None,
+                 fetch_concurrency: Optional[int] = None, fill_timeout_ms: Optional[int] = None) -> None:
         # Opening is quick, but its sweep of a crashed run's leftovers may take longer: see open().
         self.sync = Runtime(root, worker_threads=worker_threads, gc_on_open=gc_on_open, warm_pool=warm_pool,
-                            create_soon=create_soon)
+                            create_soon=create_soon, store=store, cache_max_bytes=cache_max_bytes,
+                            fetch_unit=fetch_unit, fetch_concurrency=fetch_concurrency,
+                            fill_timeout_ms=fill_timeout_ms)
 
     @classmethod
     async def open(cls, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
-                   warm_pool: bool = True, create_soon: bool = False) -> "AsyncRuntime":
+                   warm_pool: bool = True, create_soon: bool = False, store: Optional[StoreURL] = None,
+                   cache_max_bytes: Optional[int] = None, fetch_unit: Optional[int] = None,
+                   fetch_concurrency: Optional[int] = None, fill_timeout_ms: Optional[int] = None) -> "AsyncRuntime":
         """Opens the runtime in a worker thread, so that the event loop never waits on the sweep at open."""
         return await asyncio.to_thread(cls, root, worker_threads=worker_threads, gc_on_open=gc_on_open,
-                                       warm_pool=warm_pool, create_soon=create_soon)
+                                       warm_pool=warm_pool, create_soon=create_soon, store=store,
+                                       cache_max_bytes=cache_max_bytes, fetch_unit=fetch_unit,
+                                       fetch_concurrency=fetch_concurrency, fill_timeout_ms=fill_timeout_ms)
 
     @property
     def root(self) -> str:
@@ -445,6 +454,15 @@ class AsyncRuntime:
     async def layer_merge(self, refs: Sequence[str], *, role: Optional[str] = None, name: Optional[str] = None,
                           dedupe: bool = True) -> Dict[str, Any]:
         return await asyncio.to_thread(self.sync.layer_merge, refs, role=role, name=name, dedupe=dedupe)
+
+    async def layer_push(self, ref: str, store: Optional[StoreURL] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_push, ref, store)
+
+    async def layer_pull(self, ref: str, store: Optional[StoreURL] = None, lazy: bool = False) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.layer_pull, ref, store, lazy)
+
+    async def loader_status(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.loader_status)
 
     async def env_create(self, name: str, layers: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
                          workdir: Optional[str] = None, user: Optional[str] = None) -> Dict[str, Any]:

@@ -12,6 +12,7 @@ from ._common import (Command, SpecLike, build_spec, capability_names, env_defau
 from ._build import BuildProgressFn, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
+from ._store import StoreURL, call_store, lazy_flag, open_kwargs
 
 PathLike = Union[str, "os.PathLike[str]"]
 ProgressFn = Callable[[int, int, int], None]
@@ -250,6 +251,13 @@ class Runtime:
 
     Opening sweeps what crashed runs left behind. Closing (or leaving the ``with`` block) destroys every
     ``owned`` sandbox this runtime created. One per process is typical; it is thread-safe.
+
+    ``store``: the remote store of ``layer_push``/``layer_pull`` when they are given none (a URL: a
+    directory, http(s)://, s3://...; default $SANDLET_STORE). The node's loader of lazy layers takes
+    ``cache_max_bytes`` (default 10 GiB), ``fetch_unit`` (bytes per store request, a multiple of 64 KiB up
+    to 64 MiB; default 256 KiB), ``fetch_concurrency`` (1..256; default 8) and ``fill_timeout_ms`` (a read
+    of data not fetched yet fails with EIO after it, >= 100; default 60000) when this runtime starts it;
+    None or 0 is the default, a value out of range raises InvalidArgument naming it.
     """
 
     def __init__(
@@ -260,11 +268,17 @@ class Runtime:
         gc_on_open: bool = True,
         warm_pool: bool = True,
         create_soon: bool = False,
+        store: Optional[StoreURL] = None,
+        cache_max_bytes: Optional[int] = None,
+        fetch_unit: Optional[int] = None,
+        fetch_concurrency: Optional[int] = None,
+        fill_timeout_ms: Optional[int] = None,
     ) -> None:
         # create_soon: a create follows at once (a one-shot script); its network namespace is made
         # during the open.
+        loader = open_kwargs(store, cache_max_bytes, fetch_unit, fetch_concurrency, fill_timeout_ms)
         self._h = _sandlet.Runtime(os.fspath(root) if root is not None else None, worker_threads,
-                                   not gc_on_open, not warm_pool, create_soon)
+                                   not gc_on_open, not warm_pool, create_soon, **loader)
 
     @property
     def root(self) -> str:
@@ -446,6 +460,25 @@ class Runtime:
                     dedupe: bool = True) -> Dict[str, Any]:
         """Flattens >= 2 consecutive layers (lowest first) into one."""
         return json.loads(self._h.layer_merge(list(refs), **import_kwargs(role, name, None, dedupe)))
+
+    # ---- remote stores and lazy layers (blocking; see sandlet_store.h, docs/LAZY.md) ----
+
+    def layer_push(self, ref: str, store: Optional[StoreURL] = None) -> Dict[str, Any]:
+        """Sends layer ``ref`` with the layers it needs (parent chain, snapshot stack) and its name to
+        ``store`` (None: the runtime's). Returns {"digest", "store", "layers", "objects_sent", "bytes_sent",
+        "objects_skipped"}. InvalidArgument: no store anywhere, or a bad URL; Unavailable: unreachable."""
+        return json.loads(self._h.layer_push(ref, call_store(store)))
+
+    def layer_pull(self, ref: str, store: Optional[StoreURL] = None, lazy: bool = False) -> Dict[str, Any]:
+        """Fetches layer ``ref`` (a digest or a name the store holds) with the layers it needs into this
+        runtime's store. ``lazy=True``: metadata only; the node's loader fetches data on first read. Returns
+        {"digest", "store", "layers", "lazy", "eager_reason", "bytes_fetched", "image_bytes"}."""
+        return json.loads(self._h.layer_pull(ref, call_store(store), lazy_flag(lazy)))
+
+    def loader_status(self) -> Dict[str, Any]:
+        """The node's loader (starts none): {"running", "pid", "fetcher_pid", "started", "settings", "cache",
+        "layers": [per lazy layer: "digest", "name", "image_bytes", "fetched_bytes", "hits", "misses", ...]}."""
+        return json.loads(self._h.loader_status())
 
     def env_create(self, name: str, layers: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
                    workdir: Optional[str] = None, user: Optional[str] = None) -> Dict[str, Any]:

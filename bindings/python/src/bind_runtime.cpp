@@ -1,5 +1,5 @@
 // sandlet._sandlet.Runtime: open/close, create (sync and queued), attach, list, gc, the layer store,
-// environments and builds (queued). Every blocking call releases the GIL.
+// remote stores (push, pull, the loader's status), environments and builds (queued). Every blocking call releases the GIL.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -107,12 +107,19 @@ sandlet::RunOptions run_options(std::vector<std::string> argv, std::vector<std::
 void bind_runtime(py::module_& m) {
   py::class_<RuntimeHandle>(m, "Runtime", "A runtime handle (low level; use sandlet.Runtime).")
       .def(py::init([](std::optional<std::string> root, uint32_t worker_threads, bool skip_gc_on_open,
-                       bool disable_warm_pool, bool create_soon) {
+                       bool disable_warm_pool, bool create_soon, std::optional<std::string> store,
+                       uint64_t cache_max_bytes, uint32_t fetch_unit, uint32_t fetch_concurrency,
+                       uint32_t fill_timeout_ms) {
              sandlet::RuntimeOptions o;
              o.worker_threads = worker_threads;
              o.skip_gc_on_open = skip_gc_on_open;
              o.disable_warm_pool = disable_warm_pool;
              o.create_soon = create_soon;
+             o.store = store.value_or("");
+             o.cache_max_bytes = cache_max_bytes;
+             o.fetch_unit = fetch_unit;
+             o.fetch_concurrency = fetch_concurrency;
+             o.fill_timeout_ms = fill_timeout_ms;
              std::shared_ptr<sandlet::Runtime> rt;
              {
                py::gil_scoped_release release;
@@ -122,7 +129,9 @@ void bind_runtime(py::module_& m) {
              return RuntimeHandle(std::move(rt));
            }),
            py::arg("root") = py::none(), py::arg("worker_threads") = 0, py::arg("skip_gc_on_open") = false,
-           py::arg("disable_warm_pool") = false, py::arg("create_soon") = false)
+           py::arg("disable_warm_pool") = false, py::arg("create_soon") = false, py::arg("store") = py::none(),
+           py::arg("cache_max_bytes") = 0, py::arg("fetch_unit") = 0, py::arg("fetch_concurrency") = 0,
+           py::arg("fill_timeout_ms") = 0)
       .def_property_readonly("root", &RuntimeHandle::root)
       .def_property_readonly("closed", &RuntimeHandle::closed)
       .def("close", &RuntimeHandle::close)
@@ -259,6 +268,18 @@ void bind_runtime(py::module_& m) {
              return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_merge(refs, o.options); });
            },
            py::arg("refs"), py::arg("role") = "", py::arg("name") = "", py::arg("no_dedupe") = false)
+      .def("layer_push",
+           [](RuntimeHandle& h, const std::string& ref, std::optional<std::string> store) {
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_push(ref, store); });
+           },
+           py::arg("ref"), py::arg("store") = py::none())
+      .def("layer_pull",
+           [](RuntimeHandle& h, const std::string& ref, std::optional<std::string> store, bool lazy) {
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_pull(ref, store, lazy); });
+           },
+           py::arg("ref"), py::arg("store") = py::none(), py::arg("lazy") = false)
+      .def("loader_status",
+           [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.loader_status(); }); })
       .def("env_create",
            [](RuntimeHandle& h, const std::string& name, const std::vector<std::string>& layers,
               const std::string& defaults_json) {

@@ -139,6 +139,12 @@ struct RuntimeOptions {
   bool skip_gc_on_open = false;  // true: do not sweep leftovers at open (faster open)
   bool disable_warm_pool = false;  // true: no sandboxes prepared ahead (see sandlet.h)
   bool create_soon = false;  // true: a create follows the open at once; prepare it meanwhile (see sandlet.h)
+  std::string store;  // default store of layer_push/_pull (a URL, see sandlet_store.h); empty = $SANDLET_STORE
+  // The node's loader of lazy layers, if this runtime starts it; 0 = the library's default (see sandlet.h):
+  uint64_t cache_max_bytes = 0;
+  uint32_t fetch_unit = 0;         // a multiple of 64 KiB, up to 64 MiB
+  uint32_t fetch_concurrency = 0;  // 1..256
+  uint32_t fill_timeout_ms = 0;    // >= 100
 };
 
 struct LayerImportOptions {

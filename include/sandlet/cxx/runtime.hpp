@@ -1,5 +1,5 @@
 // sandlet C++ wrapper: sandlet::Runtime (open, create, run, list, gc, forks of snapshots, the layer store
-// and environments, builds).
+// and environments, remote stores and lazy layers, builds).
 // Part of sandlet.hpp (C++17 or later); may be included alone.
 #ifndef SANDLET_CXX_RUNTIME_HPP
 #define SANDLET_CXX_RUNTIME_HPP
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,11 @@ class Runtime {
     c.skip_gc_on_open = options.skip_gc_on_open ? 1 : 0;
     c.disable_warm_pool = options.disable_warm_pool ? 1 : 0;
     c.create_soon = options.create_soon ? 1 : 0;
+    c.store = options.store.empty() ? nullptr : options.store.c_str();
+    c.cache_max_bytes = options.cache_max_bytes;
+    c.fetch_unit = options.fetch_unit;
+    c.fetch_concurrency = options.fetch_concurrency;
+    c.fill_timeout_ms = options.fill_timeout_ms;
     sandlet_runtime_t* rt = nullptr;
     detail::check(sandlet_runtime_open(root, &c, &rt));
     return Runtime(rt);
@@ -217,6 +223,28 @@ class Runtime {
   }
   std::string env_list() { return json_call(&sandlet_env_list); }
   void env_remove(const std::string& name) { detail::check(sandlet_env_remove(rt_, name.c_str())); }
+
+  // ---- remote stores and lazy layers (sandlet_store.h; blocking; results are its JSON documents) ----
+  // `store`: a URL; nullopt = the runtime's (RuntimeOptions::store, else $SANDLET_STORE; neither set is
+  // INVALID_ARGUMENT). An empty URL is INVALID_ARGUMENT too.
+
+  // Pushes layer `ref` with the layers it needs; returns {"digest","store","layers",...}.
+  std::string layer_push(const std::string& ref, const std::optional<std::string>& store = std::nullopt) {
+    char* out = nullptr;
+    detail::check(sandlet_layer_push(rt_, ref.c_str(), store ? store->c_str() : nullptr, &out));
+    return detail::take_string(out);
+  }
+  // Pulls layer `ref` (a digest or a name the store holds); `lazy`: metadata only, data on first read.
+  // Returns {"digest","store","layers","lazy","eager_reason","bytes_fetched","image_bytes"}.
+  std::string layer_pull(const std::string& ref, const std::optional<std::string>& store = std::nullopt,
+                         bool lazy = false) {
+    char* out = nullptr;
+    detail::check(sandlet_layer_pull(rt_, ref.c_str(), store ? store->c_str() : nullptr,
+                                     lazy ? SANDLET_PULL_LAZY : 0u, &out));
+    return detail::take_string(out);
+  }
+  // The node's loader, its cache and every lazy layer (sandlet_loader_status); starts no loader.
+  std::string loader_status() { return json_call(&sandlet_loader_status); }
 
   // ---- builds (sandlet_build): returns the result JSON ----
 
