@@ -270,6 +270,7 @@ class Reader final {
     }
     auto layout = static_cast<uint16_t>(ino.i_format >> 1);
     uint64_t xsize = ino.i_xattr_icount ? sizeof(XattrIbodyHeader) + (ino.i_xattr_icount - 1) * 4u : 0;
+    bytes(pos, sizeof ino + xsize, where, "inode with its xattrs");
     take(sizeof ino + xsize, where);
     Inode n;
     n.mode = ino.i_mode;
