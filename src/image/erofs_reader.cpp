@@ -176,7 +176,7 @@ class Reader final {
       corrupt(where, "shared xattrs or a name filter (sandlet writes neither)");
     }
     const char* p = bytes(at, size, where, "xattr area");
-    std::set<std::string_view> names;
+    std::set<std::string> names;  // owned: views into n.xattrs would dangle when it grows
     for (uint64_t off = sizeof h; off < size;) {
       if (size - off < sizeof(XattrEntry)) corrupt(where, "a partial xattr entry");
       XattrEntry e;
