@@ -176,7 +176,7 @@ class Reader final {
       corrupt(where, "shared xattrs or a name filter (sandlet writes neither)");
     }
     const char* p = bytes(at, size, where, "xattr area");
-    std::set<std::string_view> names;
+    std::set<std::string> names;  // owned: views into n.xattrs would dangle when it grows
     for (uint64_t off = sizeof h; off < size;) {
       if (size - off < sizeof(XattrEntry)) corrupt(where, "a partial xattr entry");
       XattrEntry e;
@@ -270,6 +270,7 @@ class Reader final {
     }
     auto layout = static_cast<uint16_t>(ino.i_format >> 1);
     uint64_t xsize = ino.i_xattr_icount ? sizeof(XattrIbodyHeader) + (ino.i_xattr_icount - 1) * 4u : 0;
+    bytes(pos, sizeof ino + xsize, where, "inode with its xattrs");
     take(sizeof ino + xsize, where);
     Inode n;
     n.mode = ino.i_mode;
