@@ -94,7 +94,7 @@ boost::json::object HolderState::attach(const boost::json::object& req) {
   }
   const auto* blobs = req.if_contains("blobs");
   if (!blobs || !blobs->is_array()) throw Error(Code::kInvalidArgument, "attach: no blobs");
-  if (layers_.count(digest)) detach(req);  // attaching again replaces (a remount after a crash)
+  if (auto it = layers_.find(digest); it != layers_.end() && it->second.attached) detach(req);  // a remount
   Layer layer;
   layer.name = str_field(req, "name");
   if (auto* v = req.if_contains("image_bytes"); v && (v->is_uint64() || v->is_int64())) layer.image_bytes = v->is_uint64() ? v->as_uint64() : static_cast<uint64_t>(v->as_int64());
@@ -129,7 +129,7 @@ boost::json::object HolderState::attach(const boost::json::object& req) {
 boost::json::object HolderState::detach(const boost::json::object& req) {
   std::string digest = str_field(req, "layer");
   auto it = layers_.find(digest);
-  if (it == layers_.end()) return {{"ok", true}, {"attached", false}};
+  if (it == layers_.end() || !it->second.attached) return {{"ok", true}, {"attached", false}};
   for (const auto& sha : it->second.blobs) {
     auto b = blobs_.find(sha);
     if (b != blobs_.end() && b->second->layers > 0) {
@@ -137,9 +137,16 @@ boost::json::object HolderState::detach(const boost::json::object& req) {
       b->second->last_used_ns = sys::now_monotonic_ns();
     }
   }
-  layers_.erase(it);
+  it->second.attached = false;
   // Blobs stay open and marked: a sandbox may still hold a detached clone of the layer's mount.
   return {{"ok", true}, {"attached", true}};
+}
+
+bool HolderState::idle() const {
+  if (!pending_.empty()) return false;
+  for (const auto& [d, l] : layers_)
+    if (l.attached) return false;
+  return true;
 }
 
 void HolderState::request(CacheBlob& b, size_t first, size_t last, bool prefetch) {
@@ -376,7 +383,8 @@ boost::json::object HolderState::status(pid_t holder_pid, pid_t fetcher_pid, dou
       lat.insert(lat.end(), c.latencies_us.begin(), c.latencies_us.end());
     }
     boost::json::object lo{{"digest", digest}, {"name", l.name}, {"image_bytes", l.image_bytes},
-                           {"fetched_bytes", fetched}, {"hits", hits}, {"misses", misses}, {"fetch_errors", errors}};
+                           {"fetched_bytes", fetched}, {"hits", hits}, {"misses", misses}, {"fetch_errors", errors},
+                           {"attached", l.attached}};
     lo["fetch_ms"] = percentiles(std::move(lat));
     layers.push_back(std::move(lo));
   }

@@ -35,7 +35,7 @@ class HolderState final {
   boost::json::object attach(const boost::json::object& req);
   boost::json::object detach(const boost::json::object& req);
   boost::json::object status(pid_t holder_pid, pid_t fetcher_pid, double started) const;
-  bool idle() const { return layers_.empty() && pending_.empty(); }
+  bool idle() const;  // no layer attached, no reader waiting
 
   void on_access_events();           // the group is readable
   void on_filled(const Filled& f);   // the fetcher wrote (or failed) chunks
@@ -61,6 +61,7 @@ class HolderState final {
     std::string name;
     uint64_t image_bytes = 0;
     std::vector<std::string> blobs;
+    bool attached = true;  // detached layers keep their counters until the loader stops
   };
 
   CacheBlob* open_blob(const std::string& sha, const std::string& index, const Store& store);

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -60,7 +61,10 @@ int holder(int argc, char** argv) {
   // Detach: the grandchild serves; the starter reaps the child at once.
   pid_t pid = ::fork();
   if (pid < 0) return 1;
-  if (pid > 0) return 0;
+  if (pid > 0) {
+    ::waitpid(pid, nullptr, 0);  // the middle process exits at once; the server is reparented away
+    return 0;
+  }
   ::setsid();
   pid = ::fork();
   if (pid < 0) _exit(1);

@@ -178,14 +178,6 @@ void Runtime::close() noexcept {
     registry_.close_watchers();
     // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
     if (layers_) layers_->release_unused();
-    // The node's loader goes once no layer of any process is attached to it (the next lazy mount starts one
-    // again, and its cache stays, verified on reuse).
-    if (loader_) {
-      try {
-        loader_->stop_if_idle();
-      } catch (...) {
-      }
-    }
     release_state_if_empty(state_);
     // Node-level structures (the container backend's "sandlet" parent cgroups) stay for the next runtime,
     // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go

@@ -5,8 +5,10 @@
 #include "common/error.hpp"
 #include "lazy/fanotify_group.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/store_url_choice.hpp"
 #include "store/blob_store.hpp"
 #include "store/store_url.hpp"
+#include "sys/fs_util.hpp"
 
 namespace sandlet {
 namespace {
@@ -19,9 +21,7 @@ std::string env_or_empty(const char* name) {
 }  // namespace
 
 std::string Runtime::store_url(const std::string& given) const {
-  std::string url = !given.empty() ? given : !options_.store.empty() ? options_.store : env_or_empty("SANDLET_STORE");
-  if (url.empty())
-    throw Error(Code::kInvalidArgument, "no store: pass one (--store URL) or set the runtime's store or SANDLET_STORE");
+  std::string url = resolve_store_url(options_, given);
   store::parse_store_url(url);  // INVALID_ARGUMENT naming what is wrong
   return url;
 }
@@ -71,7 +71,9 @@ void Runtime::wire_lazy_layers() {
 
 std::string Runtime::layer_push(const std::string& ref, const std::string& store) {
   std::string url = store_url(store);
-  auto to = store::open_store(store::parse_store_url(url));
+  store::StoreConfig cfg = store::parse_store_url(url);
+  if (cfg.kind == store::StoreConfig::Kind::kDir) sys::mkdir_p(cfg.dir, 0755);  // a push may start a store
+  auto to = store::open_store(cfg);
   image::PushResult r = layer_store_->push(ref, *to);
   boost::json::object o{{"digest", r.layers.empty() ? "" : r.layers.back()}, {"store", store::describe(to->config())},
                         {"layers", boost::json::value_from(r.layers)}, {"objects_sent", r.objects_sent},

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <future>
 
 #include "integration/harness.hpp"
@@ -24,6 +25,18 @@ std::string precontent_missing() {
 }
 
 json::object parse(const std::string& s) { return json::parse(s).as_object(); }
+
+// A loader holder process serving `root` (its argv: ... holder --root ROOT ...).
+bool loader_running(const std::string& root) {
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator("/proc", ec)) {
+    std::string cmd = slurp(e.path().string() + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find("sandlet-loader") != std::string::npos && cmd.find(" holder --root " + root + " ") != std::string::npos)
+      return true;
+  }
+  return false;
+}
 
 uint64_t u64(const json::value& v) { return v.is_uint64() ? v.as_uint64() : static_cast<uint64_t>(v.as_int64()); }
 
@@ -45,8 +58,13 @@ struct LazyFixture {
   }
   ~LazyFixture() {
     src.close();
-    node.gc();  // stops the loader once nothing is attached
-    node.close();
+    node.close();  // its sandboxes reclaimed, their layers released and detached from the loader
+    {
+      auto again = sandlet::Runtime::open(node_root);
+      again.gc();  // stops the loader: nothing is attached any more
+    }
+    // No loader of this root is left running.
+    CHECK(wait_until([&] { return !loader_running(node_root); }, 5));
     test_support::sweep_and_remove_root(src_root);
     test_support::sweep_and_remove_root(node_root);
     std::error_code ec;
