@@ -189,6 +189,22 @@ TEST_CASE("store: an unreachable store is UNAVAILABLE quickly, after bounded ret
   CHECK(e.code() == Code::kUnavailable);
   CHECK_THAT(e.what(), Catch::Contains("cannot connect") && Catch::Contains("after 5 attempts"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  // A server that accepts connections (the kernel's backlog does) but never answers: each read times out.
+  const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(silent, 16) == 0);
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+  StoreConfig stalled = parse_store_url("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  stalled.timeout_s = 0.3;
+  stalled.retries = 1;
+  const auto timed_out = error_of([&] { open_store(stalled)->get("a", 10); });
+  ::close(silent);
+  CHECK(timed_out.code() == Code::kUnavailable);
+  CHECK_THAT(timed_out.what(), Catch::Contains("timed out"));
   StoreConfig unresolvable = parse_store_url("http://no-such-host.invalid:8080/x");
   unresolvable.retries = 1;
   CHECK(error_of([&] { open_store(unresolvable)->get("a", 10); }).code() == Code::kUnavailable);
