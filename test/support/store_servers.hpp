@@ -69,7 +69,10 @@ class NginxServer final {
   std::string config(bool tls) const {
     const std::string d = dir_.path();
     std::string listen = "listen 127.0.0.1:" + std::to_string(port_) + (tls ? " ssl" : "") + ";\n";
-    if (tls) listen += "    ssl_certificate " + d + "/cert.pem;\n    ssl_certificate_key " + d + "/key.pem;\n";
+    // (TLS also on 127.0.0.2, an address the certificate does not name: for the host check.)
+    if (tls)
+      listen += "    listen 127.0.0.2:" + std::to_string(port_) + " ssl;\n    ssl_certificate " + d +
+                "/cert.pem;\n    ssl_certificate_key " + d + "/key.pem;\n";
     // One process (no master/workers): stopping it stops everything; root, as the test runs as root and
     // the temp directory is private.
     return "user root;\nmaster_process off;\nworker_processes 1;\nerror_log " + d + "/error.log;\n"
