@@ -28,6 +28,8 @@ packages=(
   libssl-dev zlib1g-dev libzstd-dev zstd
   busybox-static bubblewrap uidmap erofs-utils
   hyperfine python3 python3-dev python3-venv
+  # The blob store tests' HTTP(S) server (PUT through its WebDAV module; TLS with a self-signed certificate).
+  nginx-light openssl
   # The VM tests boot Debian kernels in throw-away VMs (software emulation): pure cgroup v2, 6.1, 6.12.
   qemu-system-x86 e2fsprogs xz-utils
   # The agent channel's fuzz targets (test/fuzz): clang and its libFuzzer runtime (libclang_rt.fuzzer),

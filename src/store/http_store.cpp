@@ -106,7 +106,14 @@ class HttpStore final : public BlobStore {
     validate_key(key);
     if (len == 0) return;
     const std::string what = "range " + std::to_string(offset) + "+" + std::to_string(len) + " of " + key;
-    Response r = request("GET", key, object_path(key), {{"Range", range_value(offset, len)}}, Payload{}, len, false);
+    Response r;
+    try {
+      r = request("GET", key, object_path(key), {{"Range", range_value(offset, len)}}, Payload{}, len, false);
+    } catch (const Error& e) {
+      // More bytes than the range: the server answered with the whole object.
+      if (e.code() != Code::kResourceExhausted) throw;
+      throw Error(Code::kFailedPrecondition, std::string(e.what()) + " (the server ignored the Range header)");
+    }
     if (r.status == 416) throw Error(Code::kOutOfRange, name_ + ": " + what + " passes the object's end");
     expect_success(r, "GET", key);
     if (r.status == 206) {

@@ -109,7 +109,7 @@ const char* kSums = "cd /data && sha256sum * | sha256sum";
 
 TEST_CASE("lazy pull: metadata only, reads byte-identical to the source, counted by the loader", "[lazy]") {
   if (!precontent_missing().empty()) {
-    WARN("SKIP: " << precontent_missing());
+    WARN("SANDLET-SKIP: " << precontent_missing());
     return;
   }
   LazyFixture fx;
@@ -143,7 +143,7 @@ TEST_CASE("lazy pull: metadata only, reads byte-identical to the source, counted
 
 TEST_CASE("lazy: kill -9 of the fetcher during a read storm: every reader completes with the right bytes", "[lazy]") {
   if (!precontent_missing().empty()) {
-    WARN("SKIP: " << precontent_missing());
+    WARN("SANDLET-SKIP: " << precontent_missing());
     return;
   }
   LazyFixture fx;
@@ -174,7 +174,7 @@ TEST_CASE("lazy: kill -9 of the fetcher during a read storm: every reader comple
 
 TEST_CASE("lazy: a corrupted chunk in the store is refused with EIO; other files and sandboxes keep working", "[lazy]") {
   if (!precontent_missing().empty()) {
-    WARN("SKIP: " << precontent_missing());
+    WARN("SANDLET-SKIP: " << precontent_missing());
     return;
   }
   LazyFixture fx(/*fill_timeout_ms=*/20000);
@@ -212,7 +212,7 @@ TEST_CASE("lazy: a corrupted chunk in the store is refused with EIO; other files
 
 TEST_CASE("lazy: two layers sharing chunks fetch them once", "[lazy]") {
   if (!precontent_missing().empty()) {
-    WARN("SKIP: " << precontent_missing());
+    WARN("SANDLET-SKIP: " << precontent_missing());
     return;
   }
   LazyFixture fx;
@@ -290,7 +290,7 @@ TEST_CASE("lazy: metadata that is not the digest's is refused at pull, nothing c
 
 TEST_CASE("lazy: the cache cap evicts only blobs no attached layer needs; evicted data is fetched again", "[lazy]") {
   if (!precontent_missing().empty()) {
-    WARN("SKIP: " << precontent_missing());
+    WARN("SANDLET-SKIP: " << precontent_missing());
     return;
   }
   LazyFixture fx(60000, /*cache_max=*/512 * 1024);
