@@ -9,6 +9,8 @@
 #include <future>
 
 #include "integration/harness.hpp"
+#include "support/fault_proxy.hpp"
+#include "support/store_servers.hpp"
 
 namespace {
 
@@ -332,4 +334,78 @@ TEST_CASE("lazy: the cache cap evicts only blobs no attached layer needs; evicte
   // Evicted data comes back on demand, byte-identical.
   auto again = fx.node.create(sandlet::Spec().layer(da));
   CHECK(run_out(again, kSums) == expect);
+}
+
+TEST_CASE("lazy over HTTP: the store down, then up: waiting reads resume and complete", "[lazy]") {
+  if (!precontent_missing().empty()) {
+    WARN("SANDLET-SKIP: " << precontent_missing());
+    return;
+  }
+  test_support::NginxServer nginx;
+  if (!nginx.skip_reason().empty()) {
+    WARN("SANDLET-SKIP: " << nginx.skip_reason());
+    return;
+  }
+  test_support::FaultProxy proxy(nginx.port());
+  LazyFixture fx(/*fill_timeout_ms=*/30000);
+  fx.store = nginx.data_dir();  // pushed as a directory, served by nginx
+  std::string tree = fx.tmp + "/tree";
+  make_tree(tree, 6, 400 * 1024);
+  std::string digest = fx.publish(tree, "http-tree");
+  std::string expect = host_sh(std::string("cd ") + tree + "/data && sha256sum * | sha256sum");
+  std::string url = "http://127.0.0.1:" + std::to_string(proxy.port());
+  auto pulled = parse(fx.node.layer_pull("http-tree", url, true));
+  REQUIRE(pulled.at("lazy").as_bool());
+  auto sb = fx.node.create(sandlet::Spec().layer(digest));
+  proxy.command("down");
+  auto reading = std::async(std::launch::async, [&] { return sb.exec({"sh", "-c", kSums}); });
+  CHECK(reading.wait_for(std::chrono::milliseconds(1500)) == std::future_status::timeout);  // it waits
+  proxy.command("up");
+  auto r = reading.get();
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_data == expect);
+}
+
+TEST_CASE("lazy over S3: signed range requests; rejected credentials fail at pull time", "[lazy]") {
+  if (!precontent_missing().empty()) {
+    WARN("SANDLET-SKIP: " << precontent_missing());
+    return;
+  }
+  test_support::S3Server s3;
+  if (!s3.skip_reason().empty()) {
+    WARN("SANDLET-SKIP: " << s3.skip_reason());
+    return;
+  }
+  LazyFixture fx;
+  std::string tree = fx.tmp + "/tree";
+  make_tree(tree, 6, 300 * 1024);
+  std::string expect = host_sh(std::string("cd ") + tree + "/data && sha256sum * | sha256sum");
+  ::setenv("AWS_ACCESS_KEY_ID", s3.access_key().c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret", 1);
+  sandlet::LayerImportOptions io;
+  io.name = "s3-tree";
+  auto imported = parse(fx.src.layer_import(tree, io));
+  std::string digest(imported.at("layers").as_array().back().as_object().at("digest").as_string());
+  try {
+    fx.src.layer_push(digest, s3.url());
+    FAIL("a push with a wrong secret succeeded");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_PERMISSION_DENIED);
+  }
+  ::setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
+  fx.src.layer_push(digest, s3.url());
+  ::setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret", 1);
+  try {
+    fx.node.layer_pull("s3-tree", s3.url(), true);
+    FAIL("a pull with a wrong secret succeeded");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_PERMISSION_DENIED);
+  }
+  ::setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key().c_str(), 1);
+  auto pulled = parse(fx.node.layer_pull("s3-tree", s3.url(), true));
+  CHECK(pulled.at("lazy").as_bool());
+  auto sb = fx.node.create(sandlet::Spec().layer(digest));
+  CHECK(run_out(sb, kSums) == expect);
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
 }
