@@ -11,10 +11,12 @@
 #
 # Idempotent: with the stamp present nothing is done (no network). The stamp records the package list and
 # the workload's checksum: changing either here rebuilds. The build runs in OUT_DIR/rootfs.tmp.* and is
-# renamed into place after the workload ran in it (chroot) and printed its checksum line.
+# renamed into place after the workload ran in it (bwrap) and printed its checksum line.
 #
 # Environment: SANDLET_BENCH_PIP  the pip to install with (default /work/main/.venv/bin/pip, else pip3):
 #                                 it must run CPython 3.11 on x86_64 (the wheels must match Debian's 3.11)
+#              SANDLET_BENCH_WHEELS  a directory of the wheels (`pip download` of the same list): install
+#                                 from it alone (--no-index), offline
 set -euo pipefail
 
 die() { echo "cold_start_image.sh: $*" >&2; exit 1; }
@@ -89,22 +91,38 @@ tmp=$(mktemp -d "$out/rootfs.tmp.XXXXXX")
 trap 'rc=$?; [[ -n ${tmp:-} ]] && rm -rf --one-file-system -- "$tmp"; [[ $rc -eq 0 ]] || say "failed (exit $rc); nothing cached"' EXIT
 trap 'exit 130' INT TERM HUP
 
-say "copying the base $base"
+# The package tree is installed once into OUT_DIR/dist-packages (stamped with the list) and copied into each
+# build of the root: a failed later step does not download and install it again.
+pkgs=$out/dist-packages
+if [[ ! -e $pkgs.complete ]] || [[ $(cat "$pkgs.complete") != "${packages[*]}" ]]; then
+  rm -rf --one-file-system -- "$pkgs" "$pkgs".tmp "$pkgs.complete"
+  from=()
+  [[ -z ${SANDLET_BENCH_WHEELS:-} ]] || from=(--no-index --find-links "$SANDLET_BENCH_WHEELS")
+  say "pip install --target $pkgs (${#packages[@]} packages and their dependencies; downloads ~0.4 GB once)"
+  # pip compiles the .pyc files: sandboxes read them instead of compiling into their upper layer.
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$pip" install -q --only-binary=:all: "${from[@]}" --target "$pkgs.tmp" \
+    "${packages[@]}" >&2 || die "pip install failed"
+  # pip --target puts console scripts into bin/; they point at the build venv's python.
+  rm -rf -- "$pkgs.tmp/bin"
+  mv -T -- "$pkgs.tmp" "$pkgs"
+  echo "${packages[*]}" >"$pkgs.complete"
+fi
+
+say "copying the base $base and the package tree"
 cp -a --reflink=auto -T -- "$base" "$tmp"
 site=$tmp/usr/local/lib/python3.11/dist-packages
-mkdir -p "$site"
-say "pip install --target $site (${#packages[@]} packages and their dependencies; downloads ~0.5 GB once)"
-# --no-compile off: pip writes the .pyc files, so sandboxes read them instead of compiling into their upper.
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$pip" install -q --only-binary=:all: --target "$site" \
-  "${packages[@]}" >&2 || die "pip install failed"
-# pip --target puts console scripts into $site/bin; they point at the build venv's python.
-rm -rf -- "$site/bin"
+mkdir -p "$(dirname -- "$site")"
+cp -a --reflink=auto -T -- "$pkgs" "$site"
 install -D -m 0644 "$workload" "$tmp/opt/bench/workload.py"
 
-say "checking the workload in a chroot of the image"
+say "checking the workload in bwrap on the image"
+bwrap=$(command -v bwrap) || die "no bwrap on PATH (install bubblewrap)"
+# With /proc (polars reads the CPU count there) and HOME=/root as in the sandboxes: matplotlib's font cache
+# is built here once, on the writable root, and kept in the image.
 line=$(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-  PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg chroot "$tmp" /usr/bin/python3 /opt/bench/workload.py) ||
-  die "the workload failed in chroot $tmp"
+  PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg POLARS_MAX_THREADS=1 NUMBA_NUM_THREADS=1 \
+  "$bwrap" --unshare-all --die-with-parent --bind "$tmp" / --proc /proc --dev /dev --tmpfs /tmp \
+  /usr/bin/python3 /opt/bench/workload.py) || die "the workload failed in bwrap on $tmp"
 [[ $line == checksum=* ]] || die "the workload printed '$line', expected checksum=..."
 say "workload: $line"
 

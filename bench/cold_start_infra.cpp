@@ -139,7 +139,7 @@ Nginx::Nginx(const fs::path &prefix, const fs::path &www) {
 
 Nginx::~Nginx() { kill_tree(pid_); }
 
-std::string Nginx::version() const { return capture_output("/usr/sbin/nginx -v 2>&1"); }
+std::string Nginx::version() const { return capture_output("/usr/sbin/nginx -v 2>&1 | cat"); }
 
 // ---------------------------------------------------------------------------------------------------
 ThrottleProxy::ThrottleProxy(const fs::path &script, int upstream_port, double rate_mbps, double max_lifetime_s) {

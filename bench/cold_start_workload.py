@@ -4,7 +4,9 @@ It imports many modules of the image's package tree (as a project's test suite a
 then runs a small test file's worth of work on them, and prints one line, `checksum=<hex> tests=<n>`.
 The checksum depends only on the results (rounded), so every sandbox of every arm prints the same line.
 Single-threaded on purpose (the bench sets OMP_NUM_THREADS=1 and friends): 32 of them share the cores.
-Warm, it takes a few seconds at most on one core.
+Warm, it takes about 3-4 s on one core of the project's machines (imports ~2/3 of it). The image also
+holds packages it does not import (sympy, statsmodels, astropy, bokeh, plotly...): most of an image is
+never read, which is what lazy loading is for.
 """
 import hashlib
 import importlib
@@ -20,10 +22,8 @@ MODULES = [
     "pandas", "pyarrow", "pyarrow.parquet", "polars", "duckdb",
     "sklearn", "sklearn.linear_model", "sklearn.ensemble", "sklearn.cluster", "sklearn.model_selection",
     "sklearn.preprocessing", "sklearn.metrics", "sklearn.decomposition",
-    "sympy", "networkx", "PIL.Image", "PIL.ImageFilter",
-    "matplotlib", "matplotlib.pyplot",
-    "statsmodels.api", "skimage.filters", "skimage.measure", "astropy.units", "astropy.table",
-    "plotly.graph_objects", "bokeh.plotting", "boto3", "botocore.session", "cv2", "pytest",
+    "networkx", "PIL.Image", "PIL.ImageFilter", "matplotlib", "matplotlib.pyplot",
+    "skimage.filters", "skimage.measure", "boto3", "botocore.session", "cv2", "pytest",
 ]
 
 
@@ -64,12 +64,10 @@ def test_models(np, sklearn):
     return round(lr, 4) + round(rf, 4)
 
 
-def test_symbolic_and_graphs(sympy, networkx):
-    t = sympy.symbols("t")
-    expr = sympy.integrate(sympy.sin(t) ** 2 * sympy.exp(-t), (t, 0, sympy.oo))
+def test_graphs(networkx):
     g = networkx.karate_club_graph()
     pr = networkx.pagerank(g)
-    return float(sympy.N(expr, 8)) + round(max(pr.values()), 5) + networkx.diameter(g)
+    return round(max(pr.values()), 5) + networkx.diameter(g)
 
 
 def test_images_and_plots(np, matplotlib):
@@ -98,7 +96,7 @@ def main():
         test_sparse_and_optimize(np, scipy),
         test_frames(np, loaded["pandas"], loaded["polars"], loaded["duckdb"], loaded["pyarrow"]),
         test_models(np, loaded["sklearn"]),
-        test_symbolic_and_graphs(loaded["sympy"], loaded["networkx"]),
+        test_graphs(loaded["networkx"]),
         test_images_and_plots(np, loaded["matplotlib"]),
     ]
     digest = hashlib.sha256(repr([round(r, 2) for r in results]).encode()).hexdigest()[:16]
