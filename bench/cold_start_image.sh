@@ -6,7 +6,8 @@
 #
 # Usage: bench/cold_start_image.sh [OUT_DIR] [--print-path]
 #   OUT_DIR       where the image goes (default ${SANDLET_CACHE:-/var/cache/sandlet}/bench-images/cold-start)
-#                 OUT_DIR/rootfs is the image's root; OUT_DIR/complete (written last) marks it finished.
+#                 OUT_DIR/rootfs is the image's root; OUT_DIR/complete (written last) marks it finished;
+#                 OUT_DIR/dist-packages keeps the installed package tree (reused by a rebuild of the root).
 #   --print-path  print only the rootfs path on stdout
 #
 # Idempotent: with the stamp present nothing is done (no network). The stamp records the package list and
