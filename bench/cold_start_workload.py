@@ -4,7 +4,8 @@ It imports many modules of the image's package tree (as a project's test suite a
 then runs a small test file's worth of work on them, and prints one line, `checksum=<hex> tests=<n>`.
 The checksum depends only on the results (rounded), so every sandbox of every arm prints the same line.
 Single-threaded on purpose (the bench sets OMP_NUM_THREADS=1 and friends): 32 of them share the cores.
-Warm, it takes about 3-4 s on one core of the project's machines (imports ~2/3 of it). The image also
+Warm and alone it takes a few seconds (4-7 s measured on the project's 2-core machines; imports are
+most of it). The image also
 holds packages it does not import (sympy, statsmodels, astropy, bokeh, plotly...): most of an image is
 never read, which is what lazy loading is for.
 """
