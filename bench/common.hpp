@@ -27,6 +27,12 @@ struct Options {
   std::size_t sandboxes = 0;    // --sandboxes: workspace-provision (0 = its default, 64)
   unsigned workspace_mb = 0;    // --workspace-mb: workspace-provision and import (0 = default, 500)
   bool one_line = false;        // --json: one line instead of pretty-printed
+  // cold-start (issue 17); --n N sets `sandboxes`
+  std::string image;            // --image DIR: the image's root (default: bench/cold_start_image.sh builds it)
+  double rate_mbps = 0;         // --rate MB/s of the throttled store (0 = default, 200)
+  std::string store_kind;       // --store-kind http|dir: how the image is pushed (default dir)
+  std::string arms;             // --arms eager,untar,lazy,warm (default all)
+  unsigned warm_rounds = 0;     // --warm-rounds R (default 1)
 };
 
 struct Context {

@@ -51,6 +51,8 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"import", scenario_import, 3, "MB/s of importing the M MB workspace into a fresh store; peer: mkfs.erofs"},
       {"snapshot", scenario_snapshot, 5, "snapshot of M MB of changes (latency, frozen time); peers: cp -a, tar -cf"},
       {"fork", scenario_fork, 3, "fork into N children with M MB of changes; peers: cp -a / tar+untar per child"},
+      {"cold-start", scenario_cold_start, 32,
+       "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},
   };
   return list;
 }
@@ -94,6 +96,13 @@ void usage(std::FILE *out) {
                "                   fast paths have gone cold (throughput is then not reported)\n"
                "  --host-rss-gib N touch N GiB in this process first: the cost of creating sandboxes from a\n"
                "                   large host process (a trainer) shows up in lifecycle and exec\n"
+               "  --image DIR      cold-start: the image's root (default: bench/cold_start_image.sh builds\n"
+               "                   and caches the issue's >= 1 GB image)\n"
+               "  --n N            cold-start: sandboxes per arm (default 32; same as --sandboxes)\n"
+               "  --rate MBPS      cold-start: bandwidth of the store, MB/s (default 200)\n"
+               "  --store-kind K   cold-start: push to `dir` (file://, served by nginx) or `http` (WebDAV PUT)\n"
+               "  --arms LIST      cold-start: of eager,untar,lazy,warm (default all, in that order)\n"
+               "  --warm-rounds R  cold-start: rounds of the warm comparison (default 1)\n"
                "  --json           one-line JSON\n"
                "Exit status: 0 ok, 1 error (JSON has \"error\"), 2 usage, 3 leftovers after the run.\n");
 }
@@ -154,6 +163,24 @@ Options parse_args(int argc, char **argv) {
         std::exit(2);
       }
       o.host_rss_gib = static_cast<unsigned>(n);
+    } else if (a == "--image") {
+      o.image = value();
+    } else if (a == "--n") {
+      o.sandboxes = parse_number("--n", value(), 1);
+    } else if (a == "--rate") {
+      const char *v = value();
+      char *end = nullptr;
+      o.rate_mbps = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(o.rate_mbps > 0)) {
+        std::fprintf(stderr, "sandlet-bench: --rate wants MB/s > 0, got '%s'\n", v);
+        std::exit(2);
+      }
+    } else if (a == "--store-kind") {
+      o.store_kind = value();
+    } else if (a == "--arms") {
+      o.arms = value();
+    } else if (a == "--warm-rounds") {
+      o.warm_rounds = static_cast<unsigned>(parse_number("--warm-rounds", value(), 1));
     } else if (a == "--sandboxes") {
       o.sandboxes = parse_number("--sandboxes", value(), 1);
     } else if (a == "--workspace-mb") {

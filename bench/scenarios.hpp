@@ -18,6 +18,7 @@ boost::json::object scenario_workspace_provision(const Context &ctx);
 boost::json::object scenario_import(const Context &ctx);
 boost::json::object scenario_snapshot(const Context &ctx);
 boost::json::object scenario_fork(const Context &ctx);
+boost::json::object scenario_cold_start(const Context &ctx);
 
 struct ScenarioInfo {
   const char *name;

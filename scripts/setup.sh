@@ -35,6 +35,8 @@ packages=(
   # The agent channel's fuzz targets (test/fuzz): clang and its libFuzzer runtime (libclang_rt.fuzzer),
   # which is a package of its own.
   clang-14 libclang-rt-14-dev
+  # sandlet-bench cold-start (issue 17) serves its store on loopback with nginx (DAV for pushes over HTTP).
+  nginx-light
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
 # if none exists. cargo builds the Rust example over the C ABI (examples/rust).
