@@ -59,7 +59,7 @@ void fetch_blob(store::BlobStore& from, const std::string& blob, const std::vect
                 const std::string& out_path, uint64_t* fetched) {
   uint64_t size = 0;
   for (const auto& r : index) size = std::max<uint64_t>(size, (uint64_t{r.blkaddr} * 4096 + r.length + 4095) / 4096 * 4096);
-  sys::UniqueFd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  sys::UniqueFd out(::open(out_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!out) throw_errno("create " + out_path);
   Sha256 whole;
   std::vector<char> buf;

@@ -70,11 +70,16 @@ int holder(int argc, char** argv) {
   if (pid < 0) _exit(1);
   if (pid > 0) _exit(0);
   if (ready_fd >= 0) ::fcntl(ready_fd, F_SETFD, FD_CLOEXEC);  // not the fetcher's
+  // Nothing of the starter's stdio stays open here (a pipe would never see its end); errors go to a log.
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) {
     ::dup2(devnull, 0);
     ::dup2(devnull, 1);
   }
+  sandlet::sys::mkdir_p(lazy::loader_dir(o.root), 0700);
+  int log = ::open((lazy::loader_dir(o.root) + "/loader.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (log >= 0) ::dup2(log, 2);
+  else if (devnull >= 0) ::dup2(devnull, 2);
   try {
     sandlet::sys::mkdir_p(lazy::loader_dir(o.root), 0700);
     // One per root: a second holder finds the lock taken and leaves (the starter then connects to the first).

@@ -1,9 +1,12 @@
 // Push, pull and the loader's status (sandlet_store.h), and the runtime's side of lazy layers: the layer
 // mounts ask the node's loader for watched cache files before mounting a lazy layer.
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "common/error.hpp"
 #include "lazy/fanotify_group.hpp"
+#include "lazy/loader_protocol.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/store_url_choice.hpp"
 #include "store/blob_store.hpp"
@@ -129,6 +132,22 @@ std::string Runtime::loader_status() {
                                          {"fetch_ms", boost::json::object{{"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}}}});
   }
   st["layers"] = std::move(layers);
+  if (!st.at("running").as_bool()) {
+    // No loader: what the cache directory holds (fetched data kept from earlier loaders).
+    uint64_t bytes = 0, blobs = 0;
+    const std::string dir = lazy::cache_dir(root_);
+    for (const auto& name : sys::list_dir(dir)) {
+      if (name.size() != 64) continue;
+      struct stat sb;
+      if (::stat((dir + "/" + name).c_str(), &sb) != 0) continue;
+      bytes += static_cast<uint64_t>(sb.st_blocks) * 512;
+      ++blobs;
+    }
+    st["pid"] = 0;
+    st["fetcher_pid"] = 0;
+    st["started"] = 0;
+    st["cache"] = {{"dir", dir}, {"bytes", bytes}, {"max_bytes", options_.loader.cache_max_bytes}, {"blobs", blobs}};
+  }
   if (!st.contains("settings"))
     st["settings"] = {{"cache_max_bytes", options_.loader.cache_max_bytes}, {"fetch_unit", options_.loader.fetch_unit},
                       {"fetch_concurrency", options_.loader.fetch_concurrency},

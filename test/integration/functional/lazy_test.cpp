@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <algorithm>
 #include <future>
+#include <optional>
 
 #include "integration/harness.hpp"
 #include "support/fault_proxy.hpp"
@@ -56,6 +57,7 @@ struct LazyFixture {
     sandlet::RuntimeOptions o;
     o.fill_timeout_ms = fill_timeout_ms;
     o.cache_max_bytes = cache_max;
+    o.disable_warm_pool = true;  // a pooled sandbox keeps its layers mounted (and attached)
     node = sandlet::Runtime::open(node_root, o);
   }
   ~LazyFixture() {
@@ -84,7 +86,8 @@ struct LazyFixture {
   }
   json::object status() { return parse(node.loader_status()); }
   json::object layer_status(const std::string& digest) {
-    for (const auto& l : status().at("layers").as_array())
+    json::object st = status();  // (a temporary's array would dangle in the loop)
+    for (const auto& l : st.at("layers").as_array())
       if (l.as_object().at("digest").as_string() == digest) return l.as_object();
     return {};
   }
@@ -180,11 +183,14 @@ TEST_CASE("lazy: a corrupted chunk in the store is refused with EIO; other files
     return;
   }
   LazyFixture fx(/*fill_timeout_ms=*/20000);
+  // The busybox files go into a base layer's blob first; the tree's own blob then holds only its data files
+  // (the import deduplicates the rest against the base), and only that blob is damaged below.
+  fx.publish(SANDLET_TEST_ROOTFS, "corrupt-base");
   std::string tree = fx.tmp + "/tree";
   make_tree(tree, 8, 2 * 1024 * 1024);
   std::string digest = fx.publish(tree, "corrupt");
   fx.node.layer_pull(digest, fx.store, true);
-  // Flip a byte in the middle of the store's (only) blob: inside data/f0 (2 MiB, the first big file).
+  // Flip bytes all through the tree's own blob (blobs[0]: the data files).
   auto manifest = parse(slurp(fx.store + "/layers/" + digest + ".json"));
   std::string blob(manifest.at("blobs").as_array().at(0).as_string());
   std::string path = fx.store + "/blobs/" + blob;
@@ -204,7 +210,9 @@ TEST_CASE("lazy: a corrupted chunk in the store is refused with EIO; other files
   auto sb = fx.node.create(sandlet::Spec().layer(digest));
   auto bad = sb.exec({"sh", "-c", "cat /data/f0 > /dev/null"});
   CHECK(bad.exit_code != 0);
-  CHECK(bad.stderr_data.find("I/O error") != std::string::npos);
+  INFO("stderr: " << bad.stderr_data);
+  CHECK((bad.stderr_data.find("I/O error") != std::string::npos ||
+         bad.stderr_data.find("Input/output error") != std::string::npos));
   // Inline-sized and other files still read; the sandbox still runs commands.
   CHECK(run_out(sb, "echo alive") == "alive\n");
   CHECK(run_out(sb, "ls /data | wc -l") == "8\n");
@@ -229,18 +237,12 @@ TEST_CASE("lazy: two layers sharing chunks fetch them once", "[lazy]") {
   fx.node.layer_pull(db, fx.store, true);
   auto sa = fx.node.create(sandlet::Spec().layer(da));
   std::string sum_a = run_out(sa, kSums);
-  uint64_t after_a = 0;
-  for (const auto& l : fx.status().at("layers").as_array()) after_a += u64(l.as_object().at("fetched_bytes"));
   auto sbx = fx.node.create(sandlet::Spec().layer(db));
   CHECK(run_out(sbx, kSums) == sum_a);
   CHECK(run_out(sbx, "cat /extra") == "only in b\n");
   // b's data chunks are a's (the import deduplicated them): reading them fetched nothing new.
   auto la = fx.layer_status(da), lb = fx.layer_status(db);
   CHECK(u64(lb.at("fetched_bytes")) == u64(la.at("fetched_bytes")));
-  uint64_t total = 0;
-  for (const auto& l : fx.status().at("layers").as_array()) total += u64(l.as_object().at("fetched_bytes"));
-  (void)after_a;
-  (void)total;
 }
 
 TEST_CASE("lazy: a bad store URL or a store without the layer fails at pull time", "[lazy]") {
@@ -296,44 +298,51 @@ TEST_CASE("lazy: the cache cap evicts only blobs no attached layer needs; evicte
     return;
   }
   LazyFixture fx(60000, /*cache_max=*/512 * 1024);
+  // busybox in a base layer's blob; a and b each add a blob of their own data (their own blob is blobs[0]).
+  fx.publish(SANDLET_TEST_ROOTFS, "evict-base");
   std::string a = fx.tmp + "/a", b = fx.tmp + "/b";
   make_tree(a, 8, 600 * 1024);
-  fs::create_directories(b + "/data");
-  fs::copy(SANDLET_TEST_ROOTFS, b, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  make_tree(b, 1, 0);
   {
-    std::ofstream f(b + "/data/other");
-    f << std::string(3 * 1024 * 1024, 'b');
+    std::ofstream f(b + "/data/other");  // 3 MiB that no chunk of it repeats
+    std::string data(3 * 1024 * 1024, '\0');
+    for (size_t k = 0; k < data.size(); ++k) data[k] = static_cast<char>((k * 2654435761u) >> 13);
+    f << data;
   }
   std::string da = fx.publish(a, "evict-a");
   std::string db = fx.publish(b, "evict-b");
   fx.node.layer_pull(da, fx.store, true);
   fx.node.layer_pull(db, fx.store, true);
-  std::string expect = host_sh(std::string("cd ") + a + "/data && sha256sum * | sha256sum");
-  uint64_t fetched_a = 0;
-  {
-    auto sa = fx.node.create(sandlet::Spec().layer(da));
-    CHECK(run_out(sa, kSums) == expect);
-    fetched_a = u64(fx.layer_status(da).at("fetched_bytes"));
-    // While a uses its layer, b's reads push the cache over its cap: nothing of a may go.
-    auto sb = fx.node.create(sandlet::Spec().layer(db));
-    run_out(sb, "cat /data/other | wc -c");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    CHECK(run_out(sa, "echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; " + std::string(kSums)) == expect);
-    CHECK(u64(fx.layer_status(da).at("fetched_bytes")) == fetched_a);
-    auto manifest = parse(slurp(fx.node_root + "/layers/manifests/" + da + ".json"));
-    std::string blob(manifest.at("blobs").as_array().at(0).as_string());
+  auto own_blob = [&](const std::string& d) {
+    auto m = parse(slurp(fx.node_root + "/layers/manifests/" + d + ".json"));
+    return std::string(m.at("blobs").as_array().at(0).as_string());
+  };
+  auto cached = [&](const std::string& blob) {
     struct stat st;
-    REQUIRE(::stat((fx.node_root + "/layers/cache/" + blob).c_str(), &st) == 0);
-    CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= fetched_a / 2);  // still cached while in use
-  }
-  // Both sandboxes gone: their layers are released, and the next cap check empties their cache files.
-  REQUIRE(wait_until([&] {
-    auto st = fx.status();
-    return st.at("running").as_bool() && u64(st.at("cache").as_object().at("bytes")) <= 512 * 1024;
-  }, 15));
+    return ::stat((fx.node_root + "/layers/cache/" + blob).c_str(), &st) == 0 ? uint64_t(st.st_blocks) * 512 : 0;
+  };
+  std::string blob_a = own_blob(da), blob_b = own_blob(db);
+  std::string expect = host_sh(std::string("cd ") + a + "/data && sha256sum * | sha256sum");
+  // (The runtime keeps the environment created last mounted: b's, created after a's.)
+  std::optional<sandlet::Sandbox> sa(fx.node.create(sandlet::Spec().layer(da)));
+  auto sb = fx.node.create(sandlet::Spec().layer(db));
+  CHECK(run_out(*sa, kSums) == expect);
+  uint64_t fetched_a = u64(fx.layer_status(da).at("fetched_bytes"));
+  // While a is in use, b's reads push the cache over its cap: nothing of a may go.
+  run_out(sb, "cat /data/other | wc -c");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(cached(blob_a) >= 600 * 1024);
+  CHECK(cached(blob_b) >= 1024 * 1024);
+  CHECK(run_out(*sa, kSums) == expect);
+  CHECK(u64(fx.layer_status(da).at("fetched_bytes")) == fetched_a);
+  sa.reset();
+  // a's sandbox gone: its layer is released, and the next cap check empties a's own blob; b's stays (in use).
+  CHECK(wait_until([&] { return cached(blob_a) == 0; }, 15));
+  CHECK(cached(blob_b) >= 1024 * 1024);
   // Evicted data comes back on demand, byte-identical.
   auto again = fx.node.create(sandlet::Spec().layer(da));
   CHECK(run_out(again, kSums) == expect);
+  CHECK(u64(fx.layer_status(da).at("fetched_bytes")) > fetched_a);
 }
 
 TEST_CASE("lazy over HTTP: the store down, then up: waiting reads resume and complete", "[lazy]") {
