@@ -14,8 +14,9 @@ void check(sandlet_error_t *err, const std::string &what) {
   throw BenchError(msg);
 }
 
-Runtime::Runtime(const std::filesystem::path &root, unsigned workers, bool warm_pool) {
+Runtime::Runtime(const std::filesystem::path &root, unsigned workers, bool warm_pool, uint32_t fetch_unit) {
   sandlet_runtime_options_t opts = SANDLET_RUNTIME_OPTIONS_INIT;
+  opts.fetch_unit = fetch_unit;
   opts.worker_threads = workers;
   opts.disable_warm_pool = warm_pool ? 0 : 1;
   check(sandlet_runtime_open(root.c_str(), &opts, &rt_), "sandlet_runtime_open(" + root.string() + ")");

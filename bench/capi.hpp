@@ -16,7 +16,8 @@ void check(sandlet_error_t *err, const std::string &what);
 
 class Runtime final {
  public:
-  Runtime(const std::filesystem::path &root, unsigned workers, bool warm_pool);
+  // `fetch_unit`: the node loader's, if this runtime starts it (0 = the library's default).
+  Runtime(const std::filesystem::path &root, unsigned workers, bool warm_pool, uint32_t fetch_unit = 0);
   ~Runtime() { sandlet_runtime_close(rt_); }
   Runtime(const Runtime &) = delete;
   Runtime &operator=(const Runtime &) = delete;

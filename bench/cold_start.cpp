@@ -7,7 +7,7 @@
 //   lazy   sandlet_layer_pull(..., SANDLET_PULL_LAZY), then N sandboxes at once;
 //   warm   afterwards, N fresh sandboxes on the warm lazy layer and N on the eager one (steady-state cost).
 // The store: a temp directory served by nginx on 127.0.0.1, behind bench/throttle_proxy.py (--rate MB/s).
-// Push/pull/loader status are looked up at run time (dlsym): an arm whose call is missing or UNIMPLEMENTED
+// An arm whose call answers UNIMPLEMENTED (a kernel without lazy layers gets an eager pull, said in its result)
 // reports {"skipped": reason}; the untar arm needs none of them. Set-up helpers: cold_start_setup.cpp.
 #include "cold_start.hpp"
 
@@ -137,7 +137,7 @@ json::object scenario_cold_start(const Context &ctx) {
       throw_if_stopped();
       const fs::path root = cs.arm_root(name);
       std::optional<Runtime> rt;
-      rt.emplace(root, ctx.opt.workers, ctx.opt.warm_pool);
+      rt.emplace(root, ctx.opt.workers, ctx.opt.warm_pool, ctx.opt.fetch_unit);
       a["page_cache_dropped_bytes"] = drop_page_cache(cs.www());
       const std::uint64_t dev0 = cs.device().written_bytes();
       const std::uint64_t net0 = cs.proxy().down_bytes();
@@ -205,7 +205,7 @@ json::object scenario_cold_start(const Context &ctx) {
             const bool lazy = (k == 0) == (r % 2 == 1);  // round 0: eager first; round 1: lazy first; ...
             const std::string side = lazy ? "lazy" : "eager";
             throw_if_stopped();
-            Runtime rt(cs.arm_root(side, /*fresh=*/false), ctx.opt.workers, ctx.opt.warm_pool);
+            Runtime rt(cs.arm_root(side, /*fresh=*/false), ctx.opt.workers, ctx.opt.warm_pool, ctx.opt.fetch_unit);
             const Wave w = run_wave(rt.get(), cs.layer_digest(), cs.workload(), n, now_ns(), timeout_s);
             json::object s;
             put_wave(s, w);

@@ -93,6 +93,7 @@ class ColdStart final {
   std::string store_kind_ = "dir";
   std::vector<std::string> arms_;
   unsigned warm_rounds_ = 1;
+  uint32_t fetch_unit_ = 0;
   unsigned workers_ = 0;
   std::filesystem::path source_dir_;  // bench/ of the source tree (scripts, workload)
   std::filesystem::path image_, tarball_, scratch_, www_;

@@ -5,7 +5,6 @@
 #include "rootfs.hpp"
 #include "stats.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -115,6 +114,8 @@ ColdStart::ColdStart(const Context &ctx) {
   store_kind_ = ctx.opt.store_kind.empty() ? "dir" : ctx.opt.store_kind;
   if (store_kind_ != "dir" && store_kind_ != "http") throw BenchError("--store-kind wants http or dir, got " + store_kind_);
   warm_rounds_ = ctx.opt.warm_rounds ? ctx.opt.warm_rounds : 1;
+  fetch_unit_ = ctx.opt.fetch_unit;
+  setup_["fetch_unit"] = fetch_unit_;
   workers_ = ctx.opt.workers;
   std::stringstream arms(ctx.opt.arms.empty() ? "eager,untar,lazy,warm" : ctx.opt.arms);
   for (std::string a; std::getline(arms, a, ',');) {
@@ -145,11 +146,9 @@ ColdStart::ColdStart(const Context &ctx) {
   std::this_thread::sleep_for(std::chrono::seconds(3));
   background_bps_ = static_cast<double>(device_->written_bytes() - b0) / (static_cast<double>(now_ns() - t0) / 1e9);
 
-  push_ = reinterpret_cast<PushFn>(dlsym(RTLD_DEFAULT, "sandlet_layer_push"));
-  pull_ = reinterpret_cast<PullFn>(dlsym(RTLD_DEFAULT, "sandlet_layer_pull"));
-  status_ = reinterpret_cast<StatusFn>(dlsym(RTLD_DEFAULT, "sandlet_loader_status"));
-  if (push_ == nullptr) push_reason_ = "sandlet_layer_push is not exported by this libsandlet";
-  if (pull_ == nullptr) pull_reason_ = "sandlet_layer_pull is not exported by this libsandlet";
+  push_ = &sandlet_layer_push;
+  pull_ = &sandlet_layer_pull;
+  status_ = &sandlet_loader_status;
   const bool needs_store = std::any_of(arms_.begin(), arms_.end(), [](const std::string &a) { return a != "untar"; });
   if (needs_store && push_reason_.empty() && pull_reason_.empty()) push_image(ctx);
 
@@ -322,7 +321,7 @@ std::string ColdStart::untar(json::object &arm) const {
 json::value ColdStart::loader_status(const std::string &arm) const {
   if (status_ == nullptr) return json::object{{"error", "sandlet_loader_status is not exported by this libsandlet"}};
   try {
-    Runtime rt(arm_root(arm, false), workers_, false);
+    Runtime rt(arm_root(arm, false), workers_, false, fetch_unit_);
     char *res = nullptr;
     check(status_(rt.get(), &res), "sandlet_loader_status");
     return parse_and_free(res);

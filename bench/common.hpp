@@ -33,6 +33,7 @@ struct Options {
   std::string store_kind;       // --store-kind http|dir: how the image is pushed (default dir)
   std::string arms;             // --arms eager,untar,lazy,warm (default all)
   unsigned warm_rounds = 0;     // --warm-rounds R (default 1)
+  uint32_t fetch_unit = 0;      // --fetch-unit B: the lazy loader's (cold-start; 0 = the library's default)
 };
 
 struct Context {

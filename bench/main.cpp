@@ -103,6 +103,7 @@ void usage(std::FILE *out) {
                "  --store-kind K   cold-start: push to `dir` (file://, served by nginx) or `http` (WebDAV PUT)\n"
                "  --arms LIST      cold-start: of eager,untar,lazy,warm (default all, in that order)\n"
                "  --warm-rounds R  cold-start: rounds of the warm comparison (default 1)\n"
+               "  --fetch-unit B   cold-start: bytes the lazy loader fetches per request (default: the library's)\n"
                "  --json           one-line JSON\n"
                "Exit status: 0 ok, 1 error (JSON has \"error\"), 2 usage, 3 leftovers after the run.\n");
 }
@@ -179,6 +180,8 @@ Options parse_args(int argc, char **argv) {
       o.store_kind = value();
     } else if (a == "--arms") {
       o.arms = value();
+    } else if (a == "--fetch-unit") {
+      o.fetch_unit = static_cast<uint32_t>(parse_number("--fetch-unit", value(), 65536));
     } else if (a == "--warm-rounds") {
       o.warm_rounds = static_cast<unsigned>(parse_number("--warm-rounds", value(), 1));
     } else if (a == "--sandboxes") {

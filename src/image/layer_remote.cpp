@@ -23,6 +23,7 @@ constexpr size_t kMaxMeta = 512u << 20;
 constexpr size_t kMaxIndex = 640u << 20;  // 16 Mi chunks
 constexpr size_t kPullPiece = 8u << 20;  // an eager pull reads blobs in pieces this large
 constexpr int kMaxDepth = 64;            // layers below layers below ...
+constexpr size_t kMaxOrderHint = 4u << 20;  // a prefetch hint: chunk numbers (u32), first use first
 
 std::string manifest_key(const std::string& d) { return "layers/" + d + ".json"; }
 std::string meta_key(const std::string& d) { return "meta/" + d + ".erofs"; }
@@ -245,6 +246,18 @@ PullResult LayerStore::pull(const std::string& ref_in, store::BlobStore& from, c
       if (has_blob_data(b)) continue;
       if (lazy) {
         all_local = false;
+        // What earlier uses on other nodes read first (pushed with the blob): the loader prefetches it.
+        std::string order = dir_ + "/cache/" + b + ".order";
+        if (!exists(order)) {
+          try {
+            std::string hint = from.get(blob_key(b) + ".order", kMaxOrderHint);
+            sys::mkdir_p(dir_ + "/cache", 0700);
+            sys::write_file_atomic(order, hint.substr(0, hint.size() / 4 * 4), 0644);
+            r.bytes_fetched += hint.size();
+          } catch (const Error& e) {
+            if (e.code() != Code::kNotFound) throw;
+          }
+        }
         continue;
       }
       fetch_blob(from, b, indexes[i], tmp + "/" + b, &r.bytes_fetched);

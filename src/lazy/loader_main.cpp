@@ -80,6 +80,15 @@ int holder(int argc, char** argv) {
   int log = ::open((lazy::loader_dir(o.root) + "/loader.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (log >= 0) ::dup2(log, 2);
   else if (devnull >= 0) ::dup2(devnull, 2);
+  // The last process the OOM killer should pick: its death lets unfilled ranges of mounted lazy layers read
+  // as zeros (best effort: without CAP_SYS_RESOURCE a negative value is refused).
+  for (const char* adj : {"-1000", "-999", "-500"}) {
+    int f = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (f < 0) break;
+    bool ok = ::write(f, adj, std::strlen(adj)) > 0;
+    ::close(f);
+    if (ok) break;
+  }
   try {
     sandlet::sys::mkdir_p(lazy::loader_dir(o.root), 0700);
     // One per root: a second holder finds the lock taken and leaves (the starter then connects to the first).

@@ -7,6 +7,8 @@
   - src/spec, src/proto, src/policy, src/image, src/snapshot include neither runtime nor backend headers;
   - src/store (blob store clients, linked alone by a loader binary) includes only common, sys, image/sha256
     and its own headers; nothing in it reaches runtime or backends;
+  - src/lazy (the node's loader) includes only common, sys, store, its own headers and two image headers; src/image
+    and src/store never include it (LayerMounts knows the loader only through its hooks);
   - src/build (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
   - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
   - no source file over MAX_LINES lines.

@@ -418,3 +418,34 @@ TEST_CASE("lazy over S3: signed range requests; rejected credentials fail at pul
   ::unsetenv("AWS_ACCESS_KEY_ID");
   ::unsetenv("AWS_SECRET_ACCESS_KEY");
 }
+
+TEST_CASE("lazy: every file of a real Debian image reads byte-identical to the eager layer", "[lazy]") {
+  if (!precontent_missing().empty()) {
+    WARN("SANDLET-SKIP: " << precontent_missing());
+    return;
+  }
+  std::string debian = host_sh(std::string(SANDLET_SOURCE_DIR) + "/scripts/debian-base.sh --print-path 2>/dev/null");
+  while (!debian.empty() && debian.back() == '\n') debian.pop_back();
+  if (debian.empty() || !fs::exists(debian + "/usr/bin/python3")) {
+    WARN("SANDLET-SKIP: no Debian base (scripts/debian-base.sh could not build it)");
+    return;
+  }
+  LazyFixture fx;
+  std::string digest = fx.publish(debian, "debian-lazy");
+  fx.node.layer_pull(digest, fx.store, true);
+  // Every regular file's digest, and every symlink's target, in path order: the whole tree's identity.
+  const std::string walk =
+      "cd / && find . -xdev \\( -type f -o -type l \\) ! -path './proc/*' ! -path './sys/*' ! -path './dev/*' "
+      "! -path './etc/hostname' ! -path './etc/hosts' ! -path './etc/resolv.conf' | LC_ALL=C sort > /tmp/list && "
+      "while read -r p; do if [ -L \"$p\" ]; then echo \"L $p $(readlink \"$p\")\"; else sha256sum \"$p\"; fi; "
+      "done < /tmp/list | sha256sum && wc -l < /tmp/list";
+  auto eager = fx.src.create(sandlet::Spec().layer(digest));
+  auto lazy = fx.node.create(sandlet::Spec().layer(digest));
+  std::string want = run_out(eager, walk);
+  std::string got = run_out(lazy, walk);
+  CHECK(got == want);
+  CHECK(std::stoul(want.substr(want.find('\n') + 1)) > 1000);
+  auto st = fx.layer_status(digest);
+  CHECK(u64(st.at("fetched_bytes")) > 0);
+  CHECK(u64(st.at("fetch_errors")) == 0);
+}
