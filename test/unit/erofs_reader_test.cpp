@@ -439,7 +439,8 @@ TEST_CASE("erofs reader: mutated images never crash the reader", "[erofs-reader]
 // Not run by default: writes the fuzz target's seeds (test/fuzz/corpus/erofs-image) to $SANDLET_EROFS_SEEDS.
 TEST_CASE("erofs reader: fuzz seeds", "[.][erofs-seeds]") {
   const char* out = std::getenv("SANDLET_EROFS_SEEDS");
-  REQUIRE(out != nullptr);
+  // (A negated tag filter, as ctest's unit entry uses, selects hidden cases too: without the variable, nothing to do.)
+  if (out == nullptr) return;
   Store s;
   auto seed = [&](const std::string& name, const std::function<void(const std::string&)>& fill) {
     std::string d = s.tmp / name;
