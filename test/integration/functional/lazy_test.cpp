@@ -2,6 +2,8 @@
 // sandboxes through the node's loader (fanotify pre-content events on the cache files), against the eager
 // copy. Tagged [lazy]; SKIPs (saying why) on kernels without pre-content events.
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/fanotify.h>
 #include <sys/stat.h>
 
 #include <boost/json.hpp>
@@ -17,12 +19,22 @@ namespace {
 
 namespace json = boost::json;
 
+// Probed, never read off the kernel's version: a pre-content group and a FAN_PRE_ACCESS mark on a file.
 std::string precontent_missing() {
   static std::string why = [] {
-    std::string out = host_sh("grep -c . /proc/self/mountinfo >/dev/null; uname -r");
-    int major = 0, minor = 0;
-    std::sscanf(out.c_str(), "%d.%d", &major, &minor);
-    return major > 6 || (major == 6 && minor >= 14) ? std::string() : "kernel " + out + " has no fanotify pre-content events";
+    int g = ::fanotify_init(0x08 /* FAN_CLASS_PRE_CONTENT */ | FAN_CLOEXEC, O_RDWR);
+    if (g < 0) return std::string("fanotify_init(FAN_CLASS_PRE_CONTENT): ") + std::strerror(errno);
+    char path[] = "/tmp/sandlet-precontent-XXXXXX";
+    int f = ::mkstemp(path);
+    std::string out;
+    if (f < 0 || ::fanotify_mark(g, FAN_MARK_ADD, 0x00100000 /* FAN_PRE_ACCESS */, f, nullptr) != 0)
+      out = std::string("the kernel has no fanotify pre-content events: ") + std::strerror(errno);
+    if (f >= 0) {
+      ::unlink(path);
+      ::close(f);
+    }
+    ::close(g);
+    return out;
   }();
   return why;
 }
