@@ -161,7 +161,7 @@ typedef struct sandlet_runtime_options {
   uint64_t cache_max_bytes;   /* bytes of fetched data the cache keeps; chunks no mounted layer needs are
                                  evicted, least recently used first; 0 = default (10 GiB) */
   uint32_t fetch_unit;        /* bytes fetched per store request around a cold read, a multiple of 64 KiB
-                                 (the chunk); 0 = default (256 KiB) */
+                                 (the chunk); 0 = default (64 KiB: one chunk) */
   uint32_t fetch_concurrency; /* store requests in flight on the node; 0 = default (8) */
   uint32_t fill_timeout_ms;   /* a read of data not fetched yet fails with EIO after this long; 0 = 60000 */
   uint32_t reserved;          /* 0 */

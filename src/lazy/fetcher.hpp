@@ -10,7 +10,7 @@ namespace sandlet::lazy {
 
 struct FetcherOptions {
   int fd = -1;  // the holder's end of the pair
-  uint32_t fetch_unit = 256 * 1024;
+  uint32_t fetch_unit = 64 * 1024;
   uint32_t concurrency = 8;
   uint32_t fill_timeout_ms = 60000;
 };

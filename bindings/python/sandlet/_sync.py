@@ -255,7 +255,7 @@ class Runtime:
     ``store``: the remote store of ``layer_push``/``layer_pull`` when they are given none (a URL: a
     directory, http(s)://, s3://...; default $SANDLET_STORE). The node's loader of lazy layers takes
     ``cache_max_bytes`` (default 10 GiB), ``fetch_unit`` (bytes per store request, a multiple of 64 KiB up
-    to 64 MiB; default 256 KiB), ``fetch_concurrency`` (1..256; default 8) and ``fill_timeout_ms`` (a read
+    to 64 MiB; default 64 KiB), ``fetch_concurrency`` (1..256; default 8) and ``fill_timeout_ms`` (a read
     of data not fetched yet fails with EIO after it, >= 100; default 60000) when this runtime starts it;
     None or 0 is the default, a value out of range raises InvalidArgument naming it.
     """
