@@ -124,11 +124,12 @@ cd "$repo"
 # first read, checked against its digest.
 if [[ -n ${debian:-} && -x /usr/sbin/nginx ]]; then
   echo
-  echo "== 11. lazy layers: push the Debian base to an HTTP store, pull it lazily into a fresh node, run on it"
+  echo "== 10. lazy layers: push the Debian base to an HTTP store, pull it lazily into a fresh node, run on it"
   store=$scratch/store
   mkdir -p "$store" "$scratch/nginx"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   cat >"$scratch/nginx/nginx.conf" <<NGINX
+user root;
 worker_processes 1;
 error_log $scratch/nginx/error.log;
 pid $scratch/nginx/nginx.pid;
@@ -140,7 +141,7 @@ http {
 NGINX
   /usr/sbin/nginx -p "$scratch/nginx" -c "$scratch/nginx/nginx.conf" -g 'daemon on;'
   node=$scratch/node-lazy
-  "$cli" --root "$root" layer import "$debian" --role base --name debian-base >/dev/null
+  "$cli" --root "$root" layer import "$debian" --role base --name debian-base >/dev/null 2>&1
   show sandlet layer push debian-base --store "$store"
   show sandlet --root "$node" layer pull debian-base --store "http://127.0.0.1:$port" --lazy
   for episode in 1 2 3; do
@@ -150,23 +151,22 @@ NGINX
   show sandlet --root "$node" loader status
   "$cli" --root "$node" loader status --json | python3 -c '
 import json, sys
-s = json.load(sys.stdin)
-for l in s["layers"]:
-    print(f"  fetched {l[\"fetched_bytes\"] / 1e6:.1f} MB of a {l[\"image_bytes\"] / 1e6:.1f} MB image: "
-          f"{100 * l[\"fetched_bytes\"] / max(1, l[\"image_bytes\"]):.1f}% of its bytes")'
+for l in json.load(sys.stdin)["layers"]:
+    got, size = l["fetched_bytes"], max(1, l["image_bytes"])
+    print(f"  the rollout read {got / 1e6:.1f} MB of a {size / 1e6:.1f} MB image: {100 * got / size:.1f}% of its bytes fetched")'
   "$cli" --root "$node" gc >/dev/null  # stops the node's loader: nothing uses it any more
   stop_nginx
   rm -f "$scratch/nginx/nginx.pid"
 else
   echo
-  echo "== 11. lazy layers skipped: no Debian base (scripts/debian-base.sh) or no nginx (scripts/setup.sh)"
+  echo "== 10. lazy layers skipped: no Debian base (scripts/debian-base.sh) or no nginx (scripts/setup.sh)"
 fi
 
 # ---- the same runtime from Python: a trainer that survives preemption ---------------------------------
 python=${PYTHON:-$repo/.venv/bin/python}
 if [[ -x $python && -d $build/python/sandlet ]]; then
   echo
-  echo "== 10. Python: REINFORCE with torch; every episode is a sandbox of a layered environment (Debian base +"
+  echo "== 11. Python: REINFORCE with torch; every episode is a sandbox of a layered environment (Debian base +"
   echo "       task workspace + agent toolkit); the trainer is SIGKILLed mid-rollout, restarted, and reattaches"
   trainer=("$python" "$repo/examples/python/reinforce_trainer.py" --root "$root" --job-dir "$scratch/job"
            --base "$debian" --iterations 20 --batch 12 --seed 1)
@@ -183,7 +183,7 @@ if [[ -x $python && -d $build/python/sandlet ]]; then
   [[ ${PIPESTATUS[0]} -eq 0 ]] || die "the resumed trainer failed"
 else
   echo
-  echo "== 10. Python part skipped: no $python or no Python module in $build/python (run scripts/setup.sh)"
+  echo "== 11. Python part skipped: no $python or no Python module in $build/python (run scripts/setup.sh)"
 fi
 
 elapsed_ms=$(( (${EPOCHREALTIME/./} - start_us) / 1000 ))

@@ -141,7 +141,11 @@ PushResult LayerStore::push(const std::string& ref, store::BlobStore& to) {
     to.put(manifest_key(l.digest), manifest);
     ++r.objects_sent;
     r.bytes_sent += manifest.size();
-    if (!l.name.empty()) to.put(name_key(l.name), l.digest + "\n");
+    // Every name this store gives the layer (a layer imported twice under two names has both).
+    for (const auto& n : sys::list_dir(dir_ + "/names")) {
+      auto target = sys::read_file_if_exists(dir_ + "/names/" + n, 256);
+      if (target && target->substr(0, 64) == l.digest) to.put(name_key(n), l.digest + "\n");
+    }
     r.layers.push_back(l.digest);
   }
   return r;

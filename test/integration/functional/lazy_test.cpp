@@ -174,7 +174,10 @@ TEST_CASE("lazy: kill -9 of the fetcher during a read storm: every reader comple
   std::vector<std::future<std::string>> readers;
   for (auto& sb : boxes) {
     sandlet::Sandbox* p = &sb;
-    readers.push_back(std::async(std::launch::async, [p] { return p->exec({"sh", "-c", kSums}).stdout_data; }));
+    readers.push_back(std::async(std::launch::async, [p] {
+      auto r = p->exec({"sh", "-c", kSums});
+      return r.stdout_data + r.stderr_data;  // (an error names the file it could not read)
+    }));
   }
   // Kill the fetcher a few times while they read.
   int killed = 0;
