@@ -24,6 +24,19 @@ constexpr uint16_t kChunkFormatIndexes = 0x20;  // 8-byte indexes carrying a dev
 
 // Directory entry file types.
 enum FileType : uint8_t { kFtUnknown, kFtReg, kFtDir, kFtChr, kFtBlk, kFtFifo, kFtSock, kFtSymlink };
+// A directory entry's type for an inode's mode (the writer writes it, the reader checks it).
+inline uint8_t file_type_of(unsigned mode) {
+  switch (mode & 0170000) {
+    case 0100000: return kFtReg;
+    case 0040000: return kFtDir;
+    case 0020000: return kFtChr;
+    case 0060000: return kFtBlk;
+    case 0010000: return kFtFifo;
+    case 0140000: return kFtSock;
+    case 0120000: return kFtSymlink;
+    default: return kFtUnknown;
+  }
+}
 
 // Xattr name prefixes (e_name_index).
 enum XattrIndex : uint8_t { kXUser = 1, kXPosixAclAccess = 2, kXPosixAclDefault = 3, kXTrusted = 4, kXSecurity = 6 };

@@ -34,19 +34,6 @@ bool all_zero(const void* p, size_t n) {
   return std::all_of(b, b + n, [](uint8_t c) { return c == 0; });
 }
 
-uint8_t file_type_of(mode_t mode) {
-  switch (mode & S_IFMT) {
-    case S_IFREG: return kFtReg;
-    case S_IFDIR: return kFtDir;
-    case S_IFCHR: return kFtChr;
-    case S_IFBLK: return kFtBlk;
-    case S_IFIFO: return kFtFifo;
-    case S_IFSOCK: return kFtSock;
-    case S_IFLNK: return kFtSymlink;
-    default: return kFtUnknown;
-  }
-}
-
 std::string nid_name(uint64_t nid) { return "inode at nid " + std::to_string(nid); }
 
 // A directory whose entries are still to be read (breadth first, as the writer lays them out).

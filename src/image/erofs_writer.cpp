@@ -22,19 +22,6 @@ using namespace erofs;
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-uint8_t file_type(mode_t mode) {
-  switch (mode & S_IFMT) {
-    case S_IFREG: return kFtReg;
-    case S_IFDIR: return kFtDir;
-    case S_IFCHR: return kFtChr;
-    case S_IFBLK: return kFtBlk;
-    case S_IFIFO: return kFtFifo;
-    case S_IFSOCK: return kFtSock;
-    case S_IFLNK: return kFtSymlink;
-    default: return kFtUnknown;
-  }
-}
-
 // The inline xattr area: header, then entries (prefix index, suffix, value) each padded to 4 bytes.
 std::string serialize_xattrs(const Inode& n, const std::string& where) {
   if (n.xattrs.empty()) return {};
@@ -298,7 +285,7 @@ ErofsImageInfo write_erofs(const FsTree& tree, uint32_t chunk_size, const std::m
           Dirent de{};
           de.nid = nid_of(ents[i].target);
           de.nameoff = static_cast<uint16_t>(name_at);
-          de.file_type = file_type(tree.at(ents[i].target).mode);
+          de.file_type = file_type_of(tree.at(ents[i].target).mode);
           put(base + (i - first) * sizeof(Dirent), &de, sizeof de);
           put(base + name_at, ents[i].name.data(), ents[i].name.size());
           name_at += ents[i].name.size();
