@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -274,6 +275,12 @@ void Fetcher::worker() {
   }
 }
 
+// Every refused fill reaches <root>/loader/loader.log (this process's stderr): a reader got EIO for it.
+void log_refused(const Job& j) {
+  std::fprintf(stderr, "sandlet-loader fetch: blob %.12s chunks %zu-%zu refused after %d attempts: %s\n",
+               j.blob->sha.c_str(), j.first, j.last, j.attempt + 1, j.why.c_str());
+}
+
 void Fetcher::report(Job& j) {
   Filled f;
   f.blob_id = j.blob->id;
@@ -318,6 +325,7 @@ void Fetcher::completed() {
       j->not_before_ns = now + std::min<uint64_t>(50'000'000ull << (j->attempt - 1), 2'000'000'000ull);
       delayed_.push_back(j);
     } else {
+      log_refused(*j);
       report(*j);
       delete j;
     }
@@ -389,6 +397,8 @@ int Fetcher::run() {
         }
         if (res < 0) {
           j->error = EIO;
+          j->why = std::string("writing the cache: ") + std::strerror(-res);
+          log_refused(*j);
         } else {
           // Claimed only once written: a later fetcher trusts nothing before checking it anyway.
           std::fill(j->blob->done.begin() + j->first, j->blob->done.begin() + j->last + 1, 1);

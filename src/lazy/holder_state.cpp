@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include <sys/statfs.h>
@@ -267,7 +268,11 @@ void HolderState::on_tick(uint64_t now) {
   uint64_t deadline = uint64_t{settings_.fill_timeout_ms} * 1'000'000;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (now - it->since_ns >= deadline) {
+      std::fprintf(stderr, "sandlet-loader: blob %.12s chunks %zu-%zu not filled within %u ms: the read gets EIO\n",
+                   it->blob->sha().c_str(), it->first, it->last, settings_.fill_timeout_ms);
       answer(*it, fan_deny_errno(EIO));
+      // Whatever became of that request, the next reader of these chunks asks again.
+      it->blob->set_requested(it->first, it->last, false);
       it = pending_.erase(it);
     } else {
       ++it;
@@ -284,6 +289,9 @@ void HolderState::fetcher_lost() {
 }
 
 void HolderState::queue_restart_messages() {
+  // What was asked while no fetcher ran went nowhere: ask again from scratch.
+  out_.clear();
+  fetcher_lost();
   for (auto& [sha, b] : blobs_) queue_open(*b);
   for (auto& p : pending_) request(*p.blob, p.first, p.last, false);
 }

@@ -97,6 +97,7 @@ struct LazyFixture {
     return digest;
   }
   json::object status() { return parse(node.loader_status()); }
+  std::string loader_log() { return slurp(node_root + "/loader/loader.log"); }
   json::object layer_status(const std::string& digest) {
     json::object st = status();  // (a temporary's array would dangle in the loop)
     for (const auto& l : st.at("layers").as_array())
@@ -189,7 +190,10 @@ TEST_CASE("lazy: kill -9 of the fetcher during a read storm: every reader comple
     if (pid > 0 && ::kill(static_cast<pid_t>(pid), SIGKILL) == 0) ++killed;
   }
   CHECK(killed > 0);
-  for (auto& r : readers) CHECK(r.get() == expect);
+  std::vector<std::string> got;
+  for (auto& r : readers) got.push_back(r.get());
+  INFO("loader log:\n" << fx.loader_log());
+  for (auto& g : got) CHECK(g == expect);
 }
 
 TEST_CASE("lazy: a corrupted chunk in the store is refused with EIO; other files and sandboxes keep working", "[lazy]") {
