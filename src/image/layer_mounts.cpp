@@ -35,7 +35,10 @@ std::string LayerMounts::acquire(const std::string& digest, sys::UniqueFd* hold)
   std::string target = dir_ + "/" + digest;
   std::string lock_path = dir_ + "/" + digest + ".lock";
   *hold = sys::lock_file(lock_path, LOCK_SH);
-  if (is_mounted(digest)) return target;
+  if (is_mounted(digest)) {
+    if (lazy_.reused) lazy_.reused(digest);
+    return target;
+  }
   // Mounting needs the exclusive lock; flock cannot upgrade atomically, so look again once it is ours.
   hold->reset();
   sys::UniqueFd exclusive = sys::lock_file(lock_path, LOCK_EX);

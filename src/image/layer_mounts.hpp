@@ -46,6 +46,8 @@ class LayerMounts final {
   struct LazyHooks {
     std::function<std::map<std::string, std::string>(const LayerInfo&)> attach;
     std::function<void(const std::string& digest)> detach;
+    // A layer found mounted already (by this process or another): a lazy one needs its loader running.
+    std::function<void(const std::string& digest)> reused;
   };
   void set_lazy_hooks(LazyHooks hooks) { lazy_ = std::move(hooks); }
 

@@ -22,12 +22,22 @@ void BlobCounters::add_latency(uint64_t ns) {
   latencies_us.push_back(static_cast<uint32_t>(std::min<uint64_t>(ns / 1000, UINT32_MAX)));
 }
 
-CacheBlob::CacheBlob(uint32_t id, const std::string& dir, const std::string& sha, const std::string& index_path)
+CacheBlob::CacheBlob(uint32_t id, const std::string& dir, const std::string& sha, const std::string& index_path,
+                     sys::UniqueFd adopted)
     : id_(id), sha_(sha), path_(dir + "/" + sha), index_path_(index_path), index_(ChunkIndex::load(index_path)) {
-  fd_.reset(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (adopted) {
+    fd_ = std::move(adopted);
+    ::fcntl(fd_.get(), F_SETFD, FD_CLOEXEC);
+  } else {
+    fd_.reset(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  }
   if (!fd_) throw_errno("open cache file " + path_);
   struct stat st;
   if (::fstat(fd_.get(), &st) != 0) throw_errno("stat cache file " + path_);
+  // An adopted descriptor must be the file of that name (it came from another process of the loader).
+  struct stat named;
+  if (::stat(path_.c_str(), &named) != 0 || named.st_dev != st.st_dev || named.st_ino != st.st_ino)
+    throw Error(Code::kInvalidArgument, "cache file " + path_ + " is not the descriptor handed over");
   if (static_cast<uint64_t>(st.st_size) != size() && ::ftruncate(fd_.get(), static_cast<off_t>(size())) != 0)
     throw_errno("size cache file " + path_);
   dev_ = st.st_dev;

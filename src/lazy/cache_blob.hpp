@@ -28,7 +28,10 @@ class CacheBlob final {
  public:
   // Opens (creating, sparse) `<dir>/<sha>` and its side files. The descriptor it keeps is opened before
   // the file is marked, so the fetcher's writes through it raise no events.
-  CacheBlob(uint32_t id, const std::string& dir, const std::string& sha, const std::string& index_path);
+  // `adopted`: that descriptor instead (a dead holder's, kept by the fetcher; the file is marked already,
+  // and a descriptor opened now would raise events itself).
+  CacheBlob(uint32_t id, const std::string& dir, const std::string& sha, const std::string& index_path,
+            sys::UniqueFd adopted = {});
 
   uint32_t id() const { return id_; }
   const std::string& sha() const { return sha_; }

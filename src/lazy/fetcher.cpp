@@ -22,6 +22,7 @@
 #include "lazy/chunk_index.hpp"
 #include "lazy/loader_protocol.hpp"
 #include "lazy/seqpacket.hpp"
+#include "lazy/takeover.hpp"
 #include "store/blob_store.hpp"
 #include "store/store_url.hpp"
 #include "sys/fs_util.hpp"
@@ -86,8 +87,13 @@ class Fetcher final {
   void submit_recv();
   void submit_event_read();
   void submit_tick();
+  void succeed_holder();
 
   FetcherOptions opt_;
+  // Kept from the holder (kKeep): what its successor needs should it be killed.
+  sys::UniqueFd keep_group_, keep_lock_, keep_table_;
+  std::string keep_root_;
+  uint64_t keep_cache_max_ = 0;
   sys::UniqueFd holder_;
   sys::UniqueFd wake_;  // eventfd: a worker finished a job
   io_uring ring_{};
@@ -199,6 +205,15 @@ void Fetcher::on_holder_message(const std::string& msg, std::vector<sys::UniqueF
     auto it = blobs_.find(f.blob_id);
     if (it == blobs_.end() || f.first > f.last || f.last >= it->second->index.size()) return;
     enqueue(it->second.get(), f.first, f.last, f.prefetch != 0);
+  } else if (type == static_cast<uint32_t>(FetchMsg::kKeep) && msg.size() >= sizeof(Keep) && fds.size() == 3) {
+    Keep k;
+    std::memcpy(&k, msg.data(), sizeof k);
+    if (msg.size() != sizeof k + size_t{k.root_len}) return;
+    keep_root_.assign(msg.data() + sizeof k, k.root_len);
+    keep_cache_max_ = k.cache_max_bytes;
+    keep_group_ = std::move(fds[0]);
+    keep_lock_ = std::move(fds[1]);
+    keep_table_ = std::move(fds[2]);
   } else if (type == static_cast<uint32_t>(FetchMsg::kCloseBlob) && msg.size() == sizeof(CloseBlob)) {
     CloseBlob c;
     std::memcpy(&c, msg.data(), sizeof c);
@@ -272,6 +287,31 @@ void Fetcher::worker() {
     }
     uint64_t one = 1;
     (void)::write(wake_.get(), &one, sizeof one);
+  }
+}
+
+void Fetcher::succeed_holder() {
+  if (!keep_group_) return;
+  Handover h;
+  h.root = keep_root_;
+  h.settings.cache_max_bytes = keep_cache_max_;
+  h.settings.fetch_unit = opt_.fetch_unit;
+  h.settings.fetch_concurrency = opt_.concurrency;
+  h.settings.fill_timeout_ms = opt_.fill_timeout_ms;
+  h.group = keep_group_.get();
+  h.lock = keep_lock_.get();
+  h.table = keep_table_.get();
+  for (const auto& [id, b] : blobs_)
+    h.blobs.push_back({b->sha, b->cache.get(), b->url, b->access_key, b->secret_key, b->session_token});
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = 0;
+  try {
+    start_successor(self, h);
+    std::fprintf(stderr, "sandlet-loader fetch: the holder died; a successor took over %zu cache files\n", h.blobs.size());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandlet-loader fetch: the holder died and no successor started: %s\n", e.what());
   }
 }
 
@@ -353,7 +393,10 @@ int Fetcher::run() {
       int res = cqe->res;
       if (tag == kTagRecv) {
         if (res <= 0) {
-          running = false;  // the holder went away: nothing to serve
+          // The holder is gone. Killed, it leaves readers held by the group this process keeps open: a
+          // successor takes the group over (a holder that stops kills this process first).
+          succeed_holder();
+          running = false;
           continue;
         }
         std::vector<sys::UniqueFd> fds;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/error.hpp"
@@ -27,10 +29,33 @@ namespace sandlet::lazy {
 namespace {
 
 constexpr size_t kMaxControlMessage = 1u << 20;
+constexpr uint32_t kPendingCapacity = 1u << 16;  // reads waiting at once that a successor can take over
+
+// Every waiting reader holds one of this process's descriptors: as many as allowed, up to 64 Ki (a
+// successor refuses by number every event a killed holder had read but not recorded, below this bound).
+uint32_t raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 1024;
+  rlim_t want = std::min<rlim_t>(r.rlim_max, 1u << 16);
+  if (r.rlim_cur < want) {
+    r.rlim_cur = want;
+    if (::setrlimit(RLIMIT_NOFILE, &r) != 0) ::getrlimit(RLIMIT_NOFILE, &r);
+  }
+  return static_cast<uint32_t>(std::min<rlim_t>(r.rlim_cur, 1u << 16));
+}
 
 class Holder final {
  public:
-  explicit Holder(const HolderOptions& o) : opt_(o), state_(o.root, o.settings, open_pre_content_group()) {}
+  explicit Holder(const HolderOptions& o)
+      : opt_(o),
+        state_(o.root, o.settings, o.adopt ? sys::UniqueFd(o.adopt->group) : open_pre_content_group(),
+               o.adopt ? PendingTable::adopt(sys::UniqueFd(o.adopt->table))
+                       : PendingTable::create(kPendingCapacity, raise_fd_limit())) {
+    if (opt_.adopt) {
+      ::fcntl(state_.group(), F_SETFD, FD_CLOEXEC);
+      ::fcntl(state_.table_fd(), F_SETFD, FD_CLOEXEC);
+    }
+  }
   int run(int ready_fd = -1);
 
  private:
@@ -104,8 +129,20 @@ void Holder::start_fetcher() {
   fetcher_pid_ = pid;
   fetcher_pidfd_.reset(pidfd);
   fetcher_sock_ = std::move(mine);
+  state_.set_fetcher_pid(pid);
   watch(fetcher_pidfd_.get());
   watch(fetcher_sock_.get());
+  // First what it keeps for a successor (the group must never close while layers are attached).
+  Keep k;
+  k.root_len = static_cast<uint32_t>(opt_.root.size());
+  k.cache_max_bytes = s.cache_max_bytes;
+  std::string keep(reinterpret_cast<const char*>(&k), sizeof k);
+  keep += opt_.root;
+  try {
+    sys::send_with_fds(fetcher_sock_.get(), keep, {state_.group(), opt_.lock_fd, state_.table_fd()});
+  } catch (const Error&) {
+    // It died already; its pidfd says so.
+  }
   state_.queue_restart_messages();
   flush_to_fetcher();
 }
@@ -115,13 +152,22 @@ void Holder::fetcher_died() {
   unwatch(fetcher_pidfd_.get());
   unwatch(fetcher_sock_.get());
   fetcher_pid_ = -1;
+  state_.set_fetcher_pid(-1);
   fetcher_pidfd_.reset();
   fetcher_sock_.reset();
   state_.fetcher_lost();
   state_.take_outgoing();  // a new fetcher is told everything again
-  // Back off when it keeps dying, from 50 ms to ~3 s.
+  // Back off when it keeps dying, from 50 ms to ~3 s. A first death is replaced at once: until then no
+  // other process keeps the group, so this one's death would let unfilled ranges read as zeros.
   failures_ = std::min(failures_ + 1, 6);
   restart_at_ns_ = sys::now_monotonic_ns() + (25'000'000ull << failures_);
+  if (failures_ == 1) {
+    try {
+      start_fetcher();
+    } catch (const Error&) {
+      fetcher_died_early();
+    }
+  }
 }
 
 void Holder::on_fetcher_message() {
@@ -193,7 +239,13 @@ int Holder::run(int ready_fd) {
   sigaddset(&mask, SIGPIPE);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   signals_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  watch(state_.group());
+  if (opt_.adopt) {
+    state_.adopt_blobs(opt_.adopt->blobs);
+    state_.adopt_pending();
+  }
+  // A successor reads no new event before the dead holder's are answered (their numbers could collide).
+  bool gated = state_.waiting_for_adopted();
+  if (!gated) watch(state_.group());
   watch(listen_.get());
   watch(timer_.get());
   watch(signals_.get());
@@ -220,6 +272,10 @@ int Holder::run(int ready_fd) {
     }
     try {
       flush_to_fetcher();
+      if (gated && !state_.waiting_for_adopted()) {
+        watch(state_.group());
+        gated = false;
+      }
     } catch (...) {
     }
   }

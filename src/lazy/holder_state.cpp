@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include <sys/statfs.h>
 
@@ -50,14 +51,15 @@ boost::json::object percentiles(std::vector<uint32_t> v) {
 
 }  // namespace
 
-HolderState::HolderState(std::string root, LoaderSettings settings, sys::UniqueFd group)
-    : root_(std::move(root)), settings_(settings), group_(std::move(group)) {
+HolderState::HolderState(std::string root, LoaderSettings settings, sys::UniqueFd group, PendingTable table)
+    : root_(std::move(root)), settings_(settings), group_(std::move(group)), table_(std::move(table)) {
   sys::mkdir_p(cache_dir(root_), 0700);
 }
 
-CacheBlob* HolderState::open_blob(const std::string& sha, const std::string& index, const Store& store) {
+CacheBlob* HolderState::open_blob(const std::string& sha, const std::string& index, const Store& store,
+                                  sys::UniqueFd adopted) {
   if (auto it = blobs_.find(sha); it != blobs_.end()) return it->second.get();
-  auto blob = std::make_unique<CacheBlob>(next_id_++, cache_dir(root_), sha, index);
+  auto blob = std::make_unique<CacheBlob>(next_id_++, cache_dir(root_), sha, index, std::move(adopted));
   CacheBlob* b = blob.get();
   // Marked before anything mounts it (a mount made first would read unfilled ranges as zeros).
   mark_file(group_.get(), b->fd(), true);
@@ -173,20 +175,45 @@ void HolderState::request(CacheBlob& b, size_t first, size_t last, bool prefetch
 
 void HolderState::answer(Pending& p, uint32_t response) {
   respond(group_.get(), p.fd, response);
-  ::close(p.fd);
+  if (!p.adopted) ::close(p.fd);
+  table_.clear(p.slot);
   p.fd = -1;
 }
 
 void HolderState::on_access_events() {
+  struct Seen {
+    AccessEvent ev;
+    CacheBlob* blob;
+    size_t first, last;
+    int slot;
+  };
   for (;;) {
     std::vector<AccessEvent> evs = read_events(group_.get());
     if (evs.empty()) return;
+    // Each event into the shared table before any is answered: killed from here on, this holder's
+    // successor knows what every reader waits for.
+    std::vector<Seen> seen;
+    seen.reserve(evs.size());
     for (const auto& ev : evs) {
+      Seen x{ev, nullptr, 0, 0, -1};
       struct stat st;
-      CacheBlob* b = nullptr;
-      if (::fstat(ev.fd, &st) == 0) {
+      if (ev.pid != fetcher_pid_ && ::fstat(ev.fd, &st) == 0) {
         auto it = by_inode_.find({st.st_dev, st.st_ino});
-        if (it != by_inode_.end()) b = it->second;
+        if (it != by_inode_.end()) {
+          x.blob = it->second;
+          std::tie(x.first, x.last) = x.blob->index().touching(ev.offset, ev.count);
+          x.slot = table_.put(ev.fd, x.blob->sha(), static_cast<uint32_t>(x.first), static_cast<uint32_t>(x.last));
+        }
+      }
+      seen.push_back(x);
+    }
+    for (auto& x : seen) {
+      const AccessEvent& ev = x.ev;
+      CacheBlob* b = x.blob;
+      if (ev.pid == fetcher_pid_ && fetcher_pid_ > 0) {
+        respond(group_.get(), ev.fd, kFanAllow);  // it writes only verified bytes, and checks what it reads
+        ::close(ev.fd);
+        continue;
       }
       if (!b) {
         // A file we no longer know (a mark left by an earlier group cannot exist): refuse, never guess.
@@ -195,7 +222,7 @@ void HolderState::on_access_events() {
         ::close(ev.fd);
         continue;
       }
-      auto [first, last] = b->index().touching(ev.offset, ev.count);
+      size_t first = x.first, last = x.last;
       bool ready = true;
       for (size_t c = first; c <= last && first <= last; ++c) {
         if (!b->verified(c)) {
@@ -208,11 +235,12 @@ void HolderState::on_access_events() {
         ++b->counters.hits;
         respond(group_.get(), ev.fd, kFanAllow);
         ::close(ev.fd);
+        table_.clear(x.slot);
         continue;
       }
       ++b->counters.misses;
       b->record_first_use(first, last);
-      pending_.push_back({ev.fd, b, first, last, sys::now_monotonic_ns()});
+      pending_.push_back({ev.fd, b, first, last, sys::now_monotonic_ns(), x.slot, false});
       request(*b, first, last, false);
     }
   }
@@ -321,6 +349,52 @@ void HolderState::enforce_cache_cap() {
     ::truncate((b->path() + ".filled").c_str(), 0);
     used -= std::min<uint64_t>(used, static_cast<uint64_t>(st.st_blocks) * 512);
   }
+}
+
+void HolderState::adopt_blobs(const std::vector<Handover::Blob>& blobs) {
+  for (const auto& hb : blobs) {
+    sys::UniqueFd fd(hb.fd);
+    if (!is_hex64(hb.sha) || blobs_.count(hb.sha)) continue;
+    Store store{hb.url, {}};
+    for (const auto* f : {&hb.access_key, &hb.secret_key, &hb.session_token}) put_str(store.creds, *f);
+    try {
+      open_blob(hb.sha, root_ + "/layers/blobs/" + hb.sha + ".chunks", store, std::move(fd));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sandlet-loader: cache file of blob %.12s not taken over: %s\n", hb.sha.c_str(), e.what());
+    }
+  }
+}
+
+void HolderState::adopt_pending() {
+  std::vector<bool> known(table_.fd_limit() + 1, false);
+  size_t adopted = 0, refused = 0;
+  uint64_t now = sys::now_monotonic_ns();
+  for (const auto& e : table_.entries()) {
+    if (static_cast<size_t>(e.fd) < known.size()) known[static_cast<size_t>(e.fd)] = true;
+    auto it = blobs_.find(e.sha);
+    if (it != blobs_.end() && e.first > e.last) {  // an empty range: nothing to wait for
+      respond(group_.get(), e.fd, kFanAllow);
+      table_.clear(e.slot);
+      continue;
+    }
+    if (it == blobs_.end() || e.last >= it->second->index().size()) {
+      respond(group_.get(), e.fd, fan_deny_errno(EIO));
+      table_.clear(e.slot);
+      ++refused;
+      continue;
+    }
+    pending_.push_back({e.fd, it->second.get(), e.first, e.last, now, e.slot, true});
+    ++adopted;
+  }
+  // Events read but not yet recorded when the holder died: their readers are refused, never let through.
+  for (uint32_t n = 0; n < table_.fd_limit(); ++n)
+    if (!known[n] && respond(group_.get(), static_cast<int>(n), fan_deny_errno(EIO))) ++refused;
+  std::fprintf(stderr, "sandlet-loader: took over %zu cache files, %zu waiting reads; %zu refused\n", blobs_.size(),
+               adopted, refused);
+}
+
+bool HolderState::waiting_for_adopted() const {
+  return std::any_of(pending_.begin(), pending_.end(), [](const Pending& p) { return p.adopted; });
 }
 
 size_t HolderState::reattach_mounted() {

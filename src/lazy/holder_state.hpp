@@ -14,13 +14,15 @@
 #include "lazy/cache_blob.hpp"
 #include "lazy/loader_protocol.hpp"
 #include "lazy/loader_settings.hpp"
+#include "lazy/pending_table.hpp"
+#include "lazy/takeover.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet::lazy {
 
 class HolderState final {
  public:
-  HolderState(std::string root, LoaderSettings settings, sys::UniqueFd group);
+  HolderState(std::string root, LoaderSettings settings, sys::UniqueFd group, PendingTable table);
 
   struct Out {
     std::string bytes;
@@ -29,6 +31,9 @@ class HolderState final {
   std::vector<Out> take_outgoing() { return std::move(out_); }
 
   int group() const { return group_.get(); }
+  int table_fd() const { return table_.fd(); }
+  // Accesses by the fetcher itself (its writes and cache checks) are always let through.
+  void set_fetcher_pid(pid_t pid) { fetcher_pid_ = pid; }
   const LoaderSettings& settings() const { return settings_; }
 
   // Control requests (JSON objects); each returns the reply.
@@ -45,6 +50,13 @@ class HolderState final {
   // A holder started while lazy layers are mounted (the previous one died): their cache files are watched
   // again before anything else (until then, their unfilled ranges would read as zeros). Returns how many.
   size_t reattach_mounted();
+  // A successor of a killed holder: takes over the cache files (their unwatched descriptors, kept by the
+  // fetcher) and the reads the dead holder had recorded as waiting. Any other event it had read is refused
+  // with EIO (never let through). Until those waits are answered no new event may be read (their numbers
+  // could collide): waiting_for_adopted().
+  void adopt_blobs(const std::vector<Handover::Blob>& blobs);
+  void adopt_pending();
+  bool waiting_for_adopted() const;
 
  private:
   struct Pending {
@@ -52,6 +64,8 @@ class HolderState final {
     CacheBlob* blob;
     size_t first, last;
     uint64_t since_ns;
+    int slot = -1;         // in the table of waiting reads
+    bool adopted = false;  // read by a dead holder: `fd` is only a number to answer, not ours to close
   };
   struct Store {
     std::string url;
@@ -64,7 +78,8 @@ class HolderState final {
     bool attached = true;  // detached layers keep their counters until the loader stops
   };
 
-  CacheBlob* open_blob(const std::string& sha, const std::string& index, const Store& store);
+  CacheBlob* open_blob(const std::string& sha, const std::string& index, const Store& store,
+                       sys::UniqueFd adopted = {});
   void queue_open(const CacheBlob& b);
   void request(CacheBlob& b, size_t first, size_t last, bool prefetch);
   void answer(Pending& p, uint32_t response);
@@ -74,6 +89,8 @@ class HolderState final {
   std::string root_;
   LoaderSettings settings_;
   sys::UniqueFd group_;
+  PendingTable table_;
+  pid_t fetcher_pid_ = -1;
   std::map<std::string, std::unique_ptr<CacheBlob>> blobs_;  // by sha
   std::map<uint32_t, CacheBlob*> by_id_;
   std::map<std::pair<dev_t, ino_t>, CacheBlob*> by_inode_;

@@ -102,6 +102,8 @@ boost::json::object LoaderClient::call(const boost::json::object& request, bool 
           } catch (const Error&) {
             if (i == 200) throw;
             ::usleep(10000);
+            // The lock's holder may have been a loader on its way out: start one again now and then.
+            if (i % 50 == 49) start_loader();
           }
         }
       }
@@ -153,6 +155,18 @@ bool LoaderClient::stop_if_idle() {
     if (e.code() == Code::kUnavailable) return true;
     throw;
   }
+}
+
+void LoaderClient::ensure_running() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (conn_) {
+      pollfd p{conn_.get(), POLLIN | POLLRDHUP, 0};
+      if (::poll(&p, 1, 0) == 0) return;  // connected, nothing said: the loader is there
+      conn_.reset();
+    }
+  }
+  call({{"op", "ping"}}, /*start=*/true);
 }
 
 }  // namespace sandlet::lazy

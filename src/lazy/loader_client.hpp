@@ -21,6 +21,9 @@ class LoaderClient final {
   boost::json::object status();
   // Stops the loader if nothing is attached (gc). True when it stopped or none ran.
   bool stop_if_idle();
+  // Starts the loader if none answers (it then watches every mounted lazy layer again). Costs one poll()
+  // while this client's connection is up.
+  void ensure_running();
 
  private:
   void start_loader();

@@ -1,13 +1,12 @@
 // The loader's executable (embedded in libsandlet.so and started from there, see loader_client.hpp):
 //   sandlet-loader holder --root R [--cache-max B] [--fetch-unit B] [--concurrency N] [--fill-timeout-ms T]
-//                         [--ready-fd N]
+//                         [--ready-fd N] [--adopt FD]
 //   sandlet-loader fetch --fd N [--fetch-unit B] [--concurrency N] [--fill-timeout-ms T]
 // The holder detaches itself (a new session, reparented away from the starter, which may be a trainer about
 // to die) and writes one byte to --ready-fd once its control socket listens.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "lazy/fetcher.hpp"
 #include "lazy/holder.hpp"
 #include "lazy/loader_protocol.hpp"
+#include "lazy/takeover.hpp"
 #include "sys/fs_util.hpp"
 
 using namespace sandlet;
@@ -39,7 +39,7 @@ uint64_t number(const char* s, const char* what) {
 
 int holder(int argc, char** argv) {
   lazy::HolderOptions o;
-  int ready_fd = -1;
+  int ready_fd = -1, adopt_fd = -1;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--root") o.root = argv[i + 1];
@@ -48,6 +48,7 @@ int holder(int argc, char** argv) {
     else if (k == "--concurrency") o.settings.fetch_concurrency = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
     else if (k == "--fill-timeout-ms") o.settings.fill_timeout_ms = static_cast<uint32_t>(number(argv[i + 1], k.c_str()));
     else if (k == "--ready-fd") ready_fd = static_cast<int>(number(argv[i + 1], k.c_str()));
+    else if (k == "--adopt") adopt_fd = static_cast<int>(number(argv[i + 1], k.c_str()));
   }
   if (o.root.empty()) {
     std::fprintf(stderr, "sandlet-loader: holder needs --root\n");
@@ -77,7 +78,9 @@ int holder(int argc, char** argv) {
     ::dup2(devnull, 1);
   }
   sandlet::sys::mkdir_p(lazy::loader_dir(o.root), 0700);
-  int log = ::open((lazy::loader_dir(o.root) + "/loader.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // Appended to: a holder that finds the lock taken leaves the running one's log alone, and a successor's
+  // log tells what happened to its predecessor. A new holder starts it afresh once the lock is its own.
+  int log = ::open((lazy::loader_dir(o.root) + "/loader.log").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND, 0600);
   if (log >= 0) ::dup2(log, 2);
   else if (devnull >= 0) ::dup2(devnull, 2);
   // The last process the OOM killer should pick: its death lets unfilled ranges of mounted lazy layers read
@@ -92,11 +95,25 @@ int holder(int argc, char** argv) {
   try {
     sandlet::sys::mkdir_p(lazy::loader_dir(o.root), 0700);
     // One per root: a second holder finds the lock taken and leaves (the starter then connects to the first).
-    int lock = ::open(lazy::loader_lock_path(o.root).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-      if (ready_fd >= 0) (void)::write(ready_fd, "b", 1);
-      return 0;
+    int lock = -1;
+    if (adopt_fd >= 0) {
+      // The successor of a killed holder: the fetcher that outlived it kept the lock (the same open file, so
+      // taking it again succeeds) and the group.
+      o.adopt = lazy::read_handover(sandlet::sys::UniqueFd(adopt_fd));
+      o.settings = o.adopt->settings;
+      lock = o.adopt->lock;
+      ::fcntl(lock, F_SETFD, FD_CLOEXEC);
+      if (o.adopt->root != o.root || ::flock(lock, LOCK_EX | LOCK_NB) != 0)
+        throw Error(Code::kInvalidArgument, "the handover is not this root's loader lock");
+    } else {
+      lock = ::open(lazy::loader_lock_path(o.root).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+        if (ready_fd >= 0) (void)::write(ready_fd, "b", 1);
+        return 0;
+      }
+      if (log >= 0) (void)::ftruncate(2, 0);
     }
+    o.lock_fd = lock;
     std::string pid_text = std::to_string(::getpid()) + "\n";
     (void)::ftruncate(lock, 0);
     (void)::pwrite(lock, pid_text.data(), pid_text.size(), 0);
@@ -122,8 +139,7 @@ int fetch(int argc, char** argv) {
   }
   if (o.fd < 0) return 2;
   ::fcntl(o.fd, F_SETFD, FD_CLOEXEC);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the holder gone: nothing to serve
-  if (::getppid() == 1) return 0;
+  // No death signal from the holder: when it is killed, this process hands its group to a successor.
   try {
     return lazy::run_fetcher(o);
   } catch (const std::exception& e) {

@@ -19,6 +19,7 @@ enum class FetchMsg : uint32_t {
   kOpenBlob = 1,   // holder -> fetcher: OpenBlob + strings; fds: cache file (read-write, unwatched)
   kFill = 2,       // holder -> fetcher: Fill
   kCloseBlob = 3,  // holder -> fetcher: CloseBlob
+  kKeep = 4,       // holder -> fetcher: Keep + the root; fds: fanotify group, loader lock, pending-read table
   kFilled = 10,    // fetcher -> holder: Filled
 };
 
@@ -46,6 +47,13 @@ struct Fill {
 struct CloseBlob {
   uint32_t type = static_cast<uint32_t>(FetchMsg::kCloseBlob);
   uint32_t blob_id = 0;
+};
+
+// What the fetcher keeps so that a holder killed can be succeeded without the group ever closing.
+struct Keep {
+  uint32_t type = static_cast<uint32_t>(FetchMsg::kKeep);
+  uint32_t root_len = 0;  // the runtime root follows the struct
+  uint64_t cache_max_bytes = 0;
 };
 
 struct Filled {

@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "common/error.hpp"
 #include "lazy/fanotify_group.hpp"
@@ -68,6 +71,28 @@ void Runtime::wire_lazy_layers() {
       loader_->call({{"op", "detach"}, {"layer", digest}}, false);
     } catch (const Error&) {
     }
+  };
+  // Whether a mounted layer is lazy, known per digest once read (a digest's blobs do not change).
+  struct Known {
+    std::mutex mu;
+    std::map<std::string, bool> lazy;
+  };
+  hooks.reused = [this, known = std::make_shared<Known>()](const std::string& digest) {
+    bool lazy = false;
+    {
+      std::lock_guard<std::mutex> lk(known->mu);
+      auto it = known->lazy.find(digest);
+      if (it == known->lazy.end()) {
+        auto layer = layer_store_->find(digest);
+        if (layer && !layer->store.empty())
+          for (const auto& b : layer->blobs)
+            if (!layer_store_->has_blob_data(b)) lazy = true;
+        it = known->lazy.emplace(digest, lazy).first;
+      }
+      lazy = it->second;
+    }
+    // Both loader processes dead (a holder alone is succeeded): a new one watches the mounts again.
+    if (lazy) loader_->ensure_running();
   };
   layer_mounts_->set_lazy_hooks(std::move(hooks));
 }
