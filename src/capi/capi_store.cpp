@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "capi/handles.hpp"
-#include "runtime/store_url_choice.hpp"
 
 using sandlet::capi::dup_string;
 using sandlet::capi::guard;
@@ -16,13 +15,14 @@ void check_ref(const char* ref) {
   if (*ref == '\0') throw sandlet::Error(sandlet::Code::kInvalidArgument, "argument 'ref' is empty: name a layer");
 }
 
-// NULL: the runtime's store (its option, else $SANDLET_STORE). An empty string is refused rather than
-// read as NULL: a caller that meant a URL and built an empty one should hear so, not reach another store.
-std::string store_url(const sandlet_runtime& rt, const char* store) {
+// NULL: the runtime's store (its option, else $SANDLET_STORE; the runtime resolves it). An empty string is
+// refused rather than read as NULL: a caller that meant a URL and built an empty one should hear so, not
+// reach another store.
+std::string store_url(const char* store) {
   if (store != nullptr && *store == '\0')
     throw sandlet::Error(sandlet::Code::kInvalidArgument,
                          "argument 'store' is an empty URL (NULL means the runtime's store)");
-  return sandlet::resolve_store_url(rt.options, store != nullptr ? store : "");
+  return store != nullptr ? store : "";
 }
 
 }  // namespace
@@ -35,7 +35,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_push(sandlet_runtime_t* rt, const cha
   SANDLET_REQUIRE(ref);
   return guard([&] {
     check_ref(ref);
-    std::string result = rt->rt->layer_push(ref, store_url(*rt, store));
+    std::string result = rt->rt->layer_push(ref, store_url(store));
     if (result_json) *result_json = dup_string(result);
   });
 }
@@ -51,7 +51,7 @@ SANDLET_API sandlet_error_t* sandlet_layer_pull(sandlet_runtime_t* rt, const cha
       std::snprintf(message, sizeof message, "argument 'flags' has unknown bits 0x%x (SANDLET_PULL_*)", unknown);
       throw sandlet::Error(sandlet::Code::kInvalidArgument, message);
     }
-    std::string result = rt->rt->layer_pull(ref, store_url(*rt, store), (flags & SANDLET_PULL_LAZY) != 0);
+    std::string result = rt->rt->layer_pull(ref, store_url(store), (flags & SANDLET_PULL_LAZY) != 0);
     if (result_json) *result_json = dup_string(result);
   });
 }

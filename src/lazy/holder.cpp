@@ -69,6 +69,7 @@ class Holder final {
   void flush_to_fetcher();
   void start_fetcher();
   void fetcher_died();
+  void restart_fetcher_when_due();
   void on_fetcher_message();
   void dispatch(int fd);
   void fetcher_died_early() {  // the spawn itself failed: try again later
@@ -159,14 +160,17 @@ void Holder::fetcher_died() {
   state_.take_outgoing();  // a new fetcher is told everything again
   // Back off when it keeps dying, from 50 ms to ~3 s. A first death is replaced at once: until then no
   // other process keeps the group, so this one's death would let unfilled ranges read as zeros.
+  // (Started after the current batch of events: some may still name the dead one's descriptor numbers.)
   failures_ = std::min(failures_ + 1, 6);
-  restart_at_ns_ = sys::now_monotonic_ns() + (25'000'000ull << failures_);
-  if (failures_ == 1) {
-    try {
-      start_fetcher();
-    } catch (const Error&) {
-      fetcher_died_early();
-    }
+  restart_at_ns_ = failures_ == 1 ? 0 : sys::now_monotonic_ns() + (25'000'000ull << failures_);
+}
+
+void Holder::restart_fetcher_when_due() {
+  if (fetcher_pid_ >= 0 || sys::now_monotonic_ns() < restart_at_ns_) return;
+  try {
+    start_fetcher();
+  } catch (const Error&) {
+    fetcher_died_early();
   }
 }
 
@@ -271,6 +275,7 @@ int Holder::run(int ready_fd) {
       }
     }
     try {
+      restart_fetcher_when_due();
       flush_to_fetcher();
       if (gated && !state_.waiting_for_adopted()) {
         watch(state_.group());
@@ -300,13 +305,6 @@ void Holder::dispatch(int fd) {
     uint64_t ticks;
     (void)::read(timer_.get(), &ticks, sizeof ticks);
     state_.on_tick(sys::now_monotonic_ns());
-    if (fetcher_pid_ < 0 && sys::now_monotonic_ns() >= restart_at_ns_) {
-      try {
-        start_fetcher();
-      } catch (const Error&) {
-        fetcher_died_early();
-      }
-    }
   } else if (fd == signals_.get()) {
     signalfd_siginfo si;
     while (::read(signals_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {

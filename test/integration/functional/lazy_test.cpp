@@ -54,6 +54,13 @@ bool loader_running(const std::string& root) {
   return false;
 }
 
+// A process that has exited (a zombie, or reaped): its descriptors are closed.
+bool exited(pid_t pid) {
+  std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z' || stat[paren + 2] == 'X';
+}
+
 uint64_t u64(const json::value& v) { return v.is_uint64() ? v.as_uint64() : static_cast<uint64_t>(v.as_int64()); }
 
 // A source root that imports a tree and pushes it to a directory store, and a node root that pulls it.
@@ -259,7 +266,8 @@ TEST_CASE("lazy: both loader processes killed while a layer stays mounted: the n
   REQUIRE(::kill(fetcher, SIGSTOP) == 0);
   ::kill(fetcher, SIGKILL);
   ::kill(holder, SIGKILL);
-  REQUIRE(wait_until([&] { return !loader_running(fx.node_root); }, 5));
+  // Gone for good: a process whose memory is gone (no cmdline) may still hold its sockets a moment.
+  REQUIRE(wait_until([&] { return exited(holder) && exited(fetcher); }, 5));
   auto sb = fx.node.create(sandlet::Spec().layer(digest));
   INFO("loader log:\n" << fx.loader_log());
   CHECK(loader_running(fx.node_root));
