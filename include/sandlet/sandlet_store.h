@@ -42,19 +42,22 @@ extern "C" {
 
 /* Pushes layer `ref` (as for sandlet_layer_inspect) to `store` (NULL: the runtime's), with the layers it
    needs (its parent chain, a snapshot's stack) and its name. Objects the store already holds are not sent
-   again. *result_json (may be NULL; free with sandlet_free):
+   again. A `ref` that names no layer but an environment ("name" or "name@N") pushes its layers, then its
+   record. *result_json (may be NULL; free with sandlet_free):
      {"digest", "store", "layers": [digests pushed, lowest first], "objects_sent", "bytes_sent",
-      "objects_skipped"} */
+      "objects_skipped", and for an environment "environment": {"name", "version"}} */
 SANDLET_API sandlet_error_t *sandlet_layer_push(sandlet_runtime_t *rt, const char *ref, const char *store,
                                                 char **result_json);
 
 #define SANDLET_PULL_LAZY 0x1u /* metadata only: data is fetched on first read */
 /* Pulls layer `ref` (a digest, "sha256:<hex>", or a name the store holds) from `store` (NULL: the runtime's)
    with the layers it needs, into this runtime's store; a layer already here is not fetched again (a lazy one
-   stays lazy). `flags`: SANDLET_PULL_*. *result_json (may be NULL; free with sandlet_free):
+   stays lazy). A name the store gives no layer but an environment pulls the environment's layers and creates
+   that version of it here (none when the newest one here is the same). `flags`: SANDLET_PULL_*.
+   *result_json (may be NULL; free with sandlet_free):
      {"digest", "store", "layers": [digests, lowest first], "lazy": true|false,
       "eager_reason": "" or why a lazy pull fetched everything (the kernel lacks what lazy layers need),
-      "bytes_fetched", "image_bytes"} */
+      "bytes_fetched", "image_bytes", and for an environment "environment": {"name", "version"}} */
 SANDLET_API sandlet_error_t *sandlet_layer_pull(sandlet_runtime_t *rt, const char *ref, const char *store,
                                                 uint32_t flags, char **result_json);
 

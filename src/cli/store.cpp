@@ -28,7 +28,8 @@ std::string push_usage() {
       "layer", "push [OPTIONS] REF",
       "Send layer REF (a digest, a unique prefix or a name) to a remote store, with the layers it needs\n"
       "(its parent chain, a snapshot's stack) and its name. Objects the store already holds are not\n"
-      "sent again. Prints the digest, then what was sent.\n",
+      "sent again. REF may name an environment (NAME or NAME@VERSION) instead: its layers go, then its\n"
+      "record (layers, env, workdir, user). Prints the digest, then what was sent.\n",
       std::string(kStoreOption) + std::string(kJsonOption));
 }
 
@@ -37,7 +38,9 @@ std::string pull_usage() {
       "layer", "pull [OPTIONS] REF",
       "Fetch layer REF (a digest or a name the store holds) from a remote store into this one, with the\n"
       "layers it needs; a layer already here is not fetched again. Each object is checked against its\n"
-      "digest. Prints the digest, whether the layer is lazy, and the bytes fetched of the image's.\n"
+      "digest. A name the store gives an environment pulls its layers and creates that version of the\n"
+      "environment here. Prints the digest, whether the layer is lazy, and the bytes fetched of the\n"
+      "image's.\n"
       "With --lazy only its metadata is fetched now: sandboxes use the layer at once and the node's\n"
       "loader fetches its data on first read (see `sandlet loader status`). A kernel without what lazy\n"
       "layers need gets a full pull, and the note says why.\n",
@@ -81,6 +84,13 @@ std::string millis(const value* v) {
   return buf;
 }
 
+// "environment NAME version N" when a push or pull moved an environment ("" otherwise).
+std::string environment_line(const value& r) {
+  const value* env = json::find(r, "environment");
+  if (env == nullptr) return "";
+  return "environment " + str(json::find(*env, "name")) + " version " + str(json::find(*env, "version")) + "\n";
+}
+
 // The one operand REF and --store. A --store given empty is a usage slip, and with neither --store nor
 // $SANDLET_STORE there is nothing to talk to: both are said here in the CLI's words (the library refuses
 // them too, in the C ABI's).
@@ -118,6 +128,7 @@ int layer_push(CommandContext& ctx, const std::vector<std::string>& args) {
          std::to_string(json::items(json::find(r, "layers")).size()) + " layer(s), " +
          str(json::find(r, "objects_sent")) + " object(s) sent (" + human_size(num(json::find(r, "bytes_sent"))) +
          "), " + str(json::find(r, "objects_skipped")) + " already there\n";
+  out += environment_line(r);
   write_all(STDOUT_FILENO, out);
   return 0;
 }
@@ -140,6 +151,7 @@ int layer_pull(CommandContext& ctx, const std::vector<std::string>& args) {
   std::string out = full_digest(str(json::find(r, "digest"))) + "\n";
   out += std::string(is_lazy ? "lazy" : "complete") + ": fetched " + human_size(fetched) + " of " +
          human_size(image) + " (" + percent(fetched, image) + ")\n";
+  out += environment_line(r);
   write_all(STDOUT_FILENO, out);
   const std::string eager = str(json::find(r, "eager_reason"));
   if (a.has("lazy") && !eager.empty()) write_all(STDERR_FILENO, "note: pulled in full: " + eager + "\n");

@@ -6,8 +6,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "common/error.hpp"
+#include "image/env_remote.hpp"
 #include "lazy/fanotify_group.hpp"
 #include "lazy/loader_protocol.hpp"
 #include "runtime/runtime.hpp"
@@ -31,6 +33,20 @@ std::string Runtime::store_url(const std::string& given) const {
   store::parse_store_url(url);  // INVALID_ARGUMENT naming what is wrong
   return url;
 }
+
+namespace {
+
+// An environment `ref` (NAME or NAME@VERSION) names here.
+bool has_environment(const image::LayerStore& store, const std::string& ref) {
+  try {
+    store.env_resolve(ref);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
 
 void Runtime::wire_lazy_layers() {
   loader_ = std::make_unique<lazy::LoaderClient>(root_, options_.loader);
@@ -102,10 +118,19 @@ std::string Runtime::layer_push(const std::string& ref, const std::string& store
   store::StoreConfig cfg = store::parse_store_url(url);
   if (cfg.kind == store::StoreConfig::Kind::kDir) sys::mkdir_p(cfg.dir, 0755);  // a push may start a store
   auto to = store::open_store(cfg);
-  image::PushResult r = layer_store_->push(ref, *to);
+  // A layer first; else an environment of that name (NAME or NAME@VERSION): its layers and its record.
+  std::optional<image::EnvTransfer> env;
+  image::PushResult r;
+  try {
+    r = layer_store_->push(ref, *to);
+  } catch (const Error& e) {
+    if (e.code() != Code::kNotFound || !has_environment(*layer_store_, ref)) throw;
+    env = image::push_environment(*layer_store_, ref, *to, r);
+  }
   boost::json::object o{{"digest", r.layers.empty() ? "" : r.layers.back()}, {"store", store::describe(to->config())},
                         {"layers", boost::json::value_from(r.layers)}, {"objects_sent", r.objects_sent},
                         {"bytes_sent", r.bytes_sent}, {"objects_skipped", r.objects_skipped}};
+  if (env) o["environment"] = {{"name", env->name}, {"version", env->version.version}};
   return boost::json::serialize(o);
 }
 
@@ -124,11 +149,22 @@ std::string Runtime::layer_pull(const std::string& ref, const std::string& store
       lazy = false;
     }
   }
-  image::PullResult r = layer_store_->pull(ref, *from, url, lazy);
+  // A layer first; else an environment the store holds under that name: its layers, then its version here.
+  std::optional<image::EnvTransfer> env;
+  image::PullResult r;
+  try {
+    r = layer_store_->pull(ref, *from, url, lazy);
+  } catch (const Error& e) {
+    if (e.code() != Code::kNotFound || !image::remote_environment_exists(*from, ref))
+      throw;
+    r = {};
+    env = image::pull_environment(*layer_store_, ref, *from, url, lazy, r);
+  }
   boost::json::object o{{"digest", r.layers.empty() ? "" : r.layers.back()}, {"store", store::describe(from->config())},
                         {"layers", boost::json::value_from(r.layers)}, {"lazy", r.lazy},
                         {"eager_reason", eager_reason}, {"bytes_fetched", r.bytes_fetched},
                         {"image_bytes", r.image_bytes}};
+  if (env) o["environment"] = {{"name", env->name}, {"version", env->version.version}};
   return boost::json::serialize(o);
 }
 

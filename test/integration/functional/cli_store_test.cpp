@@ -157,5 +157,19 @@ TEST_CASE("cli: push to a directory store and pull back, eager and lazy", "[cli]
   const boost::json::value pulled = cli_test::parse_json(r.out);
   CHECK("sha256:" + cli_test::str(pulled, "digest") == digest);
   CHECK(pulled.at("lazy").is_bool());
+
+  // An environment goes by its name, with its layers, and comes back as a version of it.
+  REQUIRE(cli(h, {"env", "create", "bb-env", "--layer", "busybox", "--env", "FOO=bar"}).status == 0);
+  r = cli(h, {"layer", "push", "bb-env", "--store", store});
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "environment bb-env version 1"));
+  r = cli(other, {"layer", "pull", "bb-env", "--store", store});
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "environment bb-env version 1"));
+  r = cli(other, {"run", "--environment", "bb-env", "--", "sh", "-c", "echo $FOO"});
+  CHECK(r.out == "bar\n");
+  r = cli(other, {"layer", "pull", "no-such-env", "--store", store});
+  CHECK(r.status != 0);
+  CHECK(contains(r.err, "no-such-env"));
   h.check_no_leaks();
 }

@@ -363,6 +363,54 @@ TEST_CASE("lazy: a bad store URL or a store without the layer fails at pull time
   }
 }
 
+TEST_CASE("lazy: an environment pushed by name and pulled lazily on another root: its layers lazy, its "
+          "defaults kept, its sandboxes read the right bytes", "[lazy]") {
+  if (!precontent_missing().empty()) {
+    WARN("SANDLET-SKIP: " << precontent_missing());
+    return;
+  }
+  LazyFixture fx;
+  std::string base = fx.tmp + "/base", task = fx.tmp + "/task";
+  make_tree(base, 8, 200 * 1024);
+  fs::create_directories(task + "/work");
+  { std::ofstream(task + "/work/answer.txt") << "forty-two\n"; }
+  sandlet::LayerImportOptions io;
+  io.name = "env-base";
+  auto b = parse(fx.src.layer_import(base, io));
+  std::string base_digest(b.at("layers").as_array().back().as_object().at("digest").as_string());
+  auto t = parse(fx.src.layer_import(task, sandlet::LayerImportOptions()));
+  std::string task_digest(t.at("layers").as_array().back().as_object().at("digest").as_string());
+  fx.src.env_create("task-env", {base_digest, task_digest}, R"({"env":{"TASK":"t1"},"workdir":"/work"})");
+
+  auto pushed = parse(fx.src.layer_push("task-env", fx.store));
+  REQUIRE(pushed.contains("environment"));
+  CHECK(pushed.at("environment").as_object().at("name").as_string() == "task-env");
+  CHECK(pushed.at("layers").as_array().size() == 2);
+
+  auto pulled = parse(fx.node.layer_pull("task-env", fx.store, /*lazy=*/true));
+  CHECK(pulled.at("lazy").as_bool());
+  CHECK(pulled.at("environment").as_object().at("version").to_number<int64_t>() == 1);
+  // Pulled again: the same version, no new one.
+  auto again = parse(fx.node.layer_pull("task-env", fx.store, true));
+  CHECK(again.at("environment").as_object().at("version").to_number<int64_t>() == 1);
+
+  auto sb = fx.node.create(sandlet::Spec().environment("task-env"));
+  std::string expect = host_sh(std::string("cd ") + base + "/data && sha256sum * | sha256sum");
+  CHECK(run_out(sb, kSums) == expect);
+  CHECK(run_out(sb, "pwd; echo $TASK; cat answer.txt") == "/work\nt1\nforty-two\n");
+
+  // A record that is not an environment's is refused, naming the field; nothing is created.
+  { std::ofstream(fx.store + "/envs/bad-env.json") << R"({"name":"bad-env","layers":["../../etc"]})"; }
+  try {
+    fx.node.layer_pull("bad-env", fx.store, true);
+    FAIL("a bad record was accepted");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_DATA_LOSS);
+    CHECK(std::string(e.what()).find("layers") != std::string::npos);
+  }
+  CHECK(fx.node.env_list().find("bad-env") == std::string::npos);
+}
+
 TEST_CASE("lazy: metadata that is not the digest's is refused at pull, nothing committed", "[lazy]") {
   LazyFixture fx;
   std::string tree = fx.tmp + "/tree";
