@@ -157,6 +157,14 @@ TEST_CASE("cli: push to a directory store and pull back, eager and lazy", "[cli]
   const boost::json::value pulled = cli_test::parse_json(r.out);
   CHECK("sha256:" + cli_test::str(pulled, "digest") == digest);
   CHECK(pulled.at("lazy").is_bool());
+  // The CLI that starts the loader (its create) exits; the sandbox reads through the loader all the same.
+  r = cli(lazy_root, {"create", "--layer", "busybox"});
+  REQUIRE(r.status == 0);
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  r = cli(lazy_root, {"exec", id, "--", "sh", "-c", "wc -c < /bin/busybox"});
+  CHECK(r.out == std::to_string(fs::file_size(std::string(SANDLET_TEST_ROOTFS) + "/bin/busybox")) + "\n");
+  CHECK(cli(lazy_root, {"rm", id}).status == 0);
+  CHECK(cli(lazy_root, {"gc"}).status == 0);  // stops the loader: nothing uses it
 
   // An environment goes by its name, with its layers, and comes back as a version of it.
   REQUIRE(cli(h, {"env", "create", "bb-env", "--layer", "busybox", "--env", "FOO=bar"}).status == 0);
