@@ -51,6 +51,9 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"import", scenario_import, 3, "MB/s of importing the M MB workspace into a fresh store; peer: mkfs.erofs"},
       {"snapshot", scenario_snapshot, 5, "snapshot of M MB of changes (latency, frozen time); peers: cp -a, tar -cf"},
       {"fork", scenario_fork, 3, "fork into N children with M MB of changes; peers: cp -a / tar+untar per child"},
+      {"policy", scenario_policy, 30,
+       "the default seccomp profile's cost: exec, find, syscall loops with and without its program on the host; "
+       "the same in a sandbox; peer: bwrap (no filter)"},
       {"cold-start", scenario_cold_start, 32,
        "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},
   };

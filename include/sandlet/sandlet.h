@@ -241,8 +241,14 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
  *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
- *     "mounts": [{"source": "/host/dir", "target": "/inside", "readonly": true}, "/src:/dst:rw", ...] }
+ *     "mounts": [{"source": "/host/dir", "target": "/inside", "readonly": true}, "/src:/dst:rw", ...],
+ *     "policy": {"seccomp": {"profile": "default", "deny": ["getcwd"], "allow": ["ptrace"]}} }
  *
+ *   policy.seccomp (docs/POLICY.md): "profile" is "default" (the newest version) or a version
+ *   ("default-v1"); "deny" adds system calls (names this architecture knows; not the ones the init needs)
+ *   that fail with EPERM; "allow" names relaxations ("ptrace", "io_uring", "perf_event_open") that lift
+ *   the profile's denial of their calls. Calls of another ABI (i386, x32) kill the process. The effective
+ *   policy is in the sandbox's info JSON ("effective_policy").
  *   mounts: host directories (<= 64) mounted into the sandbox before anything in it runs, with their
  *   submounts; an object, or "SOURCE:TARGET[:ro|rw]" for paths without ':'; read-only unless "readonly" is
  *   false or the short form ends in ":rw". Paths absolute and normalized; a target is not "/" nor in /proc,

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/json_exact.hpp"
+#include "policy/seccomp_profile.hpp"
 
 namespace json = boost::json;
 
@@ -87,6 +88,8 @@ std::string public_record_json(const SandboxRecord& rec, const char* state) {
   if (auto* spec = o.if_contains("spec"); spec && spec->is_object())
     if (auto* secrets = spec->as_object().if_contains("secrets"); secrets && secrets->is_object())
       for (auto& kv : secrets->as_object()) kv.value() = "<hidden>";
+  // What the sandbox runs under, resolved ("default" -> its version) and with its relaxations named.
+  o["effective_policy"] = json::object{{"seccomp", policy::describe(rec.spec.policy.seccomp)}};
   return json::serialize(o);
 }
 

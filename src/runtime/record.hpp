@@ -41,7 +41,8 @@ struct SandboxRecord {
 };
 
 // The record as the API shows it (sandlet_sandbox_info_json, list): every field of the record, with `state`
-// replaced by `state` as the caller sees it ("running", "paused", "dead", "destroyed", ...).
+// replaced by `state` as the caller sees it ("running", "paused", "dead", "destroyed", ...), and
+// `effective_policy` (policy::describe: the seccomp profile version, relaxations, extra denials).
 std::string public_record_json(const SandboxRecord& rec, const char* state);
 
 }  // namespace sandlet

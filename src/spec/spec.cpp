@@ -479,6 +479,7 @@ void validate_spec(const Spec& spec) {
   spec_set_idle_timeout(check, spec.idle_timeout_s);
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
   for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);
+  validate_policy(spec.policy);
 
   if (spec.layers.empty() && spec.environment.empty()) {
     throw_invalid("layers", "at least one layer (or an environment) is required");

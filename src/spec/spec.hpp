@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "spec/policy_spec.hpp"
+
 namespace sandlet {
 
 enum class Lifetime { kOwned, kDetached };
@@ -55,6 +57,8 @@ struct Spec {
   std::vector<std::string> accept_weaker;
   // <= 64; each target once, none inside another's (nested mounts are refused).
   std::vector<Mount> mounts;
+  // What the sandbox may do beyond its namespaces: seccomp profile, relaxations, extra denials.
+  Policy policy;
 };
 
 // Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields and duplicate keys are errors;

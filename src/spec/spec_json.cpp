@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/json_exact.hpp"
 #include "spec/spec.hpp"
+#include "spec/spec_policy.hpp"
 
 namespace sandlet {
 namespace {
@@ -211,6 +212,7 @@ const Field kFields[] = {
      }},
     {"accept_weaker", parse_accept_weaker},
     {"mounts", parse_mounts},
+    {"policy", [](Spec& s, const json::value& v) { parse_policy_json(s.policy, v); }},
 };
 
 // ---- reading the document ------------------------------------------------------------------------------
@@ -262,6 +264,10 @@ class Writer {
     out_ += v ? "true" : "false";
   }
   void field(std::string_view k, std::string_view v) { key(k), string(v); }
+  void raw(std::string_view json_text) {  // an already serialized value
+    separate();
+    out_ += json_text;
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -357,6 +363,7 @@ std::string spec_to_json(const Spec& spec) {
     w.end_object();
   }
   w.end_array();
+  w.key("policy"), w.raw(policy_to_json(spec.policy));
   w.end_object();
   return w.take();
 }

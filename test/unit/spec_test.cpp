@@ -29,7 +29,8 @@ bool same(const Spec& a, const Spec& b) {
          a.limits.memory == b.limits.memory && a.limits.pids == b.limits.pids &&
          a.limits.disk == b.limits.disk && a.network == b.network && a.labels == b.labels &&
          a.lifetime == b.lifetime && a.max_lifetime_s == b.max_lifetime_s &&
-         a.idle_timeout_s == b.idle_timeout_s && a.accept_weaker == b.accept_weaker && a.mounts == b.mounts;
+         a.idle_timeout_s == b.idle_timeout_s && a.accept_weaker == b.accept_weaker && a.mounts == b.mounts &&
+         a.policy == b.policy;
 }
 
 // A temporary directory (removed at scope exit) where the tests make empty files.

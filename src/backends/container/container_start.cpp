@@ -138,7 +138,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   config.workdir = spec.workdir;
   config.user = spec.user;
   config.env = base_env(spec);
-  config.seccomp_bpf = policy::baseline_seccomp_bpf();
+  config.seccomp_bpf = policy::seccomp_bpf_for(spec.policy.seccomp);  // cached per distinct policy
   config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
   config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace

@@ -1,0 +1,99 @@
+#include "policy/seccomp/profile_rules.hpp"
+
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "common/error.hpp"
+#include "policy/seccomp/profile_table.hpp"
+
+namespace sandlet::seccomp {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, int rc) {
+  throw Error(Code::kInternal, "seccomp filter: " + what + ": " + std::strerror(-rc));
+}
+
+void check(int rc, const std::string& what) {
+  if (rc < 0) fail(what, rc);
+}
+
+int resolve(std::string_view name) {
+  return seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, std::string(name).c_str());
+}
+
+std::string export_bpf(scmp_filter_ctx ctx) {
+  const int mem = ::memfd_create("sandlet-seccomp", MFD_CLOEXEC);
+  if (mem < 0) throw_errno("seccomp filter: memfd_create");
+  struct CloseMem {
+    int fd;
+    ~CloseMem() { ::close(fd); }
+  } close_mem{mem};
+  check(seccomp_export_bpf(ctx, mem), "export");
+  const off_t size = ::lseek(mem, 0, SEEK_END);
+  if (size < 0) throw_errno("seccomp filter: size of the exported program");
+  std::string bpf(static_cast<size_t>(size), '\0');
+  if (::pread(mem, bpf.data(), bpf.size(), 0) != size) throw_errno("seccomp filter: read the exported program");
+  return bpf;
+}
+
+}  // namespace
+
+bool syscall_known(std::string_view name) { return syscall_number(name) >= 0; }
+
+int syscall_number(std::string_view name) {
+  if (name.empty()) return -1;
+  const int nr = resolve(name);
+  return nr == __NR_SCMP_ERROR || nr < 0 ? -1 : nr;
+}
+
+std::string compile_seccomp_bpf(std::string_view version, std::span<const std::string> allow,
+                                std::span<const std::string> deny) {
+  const std::span<const DenyRule> rules = profile_rules(version);
+  if (rules.empty()) throw Error(Code::kInvalidArgument, "unknown seccomp profile '" + std::string(version) + "'");
+  std::set<std::string_view> relaxed;
+  for (const std::string& name : allow) {
+    const Relaxation* r = find_relaxation(name);
+    if (!r) throw Error(Code::kInvalidArgument, "unknown seccomp relaxation '" + name + "'");
+    relaxed.insert(r->syscalls.begin(), r->syscalls.end());
+  }
+  // Unconditional denials first: a syscall denied outright needs none of its argument rules.
+  std::set<std::string_view> whole;
+  for (const DenyRule& rule : rules)
+    if (!rule.arg && !relaxed.count(rule.name)) whole.insert(rule.name);
+  for (const std::string& name : deny) {
+    if (!syscall_known(name)) throw Error(Code::kInvalidArgument, "unknown system call '" + name + "'");
+    whole.insert(name);
+  }
+
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (!ctx) throw Error(Code::kInternal, "seccomp filter: seccomp_init failed");
+  struct Guard {
+    scmp_filter_ctx c;
+    ~Guard() { seccomp_release(c); }
+  } guard{ctx};
+  // Another ABI's calls (i386 through int 0x80, x32's numbers with bit 30 set) are not checked by the rules
+  // below, which name x86_64 numbers: the whole process dies, not just the calling thread.
+  check(seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "bad-architecture action");
+  for (std::string_view name : whole) {
+    const int nr = resolve(name);
+    if (nr == __NR_SCMP_ERROR) continue;  // not a call of this architecture
+    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0), std::string(name));
+  }
+  for (const DenyRule& rule : rules) {
+    if (!rule.arg || whole.count(rule.name)) continue;
+    const int nr = resolve(rule.name);
+    if (nr == __NR_SCMP_ERROR) continue;
+    const scmp_arg_cmp cmp{rule.arg->index, SCMP_CMP_MASKED_EQ, rule.arg->mask, rule.arg->value};
+    check(seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp), std::string(rule.name) + " rule");
+  }
+  return export_bpf(ctx);
+}
+
+std::string build_default_seccomp_bpf() { return compile_seccomp_bpf(kNewestProfile, {}, {}); }
+
+}  // namespace sandlet::seccomp

@@ -1,0 +1,140 @@
+#include "policy/seccomp/profile_table.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+namespace sandlet::seccomp {
+namespace {
+
+constexpr std::string_view kProfileNames[] = {"default", "default-v1"};
+
+// ioctl request numbers are compared on their type and number bytes only (mask 0xffff): the size and
+// direction bits differ between kernel versions and ABIs for the same operation.
+constexpr ArgMatch kIoctlSwapext{1, 0xffff, 0x586d};         // XFS_IOC_SWAPEXT ('X', 109)
+constexpr ArgMatch kIoctlExchangeRange{1, 0xffff, 0x5881};   // XFS_IOC_EXCHANGE_RANGE ('X', 129)
+constexpr ArgMatch kIoctlStartCommit{1, 0xffff, 0x5882};     // XFS_IOC_START_COMMIT ('X', 130)
+constexpr ArgMatch kIoctlCommitRange{1, 0xffff, 0x5883};     // XFS_IOC_COMMIT_RANGE ('X', 131)
+constexpr ArgMatch kIoctlMoveExt{1, 0xffff, 0x660f};         // EXT4_IOC_MOVE_EXT ('f', 15)
+constexpr ArgMatch kIoctlF2fsMoveRange{1, 0xffff, 0xf509};   // F2FS_IOC_MOVE_RANGE (0xf5, 9)
+constexpr ArgMatch kIoctlClone{1, 0xffff, 0x9409};           // FICLONE = BTRFS_IOC_CLONE (0x94, 9)
+constexpr ArgMatch kIoctlCloneRange{1, 0xffff, 0x940d};      // FICLONERANGE (0x94, 13)
+constexpr ArgMatch kIoctlDedupeRange{1, 0xffff, 0x9436};     // FIDEDUPERANGE (0x94, 54)
+constexpr ArgMatch kIoctlTiocsti{1, 0xffffffff, 0x5412};     // TIOCSTI: typing into another session's input
+
+// clone(2) flags that create namespaces, one rule each (BPF compares, it does not test "any of").
+constexpr ArgMatch kCloneNewUser{0, 0x10000000, 0x10000000};
+constexpr ArgMatch kCloneNewNs{0, 0x00020000, 0x00020000};
+constexpr ArgMatch kCloneNewPid{0, 0x20000000, 0x20000000};
+constexpr ArgMatch kCloneNewNet{0, 0x40000000, 0x40000000};
+constexpr ArgMatch kCloneNewIpc{0, 0x08000000, 0x08000000};
+constexpr ArgMatch kCloneNewUts{0, 0x04000000, 0x04000000};
+constexpr ArgMatch kCloneNewCgroup{0, 0x02000000, 0x02000000};
+constexpr ArgMatch kCloneNewTime{0, 0x00000080, 0x00000080};
+
+// personality(2) flags that change how the kernel treats the process. Denied when set (so the query
+// 0xffffffff is denied too); PER_LINUX, PER_LINUX32 and ADDR_NO_RANDOMIZE (debuggers, setarch -R) pass.
+constexpr ArgMatch kPersUname26{0, 0x0020000, 0x0020000};
+constexpr ArgMatch kPersFdpic{0, 0x0080000, 0x0080000};
+constexpr ArgMatch kPersMmapPageZero{0, 0x0100000, 0x0100000};
+constexpr ArgMatch kPersCompatLayout{0, 0x0200000, 0x0200000};
+constexpr ArgMatch kPersReadImpliesExec{0, 0x0400000, 0x0400000};
+constexpr ArgMatch kPersLimit32{0, 0x0800000, 0x0800000};
+constexpr ArgMatch kPersShortInode{0, 0x1000000, 0x1000000};
+constexpr ArgMatch kPersWholeSeconds{0, 0x2000000, 0x2000000};
+constexpr ArgMatch kPersStickyTimeouts{0, 0x4000000, 0x4000000};
+constexpr ArgMatch kPersLimit3gb{0, 0x8000000, 0x8000000};
+
+// default-v1. Grouped by why a sandbox never needs them; docs/POLICY.md has the same table.
+constexpr DenyRule kDefaultV1[] = {
+    // kernel modules, kexec, power
+    {"init_module", nullptr}, {"finit_module", nullptr}, {"delete_module", nullptr}, {"create_module", nullptr},
+    {"query_module", nullptr}, {"get_kernel_syms", nullptr}, {"kexec_load", nullptr}, {"kexec_file_load", nullptr},
+    {"reboot", nullptr},
+    // swap, accounting, quotas, host clock, kernel log
+    {"swapon", nullptr}, {"swapoff", nullptr}, {"acct", nullptr}, {"quotactl", nullptr}, {"quotactl_fd", nullptr},
+    {"settimeofday", nullptr}, {"clock_settime", nullptr}, {"clock_adjtime", nullptr}, {"adjtimex", nullptr},
+    {"syslog", nullptr},
+    // tracing, BPF, perf: large kernel attack surface
+    {"bpf", nullptr}, {"perf_event_open", nullptr}, {"lookup_dcookie", nullptr}, {"fanotify_init", nullptr},
+    // other processes' memory and descriptors (the `ptrace` relaxation)
+    {"ptrace", nullptr}, {"process_vm_readv", nullptr}, {"process_vm_writev", nullptr}, {"pidfd_getfd", nullptr},
+    // keyrings are not namespaced
+    {"keyctl", nullptr}, {"add_key", nullptr}, {"request_key", nullptr},
+    // raw I/O ports and legacy oddities
+    {"iopl", nullptr}, {"ioperm", nullptr}, {"uselib", nullptr}, {"nfsservctl", nullptr}, {"vhangup", nullptr},
+    {"_sysctl", nullptr}, {"sysfs", nullptr},
+    // mounts and namespaces: the sandbox's view of the world is fixed by the host
+    {"mount", nullptr}, {"umount2", nullptr}, {"pivot_root", nullptr}, {"move_mount", nullptr},
+    {"open_tree", nullptr}, {"fsopen", nullptr}, {"fsconfig", nullptr}, {"fsmount", nullptr}, {"fspick", nullptr},
+    {"mount_setattr", nullptr}, {"setns", nullptr}, {"unshare", nullptr},
+    // clone3 stays allowed although BPF cannot read its flags (they are in memory): the init sets every
+    // user.max_*_namespaces counter of the sandbox's user namespace to 0, so the kernel refuses new
+    // namespaces however they are asked for. The clone rules are defence in depth.
+    {"clone", &kCloneNewUser}, {"clone", &kCloneNewNs}, {"clone", &kCloneNewPid}, {"clone", &kCloneNewNet},
+    {"clone", &kCloneNewIpc}, {"clone", &kCloneNewUts}, {"clone", &kCloneNewCgroup}, {"clone", &kCloneNewTime},
+    // file handles bypass path-based checks
+    {"open_by_handle_at", nullptr}, {"name_to_handle_at", nullptr},
+    // io_uring and userfaultfd: frequent sources of kernel exploits (io_uring: the `io_uring` relaxation)
+    {"io_uring_setup", nullptr}, {"io_uring_enter", nullptr}, {"io_uring_register", nullptr},
+    {"userfaultfd", nullptr},
+    // extent swapping, cloning and dedupe: reach into blocks of files the sandbox does not own
+    {"ioctl", &kIoctlSwapext}, {"ioctl", &kIoctlExchangeRange}, {"ioctl", &kIoctlStartCommit},
+    {"ioctl", &kIoctlCommitRange}, {"ioctl", &kIoctlMoveExt}, {"ioctl", &kIoctlF2fsMoveRange},
+    {"ioctl", &kIoctlClone}, {"ioctl", &kIoctlCloneRange}, {"ioctl", &kIoctlDedupeRange},
+    {"ioctl", &kIoctlTiocsti},
+    // personality flags that change the kernel's treatment of the process
+    {"personality", &kPersUname26}, {"personality", &kPersFdpic}, {"personality", &kPersMmapPageZero},
+    {"personality", &kPersCompatLayout}, {"personality", &kPersReadImpliesExec}, {"personality", &kPersLimit32},
+    {"personality", &kPersShortInode}, {"personality", &kPersWholeSeconds},
+    {"personality", &kPersStickyTimeouts}, {"personality", &kPersLimit3gb},
+};
+
+constexpr std::string_view kPtraceCalls[] = {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"};
+constexpr std::string_view kIoUringCalls[] = {"io_uring_setup", "io_uring_enter", "io_uring_register"};
+constexpr std::string_view kPerfCalls[] = {"perf_event_open"};
+
+constexpr Relaxation kRelaxations[] = {
+    {"ptrace", kPtraceCalls, "debuggers and tracers (gdb, strace) on the sandbox's own processes"},
+    {"io_uring", kIoUringCalls, "programs built on io_uring"},
+    {"perf_event_open", kPerfCalls, "profilers (perf); the host's kernel.perf_event_paranoid still applies"},
+};
+
+// What src/guest calls once the filter is on (its serve loop, spawn, signals, timers, files).
+constexpr std::string_view kInitNeeds[] = {
+    "accept4", "chdir", "clock_gettime", "clone", "clone3", "close", "close_range", "dup2", "dup3",
+    "epoll_create1", "epoll_ctl", "epoll_wait", "execve", "exit", "exit_group", "faccessat", "fchmod",
+    "fchmodat", "fchown", "fchownat", "fcntl", "fstat", "fstatfs", "kill", "mkdirat", "mknodat", "mmap",
+    "munmap", "newfstatat", "openat", "openat2", "pipe2", "poll", "prctl", "pread64", "prlimit64", "read",
+    "recvmsg", "renameat", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "sendmsg",
+    "sendto", "setfsgid", "setfsuid", "setgroups", "setresgid", "setresuid", "setsid", "signalfd4", "socket",
+    "symlinkat", "timerfd_create", "timerfd_settime", "umask", "unlinkat", "wait4", "write",
+};
+
+}  // namespace
+
+std::string_view resolve_profile(std::string_view name) {
+  if (name == "default") return kNewestProfile;
+  if (name == "default-v1") return name;
+  return {};
+}
+
+std::span<const std::string_view> profile_names() { return kProfileNames; }
+
+std::span<const DenyRule> profile_rules(std::string_view version) {
+  if (version == "default-v1") return kDefaultV1;
+  return {};
+}
+
+std::span<const Relaxation> relaxations() { return kRelaxations; }
+
+const Relaxation* find_relaxation(std::string_view name) {
+  for (const Relaxation& r : kRelaxations)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+bool init_needs(std::string_view syscall) {
+  return std::find(std::begin(kInitNeeds), std::end(kInitNeeds), syscall) != std::end(kInitNeeds);
+}
+
+}  // namespace sandlet::seccomp
