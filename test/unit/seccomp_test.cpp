@@ -100,7 +100,10 @@ TEST_CASE("the default profile denies each of its rules with EPERM and allows th
   CHECK(run_filter(bpf, call(SYS_ioctl, 0, 0x5401 /* TCGETS */)) == SECCOMP_RET_ALLOW);
   CHECK(run_filter(bpf, call(SYS_personality, 0)) == SECCOMP_RET_ALLOW);
   CHECK(run_filter(bpf, call(SYS_personality, 0x0040000 /* ADDR_NO_RANDOMIZE */)) == SECCOMP_RET_ALLOW);
-  CHECK(run_filter(bpf, call(SYS_personality, 0xffffffff)) == kEperm);  // documented: the query too
+  CHECK(run_filter(bpf, call(SYS_personality, 0xffffffff)) == SECCOMP_RET_ALLOW);  // the query
+  CHECK(run_filter(bpf, call(SYS_personality, 0x0400000 /* READ_IMPLIES_EXEC */)) == kEperm);
+  CHECK(run_filter(bpf, call(SYS_personality, 0x80400000)) == kEperm);
+  CHECK(run_filter(bpf, call(SYS_personality, 0xfffffffe)) == kEperm);
   int checked = 0;
   for (const seccomp::DenyRule& rule : seccomp::profile_rules("default-v1")) {
     const int nr = seccomp::syscall_number(rule.name);

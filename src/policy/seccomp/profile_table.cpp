@@ -1,6 +1,7 @@
 #include "policy/seccomp/profile_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 
 namespace sandlet::seccomp {
@@ -31,21 +32,30 @@ constexpr ArgMatch kCloneNewUts{0, 0x04000000, 0x04000000};
 constexpr ArgMatch kCloneNewCgroup{0, 0x02000000, 0x02000000};
 constexpr ArgMatch kCloneNewTime{0, 0x00000080, 0x00000080};
 
-// personality(2) flags that change how the kernel treats the process. Denied when set (so the query
-// 0xffffffff is denied too); PER_LINUX, PER_LINUX32 and ADDR_NO_RANDOMIZE (debuggers, setarch -R) pass.
-constexpr ArgMatch kPersUname26{0, 0x0020000, 0x0020000};
-constexpr ArgMatch kPersFdpic{0, 0x0080000, 0x0080000};
-constexpr ArgMatch kPersMmapPageZero{0, 0x0100000, 0x0100000};
-constexpr ArgMatch kPersCompatLayout{0, 0x0200000, 0x0200000};
-constexpr ArgMatch kPersReadImpliesExec{0, 0x0400000, 0x0400000};
-constexpr ArgMatch kPersLimit32{0, 0x0800000, 0x0800000};
-constexpr ArgMatch kPersShortInode{0, 0x1000000, 0x1000000};
-constexpr ArgMatch kPersWholeSeconds{0, 0x2000000, 0x2000000};
-constexpr ArgMatch kPersStickyTimeouts{0, 0x4000000, 0x4000000};
-constexpr ArgMatch kPersLimit3gb{0, 0x8000000, 0x8000000};
+// personality(2) flags that change how the kernel treats the process: denied when set, unless the value
+// is the query 0xffffffff. BPF compares rather than tests bits, so a flag's rule also requires bit 31
+// clear, and values with bit 31 set are denied by one rule per other bit that is clear (only the query has
+// them all set). PER_LINUX, PER_LINUX32 and ADDR_NO_RANDOMIZE (debuggers, setarch -R) pass.
+constexpr unsigned long long kPersBit31 = 0x80000000;
+constexpr ArgMatch persona_flag(unsigned long long flag) { return {0, flag | kPersBit31, flag}; }
+constexpr ArgMatch kPersUname26 = persona_flag(0x0020000);
+constexpr ArgMatch kPersFdpic = persona_flag(0x0080000);
+constexpr ArgMatch kPersMmapPageZero = persona_flag(0x0100000);
+constexpr ArgMatch kPersCompatLayout = persona_flag(0x0200000);
+constexpr ArgMatch kPersReadImpliesExec = persona_flag(0x0400000);
+constexpr ArgMatch kPersLimit32 = persona_flag(0x0800000);
+constexpr ArgMatch kPersShortInode = persona_flag(0x1000000);
+constexpr ArgMatch kPersWholeSeconds = persona_flag(0x2000000);
+constexpr ArgMatch kPersStickyTimeouts = persona_flag(0x4000000);
+constexpr ArgMatch kPersLimit3gb = persona_flag(0x8000000);
+constexpr auto kPersHighNotQuery = [] {
+  std::array<ArgMatch, 31> a{};
+  for (unsigned k = 0; k < 31; ++k) a[k] = ArgMatch{0, kPersBit31 | (1ull << k), kPersBit31};
+  return a;
+}();
 
 // default-v1. Grouped by why a sandbox never needs them; docs/POLICY.md has the same table.
-constexpr DenyRule kDefaultV1[] = {
+constexpr DenyRule kDefaultV1Listed[] = {
     // kernel modules, kexec, power
     {"init_module", nullptr}, {"finit_module", nullptr}, {"delete_module", nullptr}, {"create_module", nullptr},
     {"query_module", nullptr}, {"get_kernel_syms", nullptr}, {"kexec_load", nullptr}, {"kexec_file_load", nullptr},
@@ -88,6 +98,15 @@ constexpr DenyRule kDefaultV1[] = {
     {"personality", &kPersShortInode}, {"personality", &kPersWholeSeconds},
     {"personality", &kPersStickyTimeouts}, {"personality", &kPersLimit3gb},
 };
+
+// The listed rules, then the personality guards generated above.
+constexpr auto kDefaultV1 = [] {
+  constexpr size_t listed = std::size(kDefaultV1Listed);
+  std::array<DenyRule, listed + kPersHighNotQuery.size()> all{};
+  for (size_t i = 0; i < listed; ++i) all[i] = kDefaultV1Listed[i];
+  for (size_t k = 0; k < kPersHighNotQuery.size(); ++k) all[listed + k] = DenyRule{"personality", &kPersHighNotQuery[k]};
+  return all;
+}();
 
 constexpr std::string_view kPtraceCalls[] = {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"};
 constexpr std::string_view kIoUringCalls[] = {"io_uring_setup", "io_uring_enter", "io_uring_register"};
