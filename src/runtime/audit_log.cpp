@@ -6,12 +6,8 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
-#include <cmath>
-#include <cstdio>
-#include <ctime>
 
 #include "common/error.hpp"
-#include "runtime/audit_text.hpp"
 #include "sys/fs_util.hpp"
 
 namespace json = boost::json;
@@ -35,46 +31,6 @@ class FileLock final {
 };
 
 }  // namespace
-
-std::string audit_time(double unix_seconds) {
-  double whole = std::floor(unix_seconds);
-  time_t t = static_cast<time_t>(whole);
-  long us = std::lround((unix_seconds - whole) * 1e6);
-  if (us >= 1000000) {
-    ++t;
-    us -= 1000000;
-  }
-  struct tm tm;
-  ::gmtime_r(&t, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, us);
-  return buf;
-}
-
-bool parse_audit_time(const std::string& text, double* unix_seconds) {
-  struct tm tm = {};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &consumed) != 6 || consumed != 19)
-    return false;
-  size_t i = 19;
-  double frac = 0, scale = 0.1;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    size_t digits = 0;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits, scale /= 10) frac += (text[i] - '0') * scale;
-    if (digits == 0) return false;
-  }
-  if (i + 1 != text.size() || (text[i] != 'Z' && text[i] != 'z')) return false;
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-      tm.tm_sec > 60)
-    return false;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  *unix_seconds = static_cast<double>(::timegm(&tm)) + frac;
-  return true;
-}
 
 AuditLog::AuditLog(std::string dir, AuditOptions options)
     : dir_(std::move(dir)), path_(dir_ + "/audit.jsonl"), lock_path_(dir_ + "/audit.lock"), options_(options) {}

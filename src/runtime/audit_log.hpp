@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/audit_text.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet {
@@ -25,10 +26,6 @@ struct AuditOptions {
   uint32_t keep = 5;                 // rotated files kept: audit.jsonl.1 (newest) .. audit.jsonl.<keep>
 };
 
-// A line is at most this long: longer strings in a record's fields are cut (and the record says so).
-constexpr size_t kAuditMaxLine = 64 * 1024;
-constexpr size_t kAuditMaxString = 4096;  // each string of the event fields
-constexpr size_t kAuditMaxArray = 256;    // each array of the event fields (argv)
 
 using AuditLabels = std::map<std::string, std::string>;
 
@@ -74,10 +71,5 @@ class AuditLog final {
   dev_t dev_ = 0;
   Stats stats_;
 };
-
-// RFC 3339 UTC with microseconds, e.g. "2026-12-02T02:35:28.123456Z".
-std::string audit_time(double unix_seconds);
-// The inverse (also accepts no fraction and fewer digits); nullopt when malformed.
-bool parse_audit_time(const std::string& text, double* unix_seconds);
 
 }  // namespace sandlet

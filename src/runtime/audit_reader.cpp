@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "runtime/audit_log.hpp"
+#include "runtime/audit_text.hpp"
 
 namespace json = boost::json;
 
@@ -58,9 +58,8 @@ AuditReader::File AuditReader::open_file(const std::string& path) {
 
 void AuditReader::refresh() {
   SharedLock lock(lock_path_);
-  if (!started_) {
-    // Everything there is, oldest first.
-    started_ = true;
+  if (!cur_.fd) {
+    // Nothing read yet (the log may not have existed): everything there is, oldest first.
     std::vector<File> rotated;
     for (size_t i = 1; i <= kMaxRotated; ++i) {
       File f = open_file(path_ + "." + std::to_string(i));
@@ -72,24 +71,15 @@ void AuditReader::refresh() {
     return;
   }
   struct stat st;
-  if (::stat(path_.c_str(), &st) == 0 && cur_.fd && st.st_ino == cur_.ino && st.st_dev == cur_.dev) return;  // still live
-  if (!cur_.fd) {
-    if (File live = open_file(path_); live.fd) pending_.push_back(std::move(live));
-    return;
-  }
+  if (::stat(path_.c_str(), &st) == 0 && st.st_ino == cur_.ino && st.st_dev == cur_.dev) return;  // still live
   // cur_ was rotated: the files newer than it are the rotated ones before it in the numbering, then the live one.
   std::vector<File> newer;
-  bool found = false;
+  // (Not found: rotated out of the kept set, so every kept file is newer.)
   for (size_t i = 1; i <= kMaxRotated; ++i) {
     File f = open_file(path_ + "." + std::to_string(i));
-    if (!f.fd) break;
-    if (f.ino == cur_.ino && f.dev == cur_.dev) {
-      found = true;
-      break;
-    }
+    if (!f.fd || (f.ino == cur_.ino && f.dev == cur_.dev)) break;
     newer.push_back(std::move(f));
   }
-  (void)found;  // not found: rotated out of the kept set; every kept file is newer
   for (auto it = newer.rbegin(); it != newer.rend(); ++it) pending_.push_back(std::move(*it));
   if (File live = open_file(path_); live.fd) pending_.push_back(std::move(live));
 }
@@ -149,7 +139,6 @@ bool AuditReader::matches(const std::string& line) {
 }
 
 bool AuditReader::next(std::string* line) {
-  if (!started_) refresh();
   for (;;) {
     if (read_line(line)) {
       if (matches(*line)) return true;

@@ -49,7 +49,6 @@ class AuditReader final {
   std::string buf_;           // what was read from cur_ and not handed out yet
   size_t buf_pos_ = 0;
   uint64_t skipped_ = 0;
-  bool started_ = false;
 };
 
 }  // namespace sandlet

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
-#include "runtime/audit_log.hpp"
+#include "runtime/audit_text.hpp"
 
 namespace json = boost::json;
 

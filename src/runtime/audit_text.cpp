@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
 
 #include "common/error.hpp"
-#include "runtime/audit_log.hpp"
 #include "sys/fs_util.hpp"
 
 namespace json = boost::json;
@@ -60,6 +62,22 @@ void cap_value(json::value& v, bool* cut) {
 }
 
 }  // namespace
+
+std::string audit_time(double unix_seconds) {
+  double whole = std::floor(unix_seconds);
+  time_t t = static_cast<time_t>(whole);
+  long us = std::lround((unix_seconds - whole) * 1e6);
+  if (us >= 1000000) {
+    ++t;
+    us -= 1000000;
+  }
+  struct tm tm;
+  ::gmtime_r(&t, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, us);
+  return buf;
+}
 
 std::string audit_utf8(std::string_view text, size_t max, bool* cut) {
   std::string out;

@@ -9,6 +9,14 @@
 
 namespace sandlet {
 
+// A line is at most this long: longer strings in a record's fields are cut (and the record says so).
+constexpr size_t kAuditMaxLine = 64 * 1024;
+constexpr size_t kAuditMaxString = 4096;  // each string of the event fields
+constexpr size_t kAuditMaxArray = 256;    // each array of the event fields (argv)
+
+// RFC 3339 UTC with microseconds, e.g. "2026-12-02T02:35:28.123456Z" (fixed width: records sort as text).
+std::string audit_time(double unix_seconds);
+
 // `text` as valid UTF-8 (each invalid byte becomes U+FFFD), at most `max` bytes (cut at a character
 // boundary); *cut is set when anything was cut.
 std::string audit_utf8(std::string_view text, size_t max, bool* cut);

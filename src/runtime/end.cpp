@@ -3,6 +3,7 @@
 // goes through these two steps: a destroy, an exit seen by the watcher, a one-shot's end, the runtime's
 // close, gc (from the record alone); a create that failed is abandoned instead (its object unwinds).
 #include <boost/json.hpp>
+#include <cstring>
 
 #include "common/fault_point.hpp"
 #include "runtime/audit_records.hpp"
@@ -21,7 +22,7 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
     claimed = rec;
     obj = impl;
   }
-  if (reason == end_reason::kExited) reason = inferred_exit_reason(claimed, sys::now_unix_seconds());
+  if (std::strcmp(reason, end_reason::kExited) == 0) reason = inferred_exit_reason(claimed, sys::now_unix_seconds());
   retire(claimed, *obj, reason);
   in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
