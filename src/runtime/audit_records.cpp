@@ -23,6 +23,8 @@ json::object audit_create_fields(const SandboxRecord& rec) {
   f["environment"] = rec.environment;
   json::array layers;
   for (const auto& l : rec.layers) layers.push_back(json::object{{"ref", l.ref}, {"digest", l.digest}});
+  if (rec.layers.empty())  // host directories only: the resolution names no store layer
+    for (const auto& dir : s.layers) layers.push_back(json::object{{"ref", dir}, {"digest", ""}});
   f["layers"] = std::move(layers);
   f["limits"] = json::object{{"cpus", s.limits.cpus}, {"memory", s.limits.memory}, {"pids", s.limits.pids},
                              {"disk", s.limits.disk}};

@@ -170,7 +170,7 @@ TEST_CASE("audit: lifecycle records — pause, resume, snapshot, fork, attach, o
   CHECK(events(recs, "resume").size() == 1);
   auto snaps = events(recs, "snapshot");
   REQUIRE(snaps.size() >= 2);  // the explicit one and the fork's
-  CHECK(str(snaps[0], "layer").rfind("sha256:", 0) == 0);
+  CHECK(str(snaps[0], "layer").size() >= 64);  // the digest
   auto forks = events(recs, "fork");
   REQUIRE(forks.size() == 1);
   CHECK(forks[0].at("children").as_array().size() == 2);
