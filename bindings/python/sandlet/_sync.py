@@ -43,28 +43,6 @@ class Sandbox:
     def closed(self) -> bool:
         return self._h.closed
 
-    @property
-    def audit_path(self) -> str:
-        """The live file of the root's audit log ("<root>/audit/audit.jsonl"; rotated files beside it)."""
-        return self._h.audit_path
-
-    def audit(
-        self,
-        sandbox: Optional[str] = None,
-        labels: Optional[Mapping[str, str]] = None,
-        since: Optional[float] = None,
-        follow: bool = False,
-        *,
-        poll_interval: float = 0.1,
-        timeout: Optional[float] = None,
-    ) -> Iterator[Dict[str, Any]]:
-        """The audit log's records (dicts, oldest first, rotated files included; docs/AUDIT.md): only
-        ``sandbox``'s, only of sandboxes carrying every one of ``labels``, only at or after ``since`` (Unix
-        seconds or a datetime). With ``follow``, keeps yielding records as they are written (across
-        rotations), polling every ``poll_interval`` seconds, until ``timeout`` seconds have passed (None:
-        until the caller stops iterating). The reader is independent of this runtime."""
-        return audit_records(self._h.audit_path, sandbox, labels, since, follow, poll_interval, timeout)
-
     def exec(
         self,
         cmd: Command,
@@ -315,6 +293,28 @@ class Runtime:
     @property
     def closed(self) -> bool:
         return self._h.closed
+
+    @property
+    def audit_path(self) -> str:
+        """The live file of the root's audit log ("<root>/audit/audit.jsonl"; rotated files beside it)."""
+        return self._h.audit_path
+
+    def audit(
+        self,
+        sandbox: Optional[str] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        since: Optional[float] = None,
+        follow: bool = False,
+        *,
+        poll_interval: float = 0.1,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Dict[str, Any]]:
+        """The audit log's records (dicts, oldest first, rotated files included; docs/AUDIT.md): only
+        ``sandbox``'s, only of sandboxes carrying every one of ``labels``, only at or after ``since`` (Unix
+        seconds or a datetime). With ``follow``, keeps yielding records as they are written (across
+        rotations), polling every ``poll_interval`` seconds, until ``timeout`` seconds have passed (None:
+        until the caller stops iterating). The reader is independent of this runtime."""
+        return audit_records(self._h.audit_path, sandbox, labels, since, follow, poll_interval, timeout)
 
     def create(self, spec: SpecLike = None, **fields: Any) -> Sandbox:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
