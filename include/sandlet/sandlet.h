@@ -164,9 +164,12 @@ typedef struct sandlet_runtime_options {
                                  (the chunk); 0 = default (64 KiB: one chunk) */
   uint32_t fetch_concurrency; /* store requests in flight on the node; 0 = default (8) */
   uint32_t fill_timeout_ms;   /* a read of data not fetched yet fails with EIO after this long; 0 = 60000 */
-  uint32_t reserved;          /* 0 */
+  /* The root's audit log (sandlet_audit.h), as this runtime writes it (processes sharing a root should agree): */
+  uint32_t audit_keep;        /* rotated files kept (audit.jsonl.1 .. .N); 0 = default (5); <= 1000 */
+  uint64_t audit_max_bytes;   /* the live file is rotated before it would grow past this; 0 = default
+                                 (64 MiB); >= 65536 */
 } sandlet_runtime_options_t;
-#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /* Opens (creating if needed) the runtime rooted at `root`; NULL means $SANDLET_ROOT, else /var/lib/sandlet.
    `opts` may be NULL. On success *out is owned by the caller: release it with sandlet_runtime_close. */
@@ -225,7 +228,13 @@ SANDLET_API sandlet_error_t *sandlet_runtime_features_json(sandlet_runtime_t *rt
                     "prepared": N,    sandboxes the pool prepared
                     "discarded": N,   prepared ones thrown away (other environment, died waiting, close)
                     "staged": bool,   preparing with the root filesystem of the environment asked for last
-                    "backend": "container"}}   the backend it prepares for ("" before the first create) */
+                    "backend": "container"},   the backend it prepares for ("" before the first create)
+      "audit": {"path": "...",        the audit log's live file (sandlet_audit.h)
+                "written": N,         records this runtime wrote
+                "failed": N,          records it could not write (the operation went on)
+                "rotations": N,       rotations it made
+                "truncated": N,       records whose fields were cut to fit the line cap
+                "last_error": "..."}} why the last failed one failed ("" when none) */
 SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, char **out);
 
 /* ---------------------------------------------------------------------------------------------------
@@ -521,4 +530,5 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 #include "sandlet/sandlet_snapshot.h"
 #include "sandlet/sandlet_build.h"
 #include "sandlet/sandlet_store.h"
+#include "sandlet/sandlet_audit.h"
 #endif /* SANDLET_SANDLET_H */

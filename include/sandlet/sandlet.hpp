@@ -3,7 +3,8 @@
  *
  * This header includes the parts, one purpose each, under sandlet/cxx/: error.hpp (sandlet::Error),
  * results.hpp (ExecResult, BackendInfo, SandboxInfo), options.hpp (ExecOptions, RunOptions, RuntimeOptions,
- * LayerImportOptions), spec.hpp (Spec), sandbox.hpp (Sandbox, ExecControl), runtime.hpp (Runtime).
+ * LayerImportOptions), spec.hpp (Spec), sandbox.hpp (Sandbox, ExecControl), runtime.hpp (Runtime),
+ * audit.hpp (AuditReader).
  *
  * Errors: every failing C call becomes a thrown sandlet::Error (the C error object is copied and freed).
  *
@@ -28,6 +29,7 @@
 #ifndef SANDLET_SANDLET_HPP
 #define SANDLET_SANDLET_HPP
 
+#include "sandlet/cxx/audit.hpp"
 #include "sandlet/cxx/error.hpp"
 #include "sandlet/cxx/options.hpp"
 #include "sandlet/cxx/results.hpp"

@@ -32,8 +32,18 @@ void loader_settings(const sandlet_runtime_options_t& o, lazy::LoaderSettings& s
     if (ms < 100) refuse("fill_timeout_ms", std::to_string(ms) + " is below 100");
     s.fill_timeout_ms = ms;
   }
-  // Reserved so that a later field can take its place; a non-zero value is a caller's mistake today.
-  if (uint32_t r = field_or(o, &T::reserved, 0)) refuse("reserved", std::to_string(r) + " is not 0");
+}
+
+void audit_options(const sandlet_runtime_options_t& o, AuditOptions& a) {
+  using T = sandlet_runtime_options_t;
+  if (uint32_t keep = field_or(o, &T::audit_keep, 0)) {
+    if (keep > 1000) refuse("audit_keep", std::to_string(keep) + " is above 1000");
+    a.keep = keep;
+  }
+  if (uint64_t max = field_or(o, &T::audit_max_bytes, 0)) {
+    if (max < 65536) refuse("audit_max_bytes", std::to_string(max) + " is below 65536");
+    a.max_bytes = max;
+  }
 }
 
 }  // namespace
@@ -54,6 +64,7 @@ RuntimeOptions runtime_options(const sandlet_runtime_options_t* opts) {
   }
   if (const char* store = field_or(o, &T::store, nullptr)) options.store = store;  // "" = unset, as NULL
   loader_settings(o, options.loader);
+  audit_options(o, options.audit);
   return options;
 }
 

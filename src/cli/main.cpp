@@ -34,6 +34,7 @@ constexpr std::string_view kUsage =
     "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"
     "  build     Build an environment from a recipe (a Dockerfile subset)\n"
     "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
+    "  audit     Print (and follow) the audit log: execs, lifecycle events, policy denials\n"
     "  version   Print the version\n"
     "  help      Show help for a command\n"
     "\n"
@@ -67,6 +68,7 @@ constexpr Command kCommands[] = {
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
     {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork}, {"loader", cmd_loader},
+    {"audit", cmd_audit},
 };
 
 CommandFn find_command(std::string_view name) {

@@ -43,6 +43,7 @@ class ExecReplies final {
   // True on the final frame; throws the agent's error, or INTERNAL for a frame out of place.
   bool on_frame(proto::AgentMsg type, std::string_view payload);
   ExecOutcome outcome;
+  uint64_t received(int stream) const { return received_[stream == 2 ? 1 : 0]; }  // bytes of stdout (1) / stderr (2)
 
  private:
   uint64_t limit_;

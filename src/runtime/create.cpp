@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
+#include "runtime/audit_records.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 
@@ -80,6 +81,7 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     try {
       impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, &spec.limits});
     } catch (...) {
+      audit_create_failed(rec.id, spec, std::current_exception());
       abandon(rec, nullptr);
       throw;
     }
@@ -89,6 +91,8 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   rec.layers = resolution.layers;
   rec.created_at = sys::now_unix_seconds();
   rec.deadline = rec.created_at + spec.max_lifetime_s;
+  audit_->write("create", rec.id, spec.labels, audit_create_fields(rec));
+  const uint64_t finish_start = sys::now_monotonic_ns();
 
   try {
     fault_point("runtime.prepared");
@@ -100,11 +104,25 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     dirs_->write(rec);
     fault_point("runtime.running");
   } catch (...) {
+    audit_create_failed(rec.id, spec, std::current_exception());
     abandon(rec, std::move(impl));
     throw;
   }
+  audit_->write("running", rec.id, spec.labels,
+                {{"backend", rec.backend},
+                 {"warm", warm.has_value()},
+                 {"finish_ms", static_cast<double>(sys::now_monotonic_ns() - finish_start) / 1e6},
+                 {"one_shot", one_shot != nullptr}});
   release_on_failure.done = true;
   return Started{std::move(rec), std::shared_ptr<BackendSandbox>(std::move(impl))};
+}
+
+void Runtime::audit_create_failed(const std::string& id, const Spec& spec, std::exception_ptr error) noexcept {
+  try {
+    audit_->write("destroy", id, spec.labels,
+                  {{"reason", end_reason::kCreateFailed}, {"backend", spec.backend}, {"error", audit_error(error)}});
+  } catch (...) {
+  }
 }
 
 std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
@@ -117,7 +135,7 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
     // end: an owned sandbox ends with its runtime; a detached one lives on, its exit watch stopped as the
     // others' are (posted again in case close() already did).
     if (started.rec.spec.lifetime == Lifetime::kOwned) {
-      end(started.rec, started.impl);
+      end(started.rec, started.impl, end_reason::kRuntimeClosed);
       throw Error(Code::kFailedPrecondition, "runtime closed while sandbox " + started.rec.id + " was being created");
     }
     loop_.post([this] { registry_.cancel_watchers(); });
@@ -156,7 +174,7 @@ void Runtime::on_exit(const std::string& id) {
   registry_.mark_ended(id);
   SandboxRecord rec;
   rec.id = id;  // the registry's own record is the one used
-  end(rec, impl);
+  end(rec, impl, end_reason::kExited);
 }
 
 }  // namespace sandlet

@@ -2,12 +2,17 @@
 // and hide it (no longer listed or attachable) — then reclaim its host resources, on a worker. Every path
 // goes through these two steps: a destroy, an exit seen by the watcher, a one-shot's end, the runtime's
 // close, gc (from the record alone); a create that failed is abandoned instead (its object unwinds).
+#include <boost/json.hpp>
+#include <cstring>
+
 #include "common/fault_point.hpp"
+#include "runtime/audit_records.hpp"
 #include "runtime/runtime.hpp"
+#include "sys/fs_util.hpp"
 
 namespace sandlet {
 
-void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) {
+void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, const char* reason) {
   SandboxRecord claimed;
   std::shared_ptr<BackendSandbox> obj;
   if (!registry_.begin_end(rec.id, &claimed, &obj)) {
@@ -17,13 +22,20 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
     claimed = rec;
     obj = impl;
   }
-  retire(claimed, *obj);
+  if (std::strcmp(reason, end_reason::kExited) == 0) reason = inferred_exit_reason(claimed, sys::now_unix_seconds());
+  retire(claimed, *obj, reason);
   in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
 
-void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl) {
+void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
+                     boost::json::object audit_extra) {
   impl.kill();
   dirs_->retire(rec.id);
+  // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).
+  if (reason) {
+    audit_extra["reason"] = reason;
+    audit_->write("destroy", rec.id, rec.spec.labels, std::move(audit_extra));
+  }
   fault_point("runtime.retired");
 }
 

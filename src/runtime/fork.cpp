@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <boost/json.hpp>
+
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
@@ -34,6 +36,7 @@ ForkResult Runtime::fork_from(const SandboxRecord& parent, SnapshotResult snap, 
   out.snapshot = std::move(snap);
   Spec base = parent.spec;  // as resolved at its create: the environment's defaults are in it
   fork_children(out.snapshot.layer, base, parent.id, options, out);
+  audit_fork(parent.id, parent.spec.labels, out);
   return out;
 }
 
@@ -50,7 +53,28 @@ ForkResult Runtime::fork_snapshot(const std::string& layer, const Spec& base, co
     throw Error(Code::kInvalidArgument, "fork: layer " + out.snapshot.layer.digest + " is not a snapshot");
   out.snapshot.existed = true;
   fork_children(out.snapshot.layer, base, "", options, out);
+  audit_fork("", base.labels, out);
   return out;
+}
+
+// One "fork" record on the parent (none when forked from a stored snapshot): the snapshot and the children;
+// each child also has its own create/running records.
+void Runtime::audit_fork(const std::string& parent_id, const std::map<std::string, std::string>& labels,
+                         const ForkResult& out) noexcept {
+  try {
+    boost::json::array children;
+    size_t failed = 0;
+    for (size_t i = 0; i < out.children.size(); ++i) {
+      if (out.children[i]) children.push_back(boost::json::value(out.children[i]->id()));
+      else ++failed;
+    }
+    audit_->write("fork", parent_id, labels,
+                  {{"snapshot", out.snapshot.layer.digest},
+                   {"n", out.children.size()},
+                   {"children", std::move(children)},
+                   {"failed", failed}});
+  } catch (...) {
+  }
 }
 
 void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/error.hpp"
+#include "runtime/audit_records.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 
@@ -16,6 +17,17 @@ namespace sandlet {
 namespace {
 
 constexpr double kRecordlessGraceS = 60;
+
+// Why a sandbox gc ends had ended (or ends now), as far as gc can tell; nullptr for a pooled one (prepared
+// ahead, never a sandbox anyone asked for: not audited).
+const char* gc_end_reason(const SandboxRecord& rec, const GcFacts& facts) {
+  if (rec.state == SandboxState::kPooled) return nullptr;
+  if (rec.deadline > 0 && facts.now >= rec.deadline) return end_reason::kMaxLifetime;
+  // An owned sandbox dies with its owner (parent-death signal), so a dead one with a dead owner went that way.
+  if (!facts.detached && !facts.owner_alive) return end_reason::kOwnerGone;
+  if (!facts.sandbox_alive) return inferred_exit_reason(rec, facts.now);
+  return end_reason::kReclaimed;
+}
 
 }  // namespace
 
@@ -91,7 +103,12 @@ size_t Runtime::gc(bool release_idle) {
     if (gc_verdict(facts) == GcVerdict::kKeep) continue;
     // Claimed, so that a destroy of an attached handle in this process does not reclaim it at the same time.
     if (!registry_.begin_reclaim(id)) continue;
-    if (!retired) retire(*rec, *impl);
+    // Nobody watched its end (its owner is gone, or it is detached): gc records it, with what it found.
+    if (!retired) {
+      const char* reason = gc_end_reason(*rec, facts);
+      retire(*rec, *impl, reason,
+             {{"recorded_by", "gc"}, {"sandbox_alive", facts.sandbox_alive}, {"owner_alive", facts.owner_alive}});
+    }
     if (reclaim(*rec, impl)) ++removed;  // else left for the next sweep
   }
   for (auto& [name, backend] : backends_) {

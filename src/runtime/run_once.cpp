@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "runtime/agent_client.hpp"
 #include "spec/exec_env.hpp"
+#include "runtime/audit_records.hpp"
 #include "runtime/one_shot_report.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
@@ -44,6 +45,22 @@ void wait_for_report(std::shared_ptr<State> st, Conclude conclude) {
 }
 
 }  // namespace
+
+void Runtime::audit_one_shot(const SandboxRecord& rec, const RunOnceParams& params, double begin_wall,
+                             const ExecOutcome* out, std::exception_ptr error) noexcept {
+  try {
+    ExecAudit a;
+    a.argv = params.argv;
+    a.cwd = params.cwd;
+    a.user = params.user;
+    a.start = begin_wall;
+    a.end = sys::now_unix_seconds();
+    a.one_shot = true;
+    a.bytes_known = false;  // the command wrote to the caller's descriptors, not through this process
+    audit_->write("exec", rec.id, rec.spec.labels, audit_exec_fields(a, out, error));
+  } catch (...) {
+  }
+}
 
 // The command of a one-shot run, validated (what fails here fails before anything is made).
 OneShot Runtime::one_shot_of(const Spec& spec, const RunOnceParams& params) {
@@ -89,6 +106,7 @@ Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
 ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   check_not_on_loop("run");
   const uint64_t begin = sys::now_monotonic_ns();
+  const double begin_wall = sys::now_unix_seconds();
   OneShot one_shot = one_shot_of(spec, params);
   std::promise<Started> promise;
   auto future = promise.get_future();
@@ -124,9 +142,10 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   } catch (...) {
     error = std::current_exception();
   }
-  end(started.rec, started.impl);
-  if (error) std::rethrow_exception(error);
   out.duration_ns = sys::now_monotonic_ns() - begin;
+  audit_one_shot(started.rec, params, begin_wall, error ? nullptr : &out, error);
+  end(started.rec, started.impl, end_reason::kRunFinished);
+  if (error) std::rethrow_exception(error);
   return out;
 }
 
@@ -143,6 +162,8 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     std::unique_ptr<OneShotReport> reader;
     asio::steady_timer backstop;
     uint64_t begin = sys::now_monotonic_ns();
+    double begin_wall = sys::now_unix_seconds();
+    RunOnceParams params;  // for the audit record (its descriptors are not used from here)
     bool concluded = false;
   };
   OneShot one_shot = one_shot_of(spec, params);
@@ -155,6 +176,7 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
   }
   auto st = std::make_shared<State>(loop_.io(), std::move(spec), std::move(one_shot), std::move(done));
   if (cancel) st->cancel.assign(cancel.release());
+  st->params = params;
 
   // Runs once, on the loop thread: the report (or the cancel, or the backstop) arrived.
   auto conclude = [this, st](std::exception_ptr error, ExecOutcome out) {
@@ -165,7 +187,8 @@ void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
     st->backstop.cancel();
     if (!error) out.duration_ns = sys::now_monotonic_ns() - st->begin;
     st->report.close(ignored);
-    end(st->started.rec, st->started.impl);
+    audit_one_shot(st->started.rec, st->params, st->begin_wall, error ? nullptr : &out, error);
+    end(st->started.rec, st->started.impl, end_reason::kRunFinished);
     st->done(error, std::move(out));
   };
   // Posts `fn` to the loop while the loop is sure to run it (closed_ is set under close_mutex_ before the

@@ -10,6 +10,7 @@
 
 #include "backends/registry.hpp"
 #include "common/error.hpp"
+#include "runtime/audit_records.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -34,6 +35,8 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   sys::mkdir_p(root, 0700);
   // Sandboxes' agent sockets live here: only the runtime's user may reach them.
   if (::chmod(root.c_str(), 0700) < 0) throw_errno("chmod " + root);
+  // Beside the state, never under <root>/sandboxes or the layers (what a sandbox may be given).
+  rt->audit_ = std::make_shared<AuditLog>(AuditLog::dir_of_root(root), options.audit);
   rt->state_ = prepare_state(root);
   rt->dirs_ = std::make_unique<SandboxDirs>(root);
   rt->layer_store_ = std::make_unique<image::LayerStore>(root + "/layers");
@@ -164,7 +167,7 @@ void Runtime::close() noexcept {
       SandboxRecord claimed;
       std::shared_ptr<BackendSandbox> obj;
       if (rec.spec.lifetime == Lifetime::kOwned && registry_.begin_end(rec.id, &claimed, &obj)) {
-        retire(claimed, *obj);
+        retire(claimed, *obj, end_reason::kRuntimeClosed);
         owned.emplace_back(std::move(claimed), std::move(obj));
       }
     }
@@ -269,6 +272,7 @@ std::shared_ptr<Sandbox> Runtime::attach(const std::string& id) {
     throw Error(Code::kFailedPrecondition, "sandbox " + id + " is not running (" + state + ")");
   auto sb = std::make_shared<Sandbox>(weak_from_this(), *rec, std::move(impl), false);
   registry_.remember(id, sb);
+  audit_->write("attach", id, rec->spec.labels, {{"state", state}, {"owner_pid", static_cast<int64_t>(rec->owner_pid)}});
   return sb;
 }
 
@@ -334,7 +338,14 @@ std::string Runtime::stats_json() const {
   pool["discarded"] = s.discarded;
   pool["staged"] = s.staged;
   pool["backend"] = s.backend;
-  return boost::json::serialize(boost::json::object{{"warm_pool", std::move(pool)}});
+  AuditLog::Stats a = audit_ ? audit_->stats() : AuditLog::Stats();
+  boost::json::object audit{{"path", audit_ ? audit_->path() : std::string()},
+                            {"written", a.written},
+                            {"failed", a.failed},
+                            {"rotations", a.rotations},
+                            {"truncated", a.truncated},
+                            {"last_error", a.last_error}};
+  return boost::json::serialize(boost::json::object{{"warm_pool", std::move(pool)}, {"audit", std::move(audit)}});
 }
 
 }  // namespace sandlet

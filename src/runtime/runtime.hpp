@@ -20,6 +20,7 @@
 #include "image/layer_store.hpp"
 #include "lazy/loader_client.hpp"
 #include "lazy/loader_settings.hpp"
+#include "runtime/audit_log.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/layers.hpp"
 #include "runtime/record.hpp"
@@ -41,6 +42,7 @@ struct RuntimeOptions {
   size_t snapshot_max_depth = 16;  // snapshots stacked on each other before the chain is merged into one (>= 2)
   std::string store;  // default store URL of push and pull ("" = $SANDLET_STORE)
   lazy::LoaderSettings loader;  // for the node's loader, if this runtime starts it
+  AuditOptions audit;           // rotation of the root's audit log (audit_log.hpp)
 };
 
 // A one-shot run (Runtime::run_once): one command in a new sandbox, with the caller's descriptors as its
@@ -114,7 +116,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   boost::asio::io_context& io() override { return loop_.io(); }
   void check_not_on_loop(const char* what) const override { loop_.check_not_on_loop(what); }
   void in_background(std::function<void()> fn) override;
-  void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) override;
+  void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, const char* reason) override;
+  std::shared_ptr<AuditLog> audit() override { return audit_; }
   void forget(const std::string& id) override { registry_.forget(id); }
   void persist(const SandboxRecord& rec) override;
   void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) override;
@@ -137,6 +140,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
     std::shared_ptr<BackendSandbox> impl;
   };
   Started start_sandbox(const Spec& spec, OneShot* one_shot);
+  void audit_create_failed(const std::string& id, const Spec& spec, std::exception_ptr error) noexcept;
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests);
@@ -144,7 +148,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void on_exit(const std::string& id);
 
   // Ending (runtime/end.cpp): end() = retire now + reclaim on a worker.
-  void retire(const SandboxRecord& rec, BackendSandbox& impl);  // running/paused/creating -> ending
+  // running/paused/creating -> ending; audited as "destroy" with `reason` (extra fields in `audit_extra`;
+  // nullptr: not audited).
+  void retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
+              boost::json::object audit_extra = {});
   bool reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept;  // -> reclaimed
   // A create that failed: drops what the backend made, removes the directory, releases layers.
   void abandon(const SandboxRecord& rec, std::unique_ptr<BackendSandbox> impl) noexcept;
@@ -152,15 +159,20 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // One-shot runs (runtime/run_once.cpp).
   OneShot one_shot_of(const Spec& spec, const RunOnceParams& params);
   Started start_one_shot(const Spec& spec, OneShot& one_shot);
+  void audit_one_shot(const SandboxRecord& rec, const RunOnceParams& params, double begin_wall, const ExecOutcome* out,
+                      std::exception_ptr error) noexcept;
 
   std::string state_of(const SandboxRecord& rec, BackendSandbox* impl) const;
   std::vector<std::string> flatten_if_deep(std::vector<std::string> stack, size_t max_depth, bool* flattened);  // snapshot.cpp
   // fork.cpp: children of one snapshot.
   void fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
                      const ForkOptions& options, ForkResult& out);
+  void audit_fork(const std::string& parent_id, const std::map<std::string, std::string>& labels,
+                  const ForkResult& out) noexcept;
 
   RuntimeOptions options_;
   std::string root_;
+  std::shared_ptr<AuditLog> audit_;
   StateLayout state_;
   std::unique_ptr<SandboxDirs> dirs_;
   std::map<std::string, std::unique_ptr<Backend>> backends_;  // the available ones, started

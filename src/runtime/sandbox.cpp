@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "runtime/agent_call.hpp"
 #include "runtime/agent_client.hpp"
+#include "runtime/audit_records.hpp"
 #include "spec/exec_env.hpp"
 #include "sys/fs_util.hpp"
 
@@ -30,7 +31,7 @@ Sandbox::~Sandbox() {
   if (!created_here_ || destroyed_ || record_.spec.lifetime != Lifetime::kOwned) return;
   owner->in_background([owner, rec = record_, impl = impl_] {
     try {
-      owner->end(rec, impl);
+      owner->end(rec, impl, end_reason::kReleased);
     } catch (...) {
     }
   });
@@ -65,6 +66,15 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   if (params.timeout_s < 0 || !std::isfinite(params.timeout_s))
     throw Error(Code::kInvalidArgument, "invalid exec field 'timeout': must be >= 0");
 
+  // What the audit record of this exec says (written when it completes, however it ends).
+  auto audit = std::make_shared<ExecAudit>();
+  audit->argv = params.argv;
+  audit->cwd = params.cwd;
+  audit->user = params.user;
+  audit->keep_background = params.keep_background;
+  audit->streaming = static_cast<bool>(params.on_output);
+  audit->start = sys::now_unix_seconds();
+
   proto::ExecRequest req;
   req.argv = std::move(params.argv);
   req.env = merge_env(base_env_, params.env);
@@ -77,6 +87,7 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   if (!params.stdin_data.empty()) req.flags |= proto::kExecHasStdin;
 
   std::string frames = exec_request_frames(req, params.stdin_data);  // checked before anything is sent
+  audit->output_limit = req.output_limit;
 
   struct State {
     State(uint64_t limit, ExecReplies::OnOutput on_output) : replies(limit, std::move(on_output)) {}
@@ -86,9 +97,29 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   auto state = std::make_shared<State>(req.output_limit, std::move(params.on_output));
   auto on_frame = [state](proto::AgentMsg type, std::string_view payload) { return state->replies.on_frame(type, payload); };
   std::string sandbox_id = id();
-  auto on_done = [state, done = std::move(done), sandbox_id](std::exception_ptr error) {
+  std::shared_ptr<AuditLog> log = owner->audit();
+  AuditLabels labels = this->labels();
+  sys::UniqueFd connection;
+  try {
+    connection = connect_for_call();
+  } catch (...) {
+    audit->end = sys::now_unix_seconds();
+    try {
+      log->write("exec", sandbox_id, labels, audit_exec_fields(*audit, nullptr, std::current_exception()));
+    } catch (...) {
+    }
+    throw;
+  }
+  auto on_done = [state, done = std::move(done), sandbox_id, audit, log, labels](std::exception_ptr error) {
     ExecOutcome& outcome = state->replies.outcome;
     outcome.duration_ns = sys::now_monotonic_ns() - state->start_ns;
+    audit->end = sys::now_unix_seconds();
+    audit->stdout_bytes = state->replies.received(1);
+    audit->stderr_bytes = state->replies.received(2);
+    try {
+      log->write("exec", sandbox_id, labels, audit_exec_fields(*audit, &outcome, error));
+    } catch (...) {  // the record could not even be built: the exec's result matters more
+    }
     if (error) {
       try {
         std::rethrow_exception(error);
@@ -99,7 +130,7 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
     }
     done(error, std::move(outcome));
   };
-  return ExecControl(AgentCall::start(owner->io(), connect_for_call(), std::move(frames), std::move(on_frame),
+  return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
                                       std::move(on_done), exec_backstop(req.timeout_ms)));
 }
 
@@ -176,7 +207,7 @@ void Sandbox::destroy() {
   }
   if (destroyed_) return;
   destroyed_ = true;
-  owner->end(record_, impl_);
+  owner->end(record_, impl_, end_reason::kExplicit);
   owner->forget(id());
 }
 
@@ -230,6 +261,7 @@ void Sandbox::pause() {
   record_.state = SandboxState::kPaused;
   paused_ = true;
   owner->persist(record_);
+  owner->audit()->write("pause", id(), record_.spec.labels, {});
 }
 
 void Sandbox::resume() {
@@ -240,6 +272,7 @@ void Sandbox::resume() {
   record_.state = SandboxState::kRunning;
   paused_ = false;
   owner->persist(record_);
+  owner->audit()->write("resume", id(), record_.spec.labels, {});
 }
 
 std::string Sandbox::info_json() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +55,11 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   ~Sandbox();
 
   const std::string& id() const { return record_.id; }
+  // The sandbox's labels (fixed at create), as the audit log records them.
+  std::map<std::string, std::string> labels() const {
+    std::lock_guard lock(state_mutex_);
+    return record_.spec.labels;
+  }
 
   using ExecDone = std::function<void(std::exception_ptr, ExecOutcome)>;
   ExecControl exec_async(ExecParams params, ExecDone done);

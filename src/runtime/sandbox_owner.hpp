@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "runtime/audit_log.hpp"
 #include "runtime/record.hpp"
 #include "runtime/snapshot_types.hpp"
 
@@ -21,7 +22,10 @@ class SandboxOwner {
   virtual void in_background(std::function<void()> fn) = 0;  // on a runtime worker
   // Ends the sandbox (the one destroy verb): nothing of it runs when this returns, and it is no longer listed
   // or attachable; its host resources are reclaimed on a worker (the runtime's close waits for that).
-  virtual void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) = 0;
+  // `reason`: one of audit_records.hpp's end_reason, for the audit log.
+  virtual void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, const char* reason) = 0;
+  // The audit log of the runtime's root (it outlives the runtime while a handle holds it).
+  virtual std::shared_ptr<AuditLog> audit() = 0;
   // The handle of `id` is gone (its object may be dropped from the registry).
   virtual void forget(const std::string& id) = 0;
   // Persists a state change of the record (pause/resume).

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <mutex>
 
+#include <boost/json.hpp>
+
 #include "common/error.hpp"
 #include "image/store_files.hpp"
 #include "runtime/runtime.hpp"
@@ -137,6 +139,15 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   auto held = std::make_shared<sys::UniqueFd>(std::move(staging));
   in_background([held] { held->reset(); });
   result.total_ns = steady_ns() - t0;
+  audit_->write("snapshot", rec.id, rec.spec.labels,
+                {{"layer", result.layer.digest},
+                 {"name", options.name},
+                 {"full", options.full},
+                 {"existed", result.existed},
+                 {"entries", result.entries},
+                 {"bytes", result.bytes},
+                 {"flattened", result.flattened},
+                 {"frozen_ms", static_cast<double>(result.frozen_ns) / 1e6}});
   return result;
 }
 

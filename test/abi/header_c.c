@@ -13,7 +13,7 @@ int sandlet_header_check(const sandlet_backend_info_t *first, size_t elem_size) 
   sandlet_build_options_t build = SANDLET_BUILD_OPTIONS_INIT;
   int n = SANDLET_ABI_VERSION + SANDLET_STDOUT + SANDLET_STDERR + (int)SANDLET_OK;
   n += SANDLET_HAS_FIELD(sandlet_runtime_options_t, create_soon, runtime.size);
-  n += SANDLET_HAS_FIELD(sandlet_runtime_options_t, reserved, runtime.size) + (int)SANDLET_PULL_LAZY;
+  n += SANDLET_HAS_FIELD(sandlet_runtime_options_t, audit_max_bytes, runtime.size) + (int)SANDLET_PULL_LAZY;
   n += SANDLET_HAS_FIELD(sandlet_exec_options_t, output_user_data, exec.size);
   n += SANDLET_HAS_FIELD(sandlet_run_options_t, cancel_fd, run.size);
   n += SANDLET_HAS_FIELD(sandlet_layer_import_options_t, progress_user_data, layer.size);

@@ -75,14 +75,17 @@ std::vector<Layout> table() {
   const RN rn_init = SANDLET_RUN_OPTIONS_INIT;
   const LI li_init = SANDLET_LAYER_IMPORT_OPTIONS_INIT;
   const LE le_init = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
+  using AF = sandlet_audit_filter_t;
+  const AF af_init = SANDLET_AUDIT_FILTER_INIT;
   return {
-      {"sandlet_runtime_options_t", sizeof(RT), 56, rt_init.size,
+      {"sandlet_runtime_options_t", sizeof(RT), 64, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
         SANDLET_OPTION_ROW_(RT, skip_gc_on_open, 8, 4, false), SANDLET_OPTION_ROW_(RT, disable_warm_pool, 12, 4, false),
         SANDLET_OPTION_ROW_(RT, create_soon, 16, 4, false), SANDLET_OPTION_ROW_(RT, snapshot_max_depth, 20, 4, false),
         SANDLET_OPTION_ROW_(RT, store, 24, 8, false), SANDLET_OPTION_ROW_(RT, cache_max_bytes, 32, 8, false),
         SANDLET_OPTION_ROW_(RT, fetch_unit, 40, 4, false), SANDLET_OPTION_ROW_(RT, fetch_concurrency, 44, 4, false),
-        SANDLET_OPTION_ROW_(RT, fill_timeout_ms, 48, 4, false), SANDLET_OPTION_ROW_(RT, reserved, 52, 4, false)}},
+        SANDLET_OPTION_ROW_(RT, fill_timeout_ms, 48, 4, false), SANDLET_OPTION_ROW_(RT, audit_keep, 52, 4, false),
+        SANDLET_OPTION_ROW_(RT, audit_max_bytes, 56, 8, false)}},
       {"sandlet_snapshot_options_t", sizeof(SN), 40, sn_init.size,
        {SANDLET_OPTION_ROW_(SN, size, 0, 4, false), SANDLET_OPTION_ROW_(SN, full, 4, 4, false),
         SANDLET_OPTION_ROW_(SN, exclude, 8, 8, false), SANDLET_OPTION_ROW_(SN, n_exclude, 16, 8, false),
@@ -121,6 +124,10 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(BO, tag, 8, 8, false), SANDLET_OPTION_ROW_(BO, build_args, 16, 8, false),
         SANDLET_OPTION_ROW_(BO, progress, 24, 8, false), SANDLET_OPTION_ROW_(BO, progress_user_data, 32, 8, false),
         SANDLET_OPTION_ROW_(BO, cancel_fd, 40, 4, false), SANDLET_OPTION_ROW_(BO, no_default_excludes, 44, 4, false)}},
+      {"sandlet_audit_filter_t", sizeof(AF), 40, af_init.size,
+       {SANDLET_OPTION_ROW_(AF, size, 0, 4, false), SANDLET_OPTION_ROW_(AF, sandbox, 8, 8, true),
+        SANDLET_OPTION_ROW_(AF, labels, 16, 8, false), SANDLET_OPTION_ROW_(AF, n_labels, 24, 8, false),
+        SANDLET_OPTION_ROW_(AF, since, 32, 8, false)}},
       // Handed to a callback: versioned by its own `size`.
       {"sandlet_build_event_t", sizeof(BE), 48, 0,
        {SANDLET_ROW_(BE, size, 0, 4, false), SANDLET_ROW_(BE, step, 4, 4, false), SANDLET_ROW_(BE, steps, 8, 4, false),

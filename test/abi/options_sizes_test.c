@@ -98,8 +98,12 @@ static void test_store_options(const char *root) {
   o.fill_timeout_ms = 99;
   expect_refused_option(root, &o, "fill_timeout_ms");
   o.fill_timeout_ms = 0;
-  o.reserved = 1;
-  expect_refused_option(root, &o, "reserved");
+  o.audit_keep = 1001;
+  expect_refused_option(root, &o, "audit_keep");
+  o.audit_keep = 0;
+  o.audit_max_bytes = 100;
+  expect_refused_option(root, &o, "audit_max_bytes");
+  o.audit_max_bytes = 0;
 
   /* The bounds themselves are accepted. */
   o = (sandlet_runtime_options_t)SANDLET_RUNTIME_OPTIONS_INIT;
@@ -118,7 +122,7 @@ static void test_store_options(const char *root) {
 
   /* From before the store fields: bytes that would be refused, and a store, are not read. */
   o.fetch_unit = 1000;
-  o.reserved = 1;
+  o.audit_keep = 1001;
   o.store = "file:///nowhere";
   o.size = offsetof(sandlet_runtime_options_t, store);
   OK(sandlet_runtime_open(root, &o, &rt));

@@ -103,9 +103,20 @@ int main() {
   o.fill_timeout_ms = 100;
   check(runtime_options(&o).loader.fill_timeout_ms == 100, "fill_timeout_ms 100 is accepted");
   o.fill_timeout_ms = 0;
-  o.reserved = 7;
-  expect_refused(o, "'reserved'");
-  o.reserved = 0;
+  // The audit log's rotation (audit_keep took the place `reserved` kept for a later field).
+  check(runtime_options(&o).audit.keep == sandlet::AuditOptions().keep &&
+            runtime_options(&o).audit.max_bytes == sandlet::AuditOptions().max_bytes,
+        "0 keeps the audit defaults");
+  o.audit_keep = 1001;
+  expect_refused(o, "'audit_keep'");
+  o.audit_keep = 7;
+  check(runtime_options(&o).audit.keep == 7, "audit_keep is mapped");
+  o.audit_keep = 0;
+  o.audit_max_bytes = 65535;
+  expect_refused(o, "'audit_max_bytes'");
+  o.audit_max_bytes = 65536;
+  check(runtime_options(&o).audit.max_bytes == 65536, "audit_max_bytes 65536 is accepted");
+  o.audit_max_bytes = 0;
   o.snapshot_max_depth = 1;
   expect_refused(o, "'snapshot_max_depth'");
 

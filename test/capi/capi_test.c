@@ -411,6 +411,71 @@ static void test_store_arguments(const char *root) {
     printf("PENDING: %d store URL checks wait for push and pull (runtime/store_ops.cpp)\n", pending_url_checks);
 }
 
+/* The audit log through the C ABI: its path, a reader filtered by sandbox and label that sees an exec's
+   record, the runtime options that size its rotation. */
+static void test_audit(const char *root) {
+  sandlet_runtime_options_t ro = SANDLET_RUNTIME_OPTIONS_INIT;
+  ro.audit_keep = 3;
+  ro.audit_max_bytes = 1 << 20;
+  sandlet_runtime_t *rt = NULL;
+  OK(sandlet_runtime_open(root, &ro, &rt));
+  if (!rt) return;
+  char want[512];
+  snprintf(want, sizeof want, "%s/audit/audit.jsonl", root);
+  CHECK(strcmp(sandlet_runtime_audit_path(rt), want) == 0);
+  sandlet_spec_t *spec = NULL;
+  OK(sandlet_spec_new(&spec));
+  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  OK(sandlet_spec_set_label(spec, "task", "capi-audit"));
+  sandlet_sandbox_t *sb = NULL;
+  OK(sandlet_sandbox_create(rt, spec, &sb));
+  sandlet_spec_delete(spec);
+  if (sb) {
+    const char *argv[] = {"sh", "-c", "printf 12345", NULL};
+    sandlet_exec_options_t opts = SANDLET_EXEC_OPTIONS_INIT;
+    opts.argv = argv;
+    sandlet_exec_result_t *res = NULL;
+    OK(sandlet_sandbox_exec(sb, &opts, &res));
+    sandlet_exec_result_delete(res);
+
+    const char *labels[] = {"task=capi-audit"};
+    sandlet_audit_filter_t f = SANDLET_AUDIT_FILTER_INIT;
+    f.sandbox = sandlet_sandbox_id(sb);
+    f.labels = labels;
+    f.n_labels = 1;
+    sandlet_audit_reader_t *r = NULL;
+    OK(sandlet_audit_reader_open(sandlet_runtime_audit_path(rt), &f, &r));
+    int execs = 0, total = 0;
+    char *line = NULL;
+    while (r) {
+      sandlet_error_t *e = sandlet_audit_reader_next(r, &line);
+      CHECK(e == NULL);
+      sandlet_error_delete(e);
+      if (!line) break;
+      ++total;
+      CHECK(strstr(line, sandlet_sandbox_id(sb)) != NULL);
+      if (strstr(line, "\"event\":\"exec\"")) {
+        ++execs;
+        CHECK(strstr(line, "\"stdout_bytes\":5") != NULL);
+      }
+      sandlet_free(line);
+    }
+    CHECK(execs == 1);
+    CHECK(total >= 3); /* create, running, exec */
+    sandlet_audit_reader_close(r);
+    OK(sandlet_sandbox_destroy(sb));
+    sandlet_sandbox_close(sb);
+  }
+  sandlet_runtime_close(rt);
+
+  /* Out of range: the field is named. */
+  ro.audit_max_bytes = 10;
+  sandlet_error_t *err = sandlet_runtime_open(root, &ro, &rt);
+  CHECK(sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);
+  CHECK(strstr(sandlet_error_message(err), "audit_max_bytes") != NULL);
+  sandlet_error_delete(err);
+}
+
 int main(void) {
   char root[] = "/tmp/sandlet-capi-XXXXXX";
   if (!mkdtemp(root)) return 1;
@@ -421,6 +486,7 @@ int main(void) {
   test_fork_child(root);
   test_mount(root);
   test_store_arguments(root);
+  test_audit(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd) != 0) ++failed;

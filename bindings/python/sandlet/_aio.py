@@ -348,6 +348,11 @@ class AsyncRuntime:
     def closed(self) -> bool:
         return self.sync.closed
 
+    @property
+    def audit_path(self) -> str:
+        """The root's audit log (read it with ``self.sync.audit(...)``, which never blocks unless following)."""
+        return self.sync.audit_path
+
     async def create(self, spec: SpecLike = None, **fields: Any) -> AsyncSandbox:
         """Creates a sandbox (see Runtime.create). If the awaiting task is cancelled, the sandbox that
         still arrives is closed (an owned one is destroyed)."""

@@ -258,6 +258,9 @@ class Runtime:
     to 64 MiB; default 64 KiB), ``fetch_concurrency`` (1..256; default 8) and ``fill_timeout_ms`` (a read
     of data not fetched yet fails with EIO after it, >= 100; default 60000) when this runtime starts it;
     None or 0 is the default, a value out of range raises InvalidArgument naming it.
+
+    ``audit_max_bytes`` (>= 65536; default 64 MiB) and ``audit_keep`` (<= 1000; default 5): rotation of the
+    root's audit log as this runtime writes it (see ``audit``).
     """
 
     def __init__(
@@ -273,12 +276,15 @@ class Runtime:
         fetch_unit: Optional[int] = None,
         fetch_concurrency: Optional[int] = None,
         fill_timeout_ms: Optional[int] = None,
+        audit_max_bytes: Optional[int] = None,
+        audit_keep: Optional[int] = None,
     ) -> None:
         # create_soon: a create follows at once (a one-shot script); its network namespace is made
         # during the open.
         loader = open_kwargs(store, cache_max_bytes, fetch_unit, fetch_concurrency, fill_timeout_ms)
         self._h = _sandlet.Runtime(os.fspath(root) if root is not None else None, worker_threads,
-                                   not gc_on_open, not warm_pool, create_soon, **loader)
+                                   not gc_on_open, not warm_pool, create_soon, **loader,
+                                   audit_keep=audit_keep or 0, audit_max_bytes=audit_max_bytes or 0)
 
     @property
     def root(self) -> str:
@@ -287,6 +293,28 @@ class Runtime:
     @property
     def closed(self) -> bool:
         return self._h.closed
+
+    @property
+    def audit_path(self) -> str:
+        """The live file of the root's audit log ("<root>/audit/audit.jsonl"; rotated files beside it)."""
+        return self._h.audit_path
+
+    def audit(
+        self,
+        sandbox: Optional[str] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        since: Optional[float] = None,
+        follow: bool = False,
+        *,
+        poll_interval: float = 0.1,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Dict[str, Any]]:
+        """The audit log's records (dicts, oldest first, rotated files included; docs/AUDIT.md): only
+        ``sandbox``'s, only of sandboxes carrying every one of ``labels``, only at or after ``since`` (Unix
+        seconds or a datetime). With ``follow``, keeps yielding records as they are written (across
+        rotations), polling every ``poll_interval`` seconds, until ``timeout`` seconds have passed (None:
+        until the caller stops iterating). The reader is independent of this runtime."""
+        return audit_records(self._h.audit_path, sandbox, labels, since, follow, poll_interval, timeout)
 
     def create(self, spec: SpecLike = None, **fields: Any) -> Sandbox:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
@@ -543,3 +571,20 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"<sandlet.Runtime {self.root}{' closed' if self.closed else ''}>"
+
+
+def audit_records(path: str, sandbox: Optional[str], labels: Optional[Mapping[str, str]], since: Any,
+                  follow: bool, poll_interval: float, timeout: Optional[float]) -> Iterator[Dict[str, Any]]:
+    import time
+    if since is not None and hasattr(since, "timestamp"):
+        since = since.timestamp()
+    reader = _sandlet.AuditReader(path, sandbox or None, sorted((labels or {}).items()), float(since or 0))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        line = reader.next()
+        if line is not None:
+            yield json.loads(line)
+            continue
+        if not follow or (deadline is not None and time.monotonic() >= deadline):
+            return
+        time.sleep(poll_interval if deadline is None else max(0.0, min(poll_interval, deadline - time.monotonic())))

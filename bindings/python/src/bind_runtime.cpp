@@ -109,7 +109,7 @@ void bind_runtime(py::module_& m) {
       .def(py::init([](std::optional<std::string> root, uint32_t worker_threads, bool skip_gc_on_open,
                        bool disable_warm_pool, bool create_soon, std::optional<std::string> store,
                        uint64_t cache_max_bytes, uint32_t fetch_unit, uint32_t fetch_concurrency,
-                       uint32_t fill_timeout_ms) {
+                       uint32_t fill_timeout_ms, uint32_t audit_keep, uint64_t audit_max_bytes) {
              sandlet::RuntimeOptions o;
              o.worker_threads = worker_threads;
              o.skip_gc_on_open = skip_gc_on_open;
@@ -120,6 +120,8 @@ void bind_runtime(py::module_& m) {
              o.fetch_unit = fetch_unit;
              o.fetch_concurrency = fetch_concurrency;
              o.fill_timeout_ms = fill_timeout_ms;
+             o.audit_keep = audit_keep;
+             o.audit_max_bytes = audit_max_bytes;
              std::shared_ptr<sandlet::Runtime> rt;
              {
                py::gil_scoped_release release;
@@ -131,9 +133,10 @@ void bind_runtime(py::module_& m) {
            py::arg("root") = py::none(), py::arg("worker_threads") = 0, py::arg("skip_gc_on_open") = false,
            py::arg("disable_warm_pool") = false, py::arg("create_soon") = false, py::arg("store") = py::none(),
            py::arg("cache_max_bytes") = 0, py::arg("fetch_unit") = 0, py::arg("fetch_concurrency") = 0,
-           py::arg("fill_timeout_ms") = 0)
+           py::arg("fill_timeout_ms") = 0, py::arg("audit_keep") = 0, py::arg("audit_max_bytes") = 0)
       .def_property_readonly("root", &RuntimeHandle::root)
       .def_property_readonly("closed", &RuntimeHandle::closed)
+      .def_property_readonly("audit_path", [](RuntimeHandle& h) { return h.get()->audit_path(); })
       .def("close", &RuntimeHandle::close)
       .def("backends",
            [](RuntimeHandle& h) {

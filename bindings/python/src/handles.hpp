@@ -79,5 +79,6 @@ void bind_spec(pybind11::module_& m);
 void bind_sandbox(pybind11::module_& m);
 void bind_runtime(pybind11::module_& m);
 void bind_bench(pybind11::module_& m);
+void bind_audit(pybind11::module_& m);  // bind_audit.cpp
 
 }  // namespace sandlet_py

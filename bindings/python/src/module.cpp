@@ -21,4 +21,5 @@ PYBIND11_MODULE(_sandlet, m) {
   sandlet_py::bind_sandbox(m);
   sandlet_py::bind_runtime(m);
   sandlet_py::bind_bench(m);
+  sandlet_py::bind_audit(m);
 }

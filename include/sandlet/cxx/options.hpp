@@ -145,6 +145,9 @@ struct RuntimeOptions {
   uint32_t fetch_unit = 0;         // a multiple of 64 KiB, up to 64 MiB
   uint32_t fetch_concurrency = 0;  // 1..256
   uint32_t fill_timeout_ms = 0;    // >= 100
+  // The root's audit log (sandlet_audit.h); 0 = the library's default:
+  uint32_t audit_keep = 0;        // rotated files kept, <= 1000
+  uint64_t audit_max_bytes = 0;   // rotation size, >= 65536
 };
 
 struct LayerImportOptions {

@@ -42,6 +42,8 @@ class Runtime {
     c.fetch_unit = options.fetch_unit;
     c.fetch_concurrency = options.fetch_concurrency;
     c.fill_timeout_ms = options.fill_timeout_ms;
+    c.audit_keep = options.audit_keep;
+    c.audit_max_bytes = options.audit_max_bytes;
     sandlet_runtime_t* rt = nullptr;
     detail::check(sandlet_runtime_open(root, &c, &rt));
     return Runtime(rt);
@@ -99,6 +101,12 @@ class Runtime {
     char* out = nullptr;
     detail::check(sandlet_runtime_features_json(rt_, &out));
     return detail::take_string(out);
+  }
+
+  // The audit log's live file (sandlet_audit.h); read it with sandlet::AuditReader.
+  std::string audit_path() const {
+    const char* s = sandlet_runtime_audit_path(rt_);
+    return s != nullptr ? std::string(s) : std::string();
   }
 
   // Counters of this runtime (warm pool hits and misses, ...) as JSON (sandlet_runtime_stats_json).
