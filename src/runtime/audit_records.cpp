@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "policy/seccomp_profile.hpp"
 #include "runtime/audit_text.hpp"
 
 namespace json = boost::json;
@@ -29,6 +30,7 @@ json::object audit_create_fields(const SandboxRecord& rec) {
   f["limits"] = json::object{{"cpus", s.limits.cpus}, {"memory", s.limits.memory}, {"pids", s.limits.pids},
                              {"disk", s.limits.disk}};
   f["network"] = s.network;
+  f["policy"] = json::object{{"seccomp", policy::describe(s.policy.seccomp)}};
   f["lifetime"] = s.lifetime == Lifetime::kDetached ? "detached" : "owned";
   f["max_lifetime_s"] = s.max_lifetime_s;
   f["idle_timeout_s"] = s.idle_timeout_s;

@@ -3,6 +3,8 @@
 // a crash at any step leaves a record (or a directory) that gc_verdict handles.
 #include <unistd.h>
 
+#include <boost/json.hpp>
+
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
 #include "runtime/audit_records.hpp"
@@ -10,6 +12,8 @@
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
+namespace json = boost::json;
+
 
 SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state) {
   SandboxRecord rec;
@@ -91,7 +95,14 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   rec.layers = resolution.layers;
   rec.created_at = sys::now_unix_seconds();
   rec.deadline = rec.created_at + spec.max_lifetime_s;
-  audit_->write("create", rec.id, spec.labels, audit_create_fields(rec));
+  {
+    json::object fields = audit_create_fields(rec);
+    // Each relaxation the spec asked for is also an event of its own, so that a query finds them.
+    const json::array relaxations = fields["policy"].as_object()["seccomp"].as_object()["relaxations"].as_array();
+    audit_->write("create", rec.id, spec.labels, std::move(fields));
+    for (const json::value& r : relaxations)
+      audit_->policy(rec.id, spec.labels, std::string(r.as_object().at("name").as_string()), r.as_object());
+  }
   const uint64_t finish_start = sys::now_monotonic_ns();
 
   try {

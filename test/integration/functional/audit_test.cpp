@@ -402,3 +402,24 @@ TEST_CASE("audit: bad reader input is refused naming the field; runtime options 
   }
   CHECK_FALSE(fs::exists("/tmp/sandlet-audit-bad-options"));
 }
+
+TEST_CASE("audit: a create records its effective seccomp policy, and each relaxation as a policy event", "[audit]") {
+  Harness h;
+  const std::string spec = std::string("{\"layers\": [\"") + SANDLET_TEST_ROOTFS +
+                           "\"], \"policy\": {\"seccomp\": {\"allow\": [\"ptrace\"], \"deny\": [\"getcwd\"]}}}";
+  auto sb = h.rt().create(sandlet::Spec::from_json(spec));
+  const std::string id = sb.id();
+  const auto all = read_all(h.rt().audit_path(), sandlet::AuditFilter{id});
+  const auto creates = events(all, "create");
+  REQUIRE(creates.size() == 1);
+  const json::object& seccomp = creates[0].at("policy").as_object().at("seccomp").as_object();
+  INFO(json::serialize(seccomp));
+  CHECK(str(seccomp, "profile") == "default-v1");
+  REQUIRE(seccomp.at("relaxations").as_array().size() == 1);
+  CHECK(seccomp.at("extra_denied").as_array().size() == 1);
+  const auto granted = events(all, "policy");
+  REQUIRE(granted.size() == 1);
+  check_common(granted[0], id);
+  INFO(json::serialize(granted[0]));
+  CHECK(granted[0].at("relaxation").as_string() == "ptrace");
+}
