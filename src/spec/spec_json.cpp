@@ -211,6 +211,8 @@ const Field kFields[] = {
      }},
     {"accept_weaker", parse_accept_weaker},
     {"mounts", parse_mounts},
+    {"policy", [](Spec& s, const json::value& v) { parse_policy_json(s.policy, v); }},
+    {"toolkit", [](Spec& s, const json::value& v) { spec_set_toolkit(s, as_string(v, "toolkit")); }},
 };
 
 // ---- reading the document ------------------------------------------------------------------------------
@@ -262,6 +264,10 @@ class Writer {
     out_ += v ? "true" : "false";
   }
   void field(std::string_view k, std::string_view v) { key(k), string(v); }
+  void raw(std::string_view json_text) {  // a complete JSON value written elsewhere
+    separate();
+    out_ += json_text;
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -357,6 +363,8 @@ std::string spec_to_json(const Spec& spec) {
     w.end_object();
   }
   w.end_array();
+  w.key("policy"), w.raw(policy_to_json(spec.policy));
+  if (!spec.toolkit.empty()) w.field("toolkit", spec.toolkit);
   w.end_object();
   return w.take();
 }

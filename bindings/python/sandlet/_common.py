@@ -43,9 +43,10 @@ def exec_args(
     output_limit: Optional[int],
     kill_on_output_limit: bool,
     keep_background: bool,
+    toolkit: bool = False,
 ) -> Tuple[Any, ...]:
     """The extension's exec arguments, validated, positionally (keyword matching would add to every
-    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background."""
+    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background, toolkit."""
     if timeout is not None and timeout < 0:
         raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)
     if output_limit is not None and output_limit < 0:
@@ -62,6 +63,7 @@ def exec_args(
         int(output_limit or 0),
         bool(kill_on_output_limit),
         bool(keep_background),
+        bool(toolkit),
     )
 
 
