@@ -15,6 +15,7 @@ SpecLike = Union[_sandlet.Spec, Mapping[str, Any], str, None]
 SPEC_FIELDS = frozenset({
     "backend", "layers", "environment", "env", "workdir", "hostname", "user", "limits", "network", "labels",
     "lifetime", "max_lifetime_s", "idle_timeout_s", "accept_weaker", "mounts", "secrets",
+    "policy", "toolkit",
 })
 
 
@@ -137,6 +138,8 @@ def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> Tuple[_sandlet.Spec
         doc["layers"] = [os.fspath(layer) for layer in doc["layers"]]
     if doc.get("mounts") is not None:
         doc["mounts"] = mounts_of(doc["mounts"])
+    if isinstance(doc.get("toolkit"), os.PathLike):
+        doc["toolkit"] = os.fspath(doc["toolkit"])
     doc = {k: v for k, v in doc.items() if v is not None}
     return _sandlet.Spec.from_json(json.dumps(doc)), doc.get("lifetime", "owned") == "owned"
 
