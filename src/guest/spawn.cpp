@@ -91,10 +91,10 @@ void exec_search(const char* file, char* const* argv, char* const* envp, const c
 void close_inherited_fds(unsigned from = 3) { syscall(SYS_close_range, from, ~0u, 0); }
 
 // A toolkit exec's descriptors at fixed places: the program at 3 (inherited), what to exec at 4
-// (close-on-exec). Moved out of the way first: either may already sit at 3 or 4.
+// (close-on-exec). Copied above 4 first (either may already sit at 3 or 4); close_range(5) drops the copies.
 bool place_toolkit_fds(const SpawnSpec& s) {
-  const int exe = fcntl(s.exec_fd, F_DUPFD_CLOEXEC, 1100);
-  const int prog = s.program_fd >= 0 ? fcntl(s.program_fd, F_DUPFD_CLOEXEC, 1100) : -1;
+  const int exe = fcntl(s.exec_fd, F_DUPFD_CLOEXEC, 5);
+  const int prog = s.program_fd >= 0 ? fcntl(s.program_fd, F_DUPFD_CLOEXEC, 5) : -1;
   if (exe < 0 || (s.program_fd >= 0 && prog < 0)) return false;
   if (prog >= 0 ? dup2(prog, 3) < 0 : (close(3), false)) return false;  // dup2 clears close-on-exec
   return dup3(exe, 4, O_CLOEXEC) >= 0;
@@ -134,7 +134,7 @@ int child_main(void* arg) {
   if (s.stdin_fd >= 0 && dup2(s.stdin_fd, 0) < 0) child_fail(c, SpawnStep::kStdio);
   if ((s.stdout_fd >= 0 && dup2(s.stdout_fd, 1) < 0) || (s.stderr_fd >= 0 && dup2(s.stderr_fd, 2) < 0))
     child_fail(c, SpawnStep::kStdio);
-  // After stdio (a pipe may sit at 3 or 4), before RLIMIT_NOFILE is restored (the temporary copies are above it).
+  // After stdio: a pipe may sit at 3 or 4.
   if (s.exec_fd >= 0 && !place_toolkit_fds(s)) child_fail(c, SpawnStep::kStdio);
   if (s.nofile) setrlimit(RLIMIT_NOFILE, s.nofile);
   // The agent ignores SIGPIPE and blocks what it reads through signalfd; commands start clean.

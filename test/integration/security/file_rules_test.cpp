@@ -71,7 +71,7 @@ TEST_CASE("file rules: a read-only path holds for root inside", "[security][file
   }
   CHECK(run_out(sb, "cat /data/f") == "original\n");
   CHECK(run_out(sb, "cat /data/sub/g") == "below\n");
-  CHECK(run_out(sb, "ls /data | sort | tr '\\n' ' '") == "f scratch sub \n");
+  CHECK(run_out(sb, "echo $(ls /data)") == "f scratch sub\n");
   // Nested and most specific: writable below the read-only path.
   CHECK(run_out(sb, "echo w > /data/scratch/x && cat /data/scratch/x && mkdir /data/scratch/d && echo ok") ==
         "w\nok\n");
@@ -159,7 +159,7 @@ TEST_CASE("masked kernel files: grep -r / ends and reads none of them", "[securi
   }
   CHECK(seen >= 5);
   for (const char* dir : {"/proc/acpi", "/proc/scsi"})
-    CHECK(run_out(sb, std::string("[ ! -d ") + dir + " ] || ls -A " + dir + " | wc -l") == "0\n");
+    CHECK(run_out(sb, std::string("if [ -d ") + dir + " ]; then ls -A " + dir + " | wc -l; else echo 0; fi") == "0\n");
   // Writes go nowhere: sysrq-trigger is a read-only stand-in, /proc/sys is read-only.
   CHECK(attempt(sb, "echo h > /proc/sysrq-trigger") != 0);
   CHECK(attempt(sb, "echo 1 > /proc/sys/kernel/sysrq") != 0);
@@ -200,7 +200,7 @@ struct ToolkitDir : HostDir {
     fs::create_directories(*this / "bin");
     fs::copy_file(SANDLET_TEST_ROOTFS "/bin/busybox", *this / "bin/busybox");
     REQUIRE(::chmod((*this / "bin/busybox").c_str(), 0755) == 0);
-    for (const char* applet : {"sh", "echo", "cat", "env", "ls", "id"}) fs::create_symlink("busybox", *this / "bin" / applet);
+    for (const char* applet : {"sh", "echo", "cat", "env", "ls", "id"}) fs::create_symlink("busybox", *this / (std::string("bin/") + applet));
   }
 };
 
@@ -337,7 +337,7 @@ TEST_CASE("toolkit: a dynamic binary runs through the toolkit's own loader and l
   CHECK(r.stdout_data.find("LD_PRELOAD") == std::string::npos);
   // Without the toolkit it cannot run at all (no loader in the sandbox's root).
   sb.write_file("/tmp/env-dyn", slurp(host_env), 0755);
-  CHECK(sb.exec({"sh", "-c", "/tmp/env-dyn; echo rc=$?"}).stdout_data.find("KEEP=2") == std::string::npos);
+  CHECK(sb.exec({"sh", "-c", "/tmp/env-dyn >/dev/null 2>&1; echo rc=$?"}).stdout_data != "rc=0\n");
   sb.destroy();
   h.check_no_leaks();
 }
