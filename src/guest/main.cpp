@@ -81,11 +81,14 @@ int main() {
   s = receive_config(kSetupFd, &cfg, stdio, mount_fds, &toolkit);
   if (!s.ok()) fail(s);
   s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
+  const bool own_mounts = toolkit >= 0 || (cfg.flags & (proto::kInitMaskKernelFiles | proto::kInitHasFileRules));
+  if (s.ok() && own_mounts) s = allow_detached_mounts(true);
   if (s.ok() && toolkit >= 0) s = attach_toolkit(toolkit), toolkit = -1;
   if (s.ok() && (cfg.flags & proto::kInitMaskKernelFiles)) s = mask_kernel_files();
   // Last of the mounts: a rule covers the host mounts and the toolkit's pinned files below its path.
   if (s.ok() && (cfg.flags & proto::kInitHasFileRules)) s = apply_file_rules(cfg.file_rules);
   if (toolkit >= 0) close(toolkit);
+  if (Status off = allow_detached_mounts(false); s.ok()) s = off;
   if (!s.ok()) fail(s);
   s = setup_identity(cfg);
   if (!s.ok()) fail(s);

@@ -290,6 +290,21 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount
 // surface). The per-user-namespace counters enforce it in the kernel for clone, clone3 and unshare alike,
 // which lets the seccomp filter allow clone3 (whose flags BPF cannot read) and the agent spawn with
 // CLONE_INTO_CGROUP.
+namespace {
+int g_mnt_ns_counter = -1;  // max_mnt_namespaces, kept writable for allow_detached_mounts
+}
+
+// fsmount and open_tree(OPEN_TREE_CLONE) each make an anonymous mount namespace, which the counter above
+// forbids: the configuration's own mounts (policy, toolkit) are made with it raised, then it is 0 for good.
+Status allow_detached_mounts(bool allow) {
+  if (g_mnt_ns_counter < 0) return Status::Ok();
+  const char* v = allow ? "1024" : "0";
+  if (syscall(SYS_pwrite64, g_mnt_ns_counter, v, std::strlen(v), 0) != static_cast<long>(std::strlen(v)))
+    return errno_status(errno, "write /proc/sys/user/max_mnt_namespaces");
+  if (!allow) close(g_mnt_ns_counter), g_mnt_ns_counter = -1;
+  return Status::Ok();
+}
+
 Status forbid_new_namespaces() {
   // Opened relative to the directory: eight lookups of /proc/sys/user/ cost more than the writes.
   int dir = open("/proc/sys/user", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -297,6 +312,7 @@ Status forbid_new_namespaces() {
   for (const char* kind : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}) {
     char name[40];
     snprintf(name, sizeof name, "max_%s_namespaces", kind);
+    const bool keep = kind[0] == 'm' && kind[1] == 'n';  // "mnt"
     int fd = openat(dir, name, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) continue;  // a kernel without this namespace type
@@ -306,7 +322,8 @@ Status forbid_new_namespaces() {
     }
     ssize_t n = write(fd, "0", 1);
     int e = errno;
-    close(fd);
+    if (keep && n == 1) g_mnt_ns_counter = fd;
+    else close(fd);
     if (n != 1) {
       close(dir);
       return errno_statusf(e, "write /proc/sys/user/%s", name);

@@ -29,6 +29,10 @@ Status setup_filesystem(const InitFds& fds);
 // set-up, see install_seccomp.)
 Status setup_identity(const proto::InitConfig& cfg);
 
+// Raises (true) the mount-namespace counter for the configuration's own detached mounts, or sets it to 0
+// for good (false; call before anything of the sandbox runs).
+Status allow_detached_mounts(bool allow);
+
 // Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
 // the filter, which typically forbids mount and the like.
 Status install_seccomp(const std::string& bpf);

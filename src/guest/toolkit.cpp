@@ -141,7 +141,7 @@ Status attach_toolkit(int fd) {
     dot = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, "/.sandlet", &how, sizeof how));
     if (dot < 0) { st = errno_status(errno, "toolkit: open /.sandlet (a symlink or not a directory in the image?)"); break; }
     fs = static_cast<int>(syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC));
-    if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4k", 0) != 0 ||
+    if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "64k", 0) != 0 ||
         syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
         syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
       st = errno_status(errno, "toolkit: make the /.sandlet tmpfs");
