@@ -251,7 +251,16 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
  *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
  *     "mounts": [{"source": "/host/dir", "target": "/inside", "readonly": true}, "/src:/dst:rw", ...],
- *     "policy": {"seccomp": {"profile": "default", "deny": ["getcwd"], "allow": ["ptrace"]}} }
+ *     "policy": {"seccomp": {"profile": "default", "deny": ["getcwd"], "allow": ["ptrace"]},
+ *                "files": [{"path": "/usr", "access": "read-only"|"hidden"|"writable"}, ...],
+ *                "mask_kernel_files": true},
+ *     "toolkit": "/host/dir" | "layer-name" | "sha256:..." }
+ *
+ *   policy.files: <= 64 rules that bind root inside (read-only: no write, unlink, rename, chmod, chown,
+ *   link, truncate or xattr below the path; hidden: an empty read-only stand-in; writable: undoes a
+ *   read-only rule around it; the most specific path wins). policy.mask_kernel_files (default true): /proc's
+ *   kernel-internal files read empty. toolkit: mounted read-only at /.sandlet/toolkit for execs with the
+ *   `toolkit` option. docs/POLICY.md has the exact semantics.
  *
  *   policy.seccomp (docs/POLICY.md): "profile" is "default" (the newest version) or a version
  *   ("default-v1"); "deny" adds system calls (names this architecture knows; not the ones the init needs)
@@ -400,8 +409,13 @@ typedef struct sandlet_exec_options {
                                     output is discarded. Default: they are killed with the command. */
   sandlet_output_cb on_output;   /* optional streaming callback */
   void *output_user_data;
+  int toolkit;                   /* non-zero: run from the spec's protected toolkit: argv[0] found only in
+                                    /.sandlet/toolkit (bin, usr/bin, sbin, usr/sbin), PATH fixed to those,
+                                    LD_* and similar loader variables removed, a dynamic binary run through
+                                    the toolkit's own loader. FAILED_PRECONDITION on a sandbox without a
+                                    toolkit. Not for one-shot runs. (docs/POLICY.md, "Protected toolkit") */
 } sandlet_exec_options_t;
-#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0}
+#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sandlet_exec_result sandlet_exec_result_t;
 

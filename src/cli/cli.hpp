@@ -68,6 +68,7 @@ struct CommandOptions {
   std::string cwd, user;         // exec only
   double timeout_s = 0;
   bool keep_background = false;  // exec --keep-background
+  bool toolkit = false;          // exec --toolkit
   std::string stdin_data;        // -i: the CLI's whole stdin, read before the sandbox work starts
 };
 

@@ -49,6 +49,8 @@ constexpr std::string_view kExecUsage =
     "      --timeout S      Kill the command and everything it started after S seconds\n"
     "      --keep-background  Let processes the command leaves running (server &) outlive it;\n"
     "                       by default they are killed when the command exits\n"
+    "      --toolkit        Run the command from the sandbox's protected toolkit (/.sandlet/toolkit):\n"
+    "                       found there only, with its PATH and loader (the spec's \"toolkit\")\n"
     "      --root DIR       State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
     "  -h, --help           Print this help\n"
     "\n"
@@ -188,6 +190,7 @@ int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, Sign
   opts.user = cmd.user;
   opts.timeout_s = cmd.timeout_s;
   opts.keep_background = cmd.keep_background;
+  opts.toolkit = cmd.toolkit;
   opts.stdin_data = cmd.stdin_data;
   // Streaming buffers nothing and the agent applies backpressure, so the library's default per-stream
   // cap (meant for collected output) would only truncate `exec ID -- cat big > file`: stream it all.
@@ -245,6 +248,7 @@ int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {
       {"env", 'e', true}, {"workdir", 'w', true}, {"user", 'u', true},
       {"interactive", 'i', false}, {"timeout", 0, true}, {"keep-background", 0, false},
+      {"toolkit", 0, false},
   };
   ParsedArgs a;
   if (!parse_command(ctx, kDefs, args, OperandMode::kStopAtFirst, kExecUsage, &a)) return 0;
@@ -264,6 +268,7 @@ int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args) {
   if (const auto* v = a.last("timeout")) cmd.timeout_s = parse_seconds(*v, "--timeout");
   if (a.has("interactive")) cmd.stdin_data = read_local_file("-", nullptr);
   cmd.keep_background = a.has("keep-background");
+  cmd.toolkit = a.has("toolkit");
 
   SignalGuard guard;
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);

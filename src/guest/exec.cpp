@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "guest/toolkit.hpp"
 #include "guest/command.hpp"
 #include "guest/server.hpp"
 #include "guest/spawn.hpp"
@@ -40,7 +41,16 @@ void Server::exec_start(Conn* c, std::string_view payload) {
 
   // The request's env is the complete environment; HOME/USER come from passwd only when absent.
   const std::vector<std::string>& env = req.env.empty() ? cfg_.env : req.env;
-  cmd_scratch_.build(req.argv, env, id);
+  ToolkitLaunch toolkit;
+  if (req.flags & proto::kExecToolkit) {
+    if (Status st = toolkit_launch(req.argv, env, &toolkit); !st.ok()) {
+      reply_error(c, st);
+      return;
+    }
+    cmd_scratch_.build(toolkit.argv, toolkit.env, id);
+  } else {
+    cmd_scratch_.build(req.argv, env, id);
+  }
   const std::string& cwd = req.cwd.empty() ? (cfg_.workdir.empty() ? std::string("/") : cfg_.workdir) : req.cwd;
 
   bool has_stdin = req.flags & proto::kExecHasStdin;
@@ -74,6 +84,8 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   sp.stderr_fd = errp[1];
   sp.cgroup_fd = cg.dirfd;
   sp.nofile = child_nofile_;
+  sp.exec_fd = toolkit.exec_fd;
+  sp.program_fd = toolkit.program_fd;
   SpawnError se;
   uint64_t start = now_ns();
   pid_t pid = spawn_process(sp, &se);

@@ -7,11 +7,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "guest/file_rules.hpp"
 #include "guest/host_mounts.hpp"
 #include "guest/run_once.hpp"
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
+#include "guest/toolkit.hpp"
 
 using namespace sandlet::guest;
 namespace proto = sandlet::proto;
@@ -75,9 +77,18 @@ int main() {
   proto::InitConfig cfg;
   int stdio[3];
   static int mount_fds[proto::kMaxMounts];
-  s = receive_config(kSetupFd, &cfg, stdio, mount_fds);
+  int toolkit = -1;
+  s = receive_config(kSetupFd, &cfg, stdio, mount_fds, &toolkit);
   if (!s.ok()) fail(s);
   s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
+  const bool own_mounts = toolkit >= 0 || (cfg.flags & (proto::kInitMaskKernelFiles | proto::kInitHasFileRules));
+  if (s.ok() && own_mounts) s = allow_detached_mounts(true);
+  if (s.ok() && toolkit >= 0) s = attach_toolkit(toolkit), toolkit = -1;
+  if (s.ok() && (cfg.flags & proto::kInitMaskKernelFiles)) s = mask_kernel_files();
+  // Last of the mounts: a rule covers the host mounts and the toolkit's pinned files below its path.
+  if (s.ok() && (cfg.flags & proto::kInitHasFileRules)) s = apply_file_rules(cfg.file_rules);
+  if (toolkit >= 0) close(toolkit);
+  if (Status off = allow_detached_mounts(false); s.ok()) s = off;
   if (!s.ok()) fail(s);
   s = setup_identity(cfg);
   if (!s.ok()) fail(s);

@@ -24,7 +24,7 @@ namespace {
 
 // recvmsg() that also collects any SCM_RIGHTS fds into fds[] (they arrive with the first bytes).
 // Room for the most any set-up frame carries: a one-shot command's stdio and every host mount.
-constexpr size_t kMaxConfigFds = 3 + proto::kMaxMounts;
+constexpr size_t kMaxConfigFds = 3 + proto::kMaxMounts + 1;  // + the toolkit
 
 ssize_t recv_with_fds(int sock, char* buf, size_t len, int* fds, size_t* nfds, size_t max_fds, bool* ctrunc) {
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxConfigFds)];
@@ -253,7 +253,8 @@ Status receive_stage(int sock, InitFds* fds) {
   return Status::Ok();
 }
 
-Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds) {
+Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds, int* toolkit_fd) {
+  *toolkit_fd = -1;
   int got_fds[kMaxConfigFds];
   size_t nfds = 0;
   bool ctrunc = false;
@@ -271,7 +272,7 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount
   // A one-shot command's stdio, in order, for the bits set, then one per host mount; nothing else may
   // come with the frame.
   const uint32_t bits = (cfg->flags & proto::kInitRunOnce) ? cfg->run_once.stdio : 0;
-  size_t want = cfg->mounts.size();
+  size_t want = cfg->mounts.size() + ((cfg->flags & proto::kInitHasToolkit) ? 1 : 0);
   for (int i = 0; i < 3; ++i) want += (bits >> i) & 1;
   if (nfds != want || ctrunc) {
     close_fds();
@@ -281,6 +282,7 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount
   for (int i = 0; i < 3; ++i)
     if ((bits >> i) & 1) stdio[i] = got_fds[next++];
   for (size_t i = 0; i < cfg->mounts.size(); ++i) mount_fds[i] = got_fds[next++];
+  if (cfg->flags & proto::kInitHasToolkit) *toolkit_fd = got_fds[next++];
   return Status::Ok();
 }
 
@@ -288,6 +290,21 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount
 // surface). The per-user-namespace counters enforce it in the kernel for clone, clone3 and unshare alike,
 // which lets the seccomp filter allow clone3 (whose flags BPF cannot read) and the agent spawn with
 // CLONE_INTO_CGROUP.
+namespace {
+int g_mnt_ns_counter = -1;  // max_mnt_namespaces, kept writable for allow_detached_mounts
+}
+
+// fsmount and open_tree(OPEN_TREE_CLONE) each make an anonymous mount namespace, which the counter above
+// forbids: the configuration's own mounts (policy, toolkit) are made with it raised, then it is 0 for good.
+Status allow_detached_mounts(bool allow) {
+  if (g_mnt_ns_counter < 0) return Status::Ok();
+  const char* v = allow ? "1024" : "0";
+  if (syscall(SYS_pwrite64, g_mnt_ns_counter, v, std::strlen(v), 0) != static_cast<long>(std::strlen(v)))
+    return errno_status(errno, "write /proc/sys/user/max_mnt_namespaces");
+  if (!allow) close(g_mnt_ns_counter), g_mnt_ns_counter = -1;
+  return Status::Ok();
+}
+
 Status forbid_new_namespaces() {
   // Opened relative to the directory: eight lookups of /proc/sys/user/ cost more than the writes.
   int dir = open("/proc/sys/user", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -295,6 +312,7 @@ Status forbid_new_namespaces() {
   for (const char* kind : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time"}) {
     char name[40];
     snprintf(name, sizeof name, "max_%s_namespaces", kind);
+    const bool keep = kind[0] == 'm' && kind[1] == 'n';  // "mnt"
     int fd = openat(dir, name, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) continue;  // a kernel without this namespace type
@@ -304,7 +322,8 @@ Status forbid_new_namespaces() {
     }
     ssize_t n = write(fd, "0", 1);
     int e = errno;
-    close(fd);
+    if (keep && n == 1) g_mnt_ns_counter = fd;
+    else close(fd);
     if (n != 1) {
       close(dir);
       return errno_statusf(e, "write /proc/sys/user/%s", name);

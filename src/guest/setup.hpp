@@ -20,14 +20,18 @@ struct InitFds {
 // Reads the kInitStage frame and its SCM_RIGHTS fds from `sock`.
 Status receive_stage(int sock, InitFds* fds);
 // Reads the kInitConfig frame; stdio[] receives a one-shot command's descriptors (-1 where none),
-// mount_fds[] (room for proto::kMaxMounts) one per cfg->mounts entry.
-Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds);
+// mount_fds[] (room for proto::kMaxMounts) one per cfg->mounts entry, *toolkit_fd the toolkit's mount (or -1).
+Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds, int* toolkit_fd);
 
 // Phase 1: the filesystem view (root, /proc, /dev, pivot) and the namespace counters.
 Status setup_filesystem(const InitFds& fds);
 // Phase 2: hostname, detach, no_new_privs, non-dumpable. (The seccomp filter comes after the server's
 // set-up, see install_seccomp.)
 Status setup_identity(const proto::InitConfig& cfg);
+
+// Raises (true) the mount-namespace counter for the configuration's own detached mounts, or sets it to 0
+// for good (false; call before anything of the sandbox runs).
+Status allow_detached_mounts(bool allow);
 
 // Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
 // the filter, which typically forbids mount and the like.

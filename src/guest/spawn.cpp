@@ -88,7 +88,17 @@ void exec_search(const char* file, char* const* argv, char* const* envp, const c
 // fd, so a connection or pipe the agent closes in that window stays registered in its epoll set (epoll
 // forgets a file only at its last close) and later reports events for a freed object. Closing
 // everything but 0-2 ourselves, before execve/_exit, removes the window.
-void close_inherited_fds() { syscall(SYS_close_range, 3, ~0u, 0); }
+void close_inherited_fds(unsigned from = 3) { syscall(SYS_close_range, from, ~0u, 0); }
+
+// A toolkit exec's descriptors at fixed places: the program at 3 (inherited), what to exec at 4
+// (close-on-exec). Copied above 4 first (either may already sit at 3 or 4); close_range(5) drops the copies.
+bool place_toolkit_fds(const SpawnSpec& s) {
+  const int exe = fcntl(s.exec_fd, F_DUPFD_CLOEXEC, 5);
+  const int prog = s.program_fd >= 0 ? fcntl(s.program_fd, F_DUPFD_CLOEXEC, 5) : -1;
+  if (exe < 0 || (s.program_fd >= 0 && prog < 0)) return false;
+  if (prog >= 0 ? dup2(prog, 3) < 0 : (close(3), false)) return false;  // dup2 clears close-on-exec
+  return dup3(exe, 4, O_CLOEXEC) >= 0;
+}
 
 [[noreturn]] void child_fail(ChildCtx* c, SpawnStep step) {
   c->err = errno;
@@ -116,7 +126,6 @@ int child_main(void* arg) {
   // Nor CAP_SYS_RESOURCE (not in the usual container set either): it would let root inside lift the
   // namespace counters the init set to 0 (see forbid_new_namespaces).
   if (prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) != 0) child_fail(c, SpawnStep::kCaps);
-  if (s.nofile) setrlimit(RLIMIT_NOFILE, s.nofile);
   // Raw syscalls: glibc's set*id wrappers coordinate threads through shared state we must not touch.
   if (syscall(SYS_setgroups, s.ngroups, s.groups) != 0) child_fail(c, SpawnStep::kGroups);
   if (syscall(SYS_setresgid, s.gid, s.gid, s.gid) != 0) child_fail(c, SpawnStep::kSetgid);
@@ -125,6 +134,9 @@ int child_main(void* arg) {
   if (s.stdin_fd >= 0 && dup2(s.stdin_fd, 0) < 0) child_fail(c, SpawnStep::kStdio);
   if ((s.stdout_fd >= 0 && dup2(s.stdout_fd, 1) < 0) || (s.stderr_fd >= 0 && dup2(s.stderr_fd, 2) < 0))
     child_fail(c, SpawnStep::kStdio);
+  // After stdio: a pipe may sit at 3 or 4.
+  if (s.exec_fd >= 0 && !place_toolkit_fds(s)) child_fail(c, SpawnStep::kStdio);
+  if (s.nofile) setrlimit(RLIMIT_NOFILE, s.nofile);
   // The agent ignores SIGPIPE and blocks what it reads through signalfd; commands start clean.
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
@@ -132,6 +144,12 @@ int child_main(void* arg) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (s.exec_fd >= 0) {
+    close_inherited_fds(5);
+    c->exec_path_len = 0;
+    syscall(SYS_execveat, 4, "", s.argv, s.envp, AT_EMPTY_PATH);
+    child_fail(c, SpawnStep::kExec);
+  }
   close_inherited_fds();  // also what O_CLOEXEC would do, only earlier (see close_inherited_fds)
   exec_search(s.argv[0], const_cast<char* const*>(s.argv), const_cast<char* const*>(s.envp), s.path, &c->exec_path_len);
   child_fail(c, SpawnStep::kExec);

@@ -24,6 +24,8 @@ struct SpawnSpec {
   int stderr_fd = -1;
   int cgroup_fd = -1;  // cgroup2 directory to start the child in, or -1
   const struct rlimit* nofile = nullptr;  // RLIMIT_NOFILE to restore in the child, or nullptr
+  int exec_fd = -1;     // >= 0: execveat() this descriptor instead of searching argv[0] (toolkit execs)
+  int program_fd = -1;  // >= 0 (with exec_fd): given to the command as fd 3 (what a loader opens)
 };
 
 enum class SpawnStep : int { kNone = 0, kClone, kCgroup, kSetsid, kCaps, kGroups, kSetgid, kSetuid, kChdir, kStdio, kExec };

@@ -92,8 +92,10 @@ enum ExecFlags : uint32_t {
   kExecKillOnOutputLimit = 2, // kill the exec when a stream passes output_limit
   kExecKeepBackground = 4,    // processes still running when the main one exits are left alive; the exec
                               // completes at once and their later output is discarded
+  kExecToolkit = 8,           // run from the protected toolkit (guest/toolkit.hpp): argv[0], PATH and the
+                              // loader from /.sandlet/toolkit only; FAILED_PRECONDITION without a toolkit
 };
-constexpr uint32_t kExecKnownFlags = 7;
+constexpr uint32_t kExecKnownFlags = 15;
 
 struct ExecRequest {
   std::vector<std::string> argv;  // argv[0] resolved through PATH of env

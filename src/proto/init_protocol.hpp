@@ -22,7 +22,10 @@ constexpr uint8_t kInitVersion = 1;
 // Plus at most kMaxMounts mount targets (InitConfig::mounts).
 constexpr uint32_t kMaxMounts = 64;  // = the spec's limit; one SCM_RIGHTS message holds 253 descriptors
 constexpr uint32_t kMaxMountTarget = 4095;
-constexpr uint32_t kMaxInitConfig = (16u << 20) + 4 + kMaxMounts * (4 + kMaxMountTarget + 4);
+// Plus at most kMaxFileRules file rules (InitConfig::file_rules).
+constexpr uint32_t kMaxFileRules = 64;  // = the spec's limit (spec/policy_spec.hpp)
+constexpr uint32_t kMaxInitConfig =
+    (16u << 20) + 4 + kMaxMounts * (4 + kMaxMountTarget + 4) + 4 + kMaxFileRules * (4 + kMaxMountTarget + 4);
 
 enum class InitMsg : uint8_t {
   // host -> init, in this order
@@ -76,8 +79,20 @@ enum InitFlags : uint32_t {
   kInitRunOnce = 8,   // one-shot: run InitConfig::run_once right after ready instead of serving requests
   kInitHasUpper = 16,
   kInitHasMounts = 32,  // kConfig only: InitConfig::mounts, each with an SCM_RIGHTS fd
+  kInitHasFileRules = 64,       // kConfig only: InitConfig::file_rules (guest/file_rules.hpp)
+  kInitMaskKernelFiles = 128,   // kConfig only: empty read-only stand-ins over /proc's kernel files
+  kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, last: the toolkit's read-only mount
 };
-constexpr int kInitUpperFd = 1000;  // where the init keeps the writable layer's mount (close-on-exec)
+constexpr int kInitUpperFd = 1000;    // where the init keeps the writable layer's mount (close-on-exec)
+constexpr int kInitToolkitFd = 1001;  // where the init keeps the toolkit's mount root (close-on-exec)
+constexpr const char* kToolkitPath = "/.sandlet/toolkit";
+
+// A spec file rule (policy.files) as the init applies it.
+enum class FileRuleAccess : uint32_t { kReadOnly = 0, kHidden = 1, kWritable = 2 };
+struct InitFileRule {
+  std::string path;  // absolute, normalized, no NUL, <= kMaxMountTarget bytes
+  FileRuleAccess access = FileRuleAccess::kReadOnly;
+};
 
 // The command of a one-shot sandbox. Its stdin/stdout/stderr arrive with the kConfig frame as
 // SCM_RIGHTS fds, in that order, only those whose bit is set in `stdio` (bit 0 stdin, 1 stdout, 2 stderr);
@@ -113,6 +128,7 @@ struct InitConfig {
   uint32_t flags = 0;
   RunOnce run_once;               // only with kInitRunOnce
   std::vector<InitMount> mounts;  // only with kInitHasMounts: 1..kMaxMounts
+  std::vector<InitFileRule> file_rules;  // only with kInitHasFileRules: 1..kMaxFileRules
 
   std::string encode() const {
     wire::Writer w;
@@ -125,6 +141,10 @@ struct InitConfig {
     if (flags & kInitHasMounts) {
       w.u32(static_cast<uint32_t>(mounts.size()));
       for (const InitMount& m : mounts) { w.str(m.target); w.u32(m.flags); }
+    }
+    if (flags & kInitHasFileRules) {
+      w.u32(static_cast<uint32_t>(file_rules.size()));
+      for (const InitFileRule& f : file_rules) { w.str(f.path); w.u32(static_cast<uint32_t>(f.access)); }
     }
     return std::move(w.data());
   }
@@ -148,6 +168,19 @@ struct InitConfig {
         if (m.target.empty() || m.target[0] != '/' || m.target.size() > kMaxMountTarget ||
             m.target.find('\0') != std::string::npos || (m.flags & ~static_cast<uint32_t>(kMountReadOnly)) != 0)
           return false;
+      }
+    }
+    if (out->flags & kInitHasFileRules) {
+      const uint32_t n = r.u32();
+      if (!r.ok() || n == 0 || n > kMaxFileRules) return false;
+      out->file_rules.resize(n);
+      for (InitFileRule& f : out->file_rules) {
+        f.path = r.str();
+        const uint32_t a = r.u32();
+        if (f.path.empty() || f.path[0] != '/' || f.path.size() > kMaxMountTarget ||
+            f.path.find('\0') != std::string::npos || a > 2)
+          return false;
+        f.access = static_cast<FileRuleAccess>(a);
       }
     }
     return r.ok() && r.at_end();

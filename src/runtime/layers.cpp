@@ -16,7 +16,7 @@ Code spec_code(const Error& e) { return e.code() == Code::kNotFound ? Code::kInv
 }  // namespace
 
 Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds) {
-  bool any_ref = !spec.environment.empty() ||
+  bool any_ref = !spec.environment.empty() || (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit)) ||
                  std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) { return image::is_store_ref(l); });
   if (!any_ref) return spec;
 
@@ -88,6 +88,17 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
       rec.layers.push_back({ref, digest});
       holds.emplace_back();
       out.layers.push_back(mounts_.acquire(digest, &holds.back()));
+    }
+    // The toolkit: mounted like a layer and held for the create; the sandbox keeps its own clone of it.
+    if (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit)) {
+      image::LayerInfo layer;
+      try {
+        layer = store_.inspect(spec.toolkit);
+      } catch (const Error& e) {
+        throw Error(spec_code(e), "invalid spec field 'toolkit': " + std::string(e.what()), e.err_no());
+      }
+      holds.emplace_back();
+      out.toolkit = mounts_.acquire(layer.digest, &holds.back());
     }
   } catch (...) {
     holds.clear();

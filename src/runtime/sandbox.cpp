@@ -66,6 +66,9 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   if (params.timeout_s < 0 || !std::isfinite(params.timeout_s))
     throw Error(Code::kInvalidArgument, "invalid exec field 'timeout': must be >= 0");
 
+  if (params.toolkit && record_.spec.toolkit.empty())
+    throw Error(Code::kFailedPrecondition, "sandbox " + id() + " has no toolkit (spec field 'toolkit'): exec option 'toolkit' refused");
+
   // What the audit record of this exec says (written when it completes, however it ends).
   auto audit = std::make_shared<ExecAudit>();
   audit->argv = params.argv;
@@ -84,6 +87,7 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   req.output_limit = params.output_limit ? params.output_limit : kDefaultOutputLimit;
   if (params.kill_on_output_limit) req.flags |= proto::kExecKillOnOutputLimit;
   if (params.keep_background) req.flags |= proto::kExecKeepBackground;
+  if (params.toolkit) req.flags |= proto::kExecToolkit;
   if (!params.stdin_data.empty()) req.flags |= proto::kExecHasStdin;
 
   std::string frames = exec_request_frames(req, params.stdin_data);  // checked before anything is sent

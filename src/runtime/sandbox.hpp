@@ -44,6 +44,7 @@ struct ExecParams {
   uint64_t output_limit = 0;  // 0 = 16 MiB
   bool kill_on_output_limit = false;
   bool keep_background = false;
+  bool toolkit = false;  // run from the spec's protected toolkit (FAILED_PRECONDITION without one)
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
 };
 

@@ -239,6 +239,15 @@ void spec_add_layer(Spec& s, std::string_view v) {
   s.layers.emplace_back(v);
 }
 
+void spec_set_toolkit(Spec& s, std::string_view v) {
+  if (!v.empty() && v[0] == '/') {
+    check_absolute_path("toolkit", v);
+  } else if (!v.empty()) {
+    check_store_ref("toolkit", v);
+  }
+  s.toolkit = v;
+}
+
 void spec_set_environment(Spec& s, std::string_view v) {
   if (!v.empty()) {
     std::string_view name = v.substr(0, v.find('@'));
@@ -480,6 +489,7 @@ void validate_spec(const Spec& spec) {
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
   for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);
   validate_policy(spec.policy);
+  spec_set_toolkit(check, spec.toolkit);
 
   if (spec.layers.empty() && spec.environment.empty()) {
     throw_invalid("layers", "at least one layer (or an environment) is required");
@@ -501,6 +511,13 @@ void validate_spec(const Spec& spec) {
     }
   }
   check_mount_sources(spec);
+  if (!spec.toolkit.empty() && spec.toolkit[0] == '/') {
+    struct stat st;
+    const int err = ::stat(spec.toolkit.c_str(), &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+    if (err != 0)
+      throw Error(Code::kInvalidArgument,
+                  "invalid spec field 'toolkit': " + escaped(spec.toolkit, kMaxPath) + ": " + std::strerror(err), err);
+  }
 }
 
 }  // namespace sandlet

@@ -57,8 +57,12 @@ struct Spec {
   std::vector<std::string> accept_weaker;
   // <= 64; each target once, none inside another's (nested mounts are refused).
   std::vector<Mount> mounts;
-  // What the sandbox may do beyond its namespaces: seccomp profile, relaxations, extra denials.
+  // What the sandbox may do beyond its namespaces: seccomp profile, relaxations and extra denials; file
+  // rules and kernel-file masks that bind root inside (policy_spec.hpp, docs/POLICY.md).
   Policy policy;
+  // "" or the protected toolkit: a host directory or a store layer, as a `layers` entry; mounted read-only at
+  // /.sandlet/toolkit for execs with the `toolkit` option (docs/POLICY.md, "Protected toolkit").
+  std::string toolkit;
 };
 
 // Parses a JSON object (schema in include/sandlet/sandlet.h). Unknown fields and duplicate keys are errors;
@@ -96,6 +100,7 @@ void spec_accept_weaker(Spec& s, std::string_view guarantee);  // adds one name 
 // "SRC:DST", "SRC:DST:ro" or "SRC:DST:rw" (paths without ':'; read-only when the mode is left out).
 void spec_add_mount(Spec& s, std::string_view source, std::string_view target, bool readonly);
 void spec_add_mount_text(Spec& s, std::string_view text);
+void spec_set_toolkit(Spec& s, std::string_view v);  // "" clears; else checked as a `layers` entry
 // validate_spec's part for mounts on the host: each source exists and is a directory.
 void check_mount_sources(const Spec& spec);
 

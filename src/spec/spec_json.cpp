@@ -213,6 +213,7 @@ const Field kFields[] = {
     {"accept_weaker", parse_accept_weaker},
     {"mounts", parse_mounts},
     {"policy", [](Spec& s, const json::value& v) { parse_policy_json(s.policy, v); }},
+    {"toolkit", [](Spec& s, const json::value& v) { spec_set_toolkit(s, as_string(v, "toolkit")); }},
 };
 
 // ---- reading the document ------------------------------------------------------------------------------
@@ -364,6 +365,7 @@ std::string spec_to_json(const Spec& spec) {
   }
   w.end_array();
   w.key("policy"), w.raw(policy_to_json(spec.policy));
+  if (!spec.toolkit.empty()) w.field("toolkit", spec.toolkit);
   w.end_object();
   return w.take();
 }

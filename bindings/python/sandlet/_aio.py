@@ -124,11 +124,12 @@ class AsyncSandbox:
         output_limit: Optional[int] = None,
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
+        toolkit: bool = False,
         check: bool = False,
     ) -> _sandlet.ExecResult:
         """Runs a command (see Sandbox.exec). Cancelling the awaiting task kills every process of it."""
         args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
-                             keep_background)
+                             keep_background, toolkit)
         control, fut = _start(lambda queue, token: self._h.exec_start(queue, token, False, *args))
         try:
             result = await fut
@@ -151,11 +152,12 @@ class AsyncSandbox:
         output_limit: Optional[int] = None,
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
+        toolkit: bool = False,
     ) -> "AsyncExecStream":
         """Starts a command; ``async for stream, data in ...`` yields its output as it arrives, then
         ``await stream.wait()`` (or ``.result``) gives the exit status. Must be called with a running loop."""
         args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
-                             keep_background)
+                             keep_background, toolkit)
         return AsyncExecStream(self._h, args)
 
     async def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:

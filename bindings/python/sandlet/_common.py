@@ -14,7 +14,8 @@ SpecLike = Union[_sandlet.Spec, Mapping[str, Any], str, None]
 # The spec's JSON fields (sandlet.h); keyword arguments of create() use the same names.
 SPEC_FIELDS = frozenset({
     "backend", "layers", "environment", "env", "workdir", "hostname", "user", "limits", "network", "labels",
-    "lifetime", "max_lifetime_s", "idle_timeout_s", "accept_weaker", "mounts", "secrets", "policy",
+    "lifetime", "max_lifetime_s", "idle_timeout_s", "accept_weaker", "mounts", "secrets",
+    "policy", "toolkit",
 })
 
 
@@ -43,9 +44,10 @@ def exec_args(
     output_limit: Optional[int],
     kill_on_output_limit: bool,
     keep_background: bool,
+    toolkit: bool = False,
 ) -> Tuple[Any, ...]:
     """The extension's exec arguments, validated, positionally (keyword matching would add to every
-    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background."""
+    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background, toolkit."""
     if timeout is not None and timeout < 0:
         raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)
     if output_limit is not None and output_limit < 0:
@@ -62,6 +64,7 @@ def exec_args(
         int(output_limit or 0),
         bool(kill_on_output_limit),
         bool(keep_background),
+        bool(toolkit),
     )
 
 
@@ -135,6 +138,8 @@ def build_spec(spec: SpecLike, fields: Mapping[str, Any]) -> Tuple[_sandlet.Spec
         doc["layers"] = [os.fspath(layer) for layer in doc["layers"]]
     if doc.get("mounts") is not None:
         doc["mounts"] = mounts_of(doc["mounts"])
+    if isinstance(doc.get("toolkit"), os.PathLike):
+        doc["toolkit"] = os.fspath(doc["toolkit"])
     doc = {k: v for k, v in doc.items() if v is not None}
     return _sandlet.Spec.from_json(json.dumps(doc)), doc.get("lifetime", "owned") == "owned"
 

@@ -55,6 +55,7 @@ class Sandbox:
         output_limit: Optional[int] = None,
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
+        toolkit: bool = False,
         check: bool = False,
     ) -> _sandlet.ExecResult:
         """Runs a command and waits for it and everything it started.
@@ -66,11 +67,11 @@ class Sandbox:
         """
         try:
             if type(cmd) is list and not (env or cwd or user or stdin or timeout or output_limit
-                                          or kill_on_output_limit or keep_background) and _plain_argv(cmd):
+                                          or kill_on_output_limit or keep_background or toolkit) and _plain_argv(cmd):
                 r = self._h.exec(cmd)  # the common case, without the argument plumbing
             else:
                 r = self._h.exec(*exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
-                                            kill_on_output_limit, keep_background))
+                                            kill_on_output_limit, keep_background, toolkit))
         except Error as e:
             raise command_error(e) from None
         return r.check() if check else r
@@ -87,12 +88,13 @@ class Sandbox:
         output_limit: Optional[int] = None,
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
+        toolkit: bool = False,
     ) -> "ExecStream":
         """Starts a command and yields its output as it arrives: ``for stream, data in sb.exec_stream(...)``
         (stream is sandlet.STDOUT or sandlet.STDERR); ``.result`` then holds the exit status. Leaving the
         loop early (or closing the stream) kills the command."""
         return ExecStream(self._h, exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
-                                             kill_on_output_limit, keep_background))
+                                             kill_on_output_limit, keep_background, toolkit))
 
     def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
         """Creates or replaces ``path`` inside the sandbox (parents created; symlinks cannot escape).

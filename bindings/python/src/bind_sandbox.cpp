@@ -24,7 +24,8 @@ namespace {
 // Exec arguments as the Python layer normalised them (sandlet/_common.py).
 sandlet::ExecOptions exec_options(std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
                                   std::string user, std::string stdin_data, double timeout_s,
-                                  uint64_t output_limit, bool kill_on_output_limit, bool keep_background) {
+                                  uint64_t output_limit, bool kill_on_output_limit, bool keep_background,
+                                  bool toolkit) {
   sandlet::ExecOptions o(std::move(argv));
   o.env = std::move(env);
   o.cwd = std::move(cwd);
@@ -34,6 +35,7 @@ sandlet::ExecOptions exec_options(std::vector<std::string> argv, std::vector<std
   o.output_limit = output_limit;
   o.kill_on_output_limit = kill_on_output_limit;
   o.keep_background = keep_background;
+  o.toolkit = toolkit;
   return o;
 }
 
@@ -124,7 +126,8 @@ void push_error(const std::shared_ptr<CompletionQueue>& q, uint64_t token, const
 #define SANDLET_PY_EXEC_ARGS                                                                             \
   py::arg("argv"), py::arg("env") = std::vector<std::string>(), py::arg("cwd") = "", py::arg("user") = "", \
       py::arg("stdin") = py::bytes(), py::arg("timeout_s") = 0.0, py::arg("output_limit") = 0,             \
-      py::arg("kill_on_output_limit") = false, py::arg("keep_background") = false
+      py::arg("kill_on_output_limit") = false, py::arg("keep_background") = false, \
+      py::arg("toolkit") = false
 
 }  // namespace
 
@@ -168,21 +171,21 @@ void bind_sandbox(py::module_& m) {
       .def("exec",
            [](SandboxHandle& h, std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
               std::string user, std::string stdin_data, double timeout_s, uint64_t output_limit,
-              bool kill_on_output_limit, bool keep_background) {
+              bool kill_on_output_limit, bool keep_background, bool toolkit) {
              return exec_sync(h, exec_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
                                               std::move(stdin_data), timeout_s, output_limit, kill_on_output_limit,
-                                              keep_background));
+                                              keep_background, toolkit));
            },
            SANDLET_PY_EXEC_ARGS)
       .def("exec_start",
            [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, bool stream,
               std::vector<std::string> argv, std::vector<std::string> env, std::string cwd, std::string user,
               std::string stdin_data, double timeout_s, uint64_t output_limit, bool kill_on_output_limit,
-              bool keep_background) {
+              bool keep_background, bool toolkit) {
              return exec_start(h, std::move(q), token,
                                exec_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
                                             std::move(stdin_data), timeout_s, output_limit, kill_on_output_limit,
-                                            keep_background),
+                                            keep_background, toolkit),
                                stream);
            },
            py::arg("queue"), py::arg("token"), py::arg("stream"), SANDLET_PY_EXEC_ARGS)

@@ -29,6 +29,7 @@ struct ExecOptions {
   uint64_t output_limit = 0;       // per stream; 0 = library default (16 MiB)
   bool kill_on_output_limit = false;
   bool keep_background = false;    // true: what the command leaves running (`server &`) outlives it
+  bool toolkit = false;            // true: run from the spec's protected toolkit (sandlet.h, "toolkit")
   // Optional streaming: called on the event-loop thread with each chunk (stream is SANDLET_STDOUT or
   // SANDLET_STDERR); the result's stdout_data/stderr_data then stay empty. Must not block for long.
   std::function<void(int stream, std::string_view data)> on_output;
@@ -95,6 +96,7 @@ class CExecOptions {
     c_.output_limit = o.output_limit;
     c_.kill_on_output_limit = o.kill_on_output_limit ? 1 : 0;
     c_.keep_background = o.keep_background ? 1 : 0;
+    c_.toolkit = o.toolkit ? 1 : 0;
     if (output != nullptr && *output) {
       c_.on_output = &output_trampoline;
       c_.output_user_data = const_cast<OutputFn*>(output);

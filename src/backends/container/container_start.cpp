@@ -44,6 +44,27 @@ std::vector<sys::UniqueFd> clone_mounts(const Spec& spec, int userns_fd, proto::
   return fds;
 }
 
+// The spec's policy for the init: file rules and the kernel-file masks (guest/file_rules.hpp).
+void add_file_policy(const Policy& policy, proto::InitConfig& config) {
+  static_assert(proto::kMaxFileRules == kMaxFileRules, "the spec's limit (spec/policy_spec.hpp)");
+  if (policy.mask_kernel_files) config.flags |= proto::kInitMaskKernelFiles;
+  for (const FileRule& r : policy.files) {
+    const proto::FileRuleAccess a = r.access == FileAccess::kHidden     ? proto::FileRuleAccess::kHidden
+                                    : r.access == FileAccess::kWritable ? proto::FileRuleAccess::kWritable
+                                                                        : proto::FileRuleAccess::kReadOnly;
+    config.file_rules.push_back({r.path, a});
+  }
+  if (!config.file_rules.empty()) config.flags |= proto::kInitHasFileRules;
+}
+
+// The toolkit (a host directory, or a store layer's mounted directory once the runtime resolved it) as a
+// detached read-only mount, sent last with the configuration.
+sys::UniqueFd clone_toolkit(const Spec& spec, int userns_fd, proto::InitConfig& config) {
+  if (spec.toolkit.empty()) return {};
+  config.flags |= proto::kInitHasToolkit;
+  return sys::host_dir_clone(spec.toolkit, true, userns_fd, "toolkit " + spec.toolkit);
+}
+
 }  // namespace
 
 void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
@@ -144,6 +165,8 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
   if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
   const std::vector<sys::UniqueFd> mounts = clone_mounts(spec, s.userns.get(), config);
+  const sys::UniqueFd toolkit = clone_toolkit(spec, s.userns.get(), config);
+  add_file_policy(spec.policy, config);
   std::vector<int> passed;  // descriptors sent with the configuration
   if (one_shot) {
     config.flags |= proto::kInitRunOnce;
@@ -160,6 +183,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     }
   }
   for (const auto& m : mounts) passed.push_back(m.get());  // after the stdio ones (init_protocol.hpp)
+  if (toolkit) passed.push_back(toolkit.get());           // last
   try {
     sys::send_with_fds(s.setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), passed);
   } catch (const Error&) {

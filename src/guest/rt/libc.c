@@ -162,6 +162,10 @@ int ioctl(int fd, unsigned long request, ...) {
 
 int stat(const char *path, struct stat *st) { return (int)SC(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, 0, 0, 0); }
 int fstat(int fd, struct stat *st) { return (int)SC(SYS_fstat, fd, (long)st, 0, 0, 0, 0); }
+int lstat(const char *path, struct stat *st) {
+  return (int)SC(SYS_newfstatat, AT_FDCWD, (long)path, (long)st, AT_SYMLINK_NOFOLLOW, 0, 0);
+}
+int unlink(const char *path) { return (int)SC(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0); }
 int access(const char *path, int mode) { return (int)SC(SYS_faccessat, AT_FDCWD, (long)path, mode, 0, 0, 0); }
 int chdir(const char *path) { return (int)SC(SYS_chdir, (long)path, 0, 0, 0, 0, 0); }
 int chmod(const char *path, mode_t mode) { return (int)SC(SYS_fchmodat, AT_FDCWD, (long)path, mode, 0, 0, 0); }
