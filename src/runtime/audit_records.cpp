@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "policy/seccomp_profile.hpp"
+#include "spec/spec_policy.hpp"
 #include "runtime/audit_text.hpp"
 
 namespace json = boost::json;
@@ -30,7 +31,11 @@ json::object audit_create_fields(const SandboxRecord& rec) {
   f["limits"] = json::object{{"cpus", s.limits.cpus}, {"memory", s.limits.memory}, {"pids", s.limits.pids},
                              {"disk", s.limits.disk}};
   f["network"] = s.network;
-  f["policy"] = json::object{{"seccomp", policy::describe(s.policy.seccomp)}};
+  // The spec's policy as written, with its seccomp part as it takes effect (profile version, relaxations).
+  json::object pol = json::parse(policy_to_json(s.policy)).as_object();
+  pol["seccomp"] = policy::describe(s.policy.seccomp);
+  f["policy"] = std::move(pol);
+  f["toolkit"] = s.toolkit;
   f["lifetime"] = s.lifetime == Lifetime::kDetached ? "detached" : "owned";
   f["max_lifetime_s"] = s.max_lifetime_s;
   f["idle_timeout_s"] = s.idle_timeout_s;
