@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
 
@@ -341,12 +342,66 @@ static int agent_socket(int argc, char **argv) {
   return verdict(kBlocked, "%d unix sockets tried, none connects", tried);
 }
 
+/* runc's CVE-2019-5736 shape: overwrite the runtime's binary through /proc/<init>/exe. */
+static int init_exe(int argc, char **argv) {
+  (void)argc, (void)argv;
+  const char *p[] = {"/proc/1/exe", "/proc/1/map_files"};
+  int fd = open(p[0], O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    close(fd);
+    return verdict(kEscaped, "/proc/1/exe opens for writing");
+  }
+  fd = open(p[0], O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    close(fd);
+    return verdict(kEscaped, "/proc/1/exe opens (the init's binary, for a later write)");
+  }
+  DIR *d = opendir(p[1]);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.') {
+        closedir(d);
+        return verdict(kEscaped, "/proc/1/map_files lists the init's mappings");
+      }
+    closedir(d);
+  }
+  return verdict(kBlocked, "the init's binary is out of reach");
+}
+
+/* Making itself the last the host's OOM killer picks, or starving the host's CPUs with real-time
+ * scheduling or the real-time I/O class: each needs a capability of the host's user namespace. */
+static int oom_score(int argc, char **argv) {
+  (void)argc, (void)argv;
+  int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return verdict(kBlocked, "oom_score_adj: %s", E());
+  int rc = (int)write(fd, "-1000", 5);
+  close(fd);
+  char now[32] = "";
+  read_small("/proc/self/oom_score_adj", now, sizeof now);
+  if (rc == 5 && atoi(now) < 0) return verdict(kEscaped, "oom_score_adj lowered to %d", atoi(now));
+  return verdict(kBlocked, "oom_score_adj stays %d", atoi(now));
+}
+
+static int realtime(int argc, char **argv) {
+  (void)argc, (void)argv;
+  struct sched_param sp = {.sched_priority = 99};
+  if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0) return verdict(kEscaped, "SCHED_FIFO 99 granted");
+  if (sched_setscheduler(0, SCHED_RR, &sp) == 0) return verdict(kEscaped, "SCHED_RR 99 granted");
+  if (setpriority(0 /* PRIO_PROCESS */, 0, -20) == 0 && getpriority(0, 0) < 0)
+    return verdict(kEscaped, "nice -20 granted");
+  /* ioprio_set(IOPRIO_WHO_PROCESS, self, IOPRIO_CLASS_RT << 13 | 0) */
+  if (syscall(SYS_ioprio_set, 1, 0, (1 << 13) | 0) == 0) return verdict(kEscaped, "real-time I/O class granted");
+  return verdict(kBlocked, "real-time scheduling, negative nice and real-time I/O refused");
+}
+
 static const struct attack kAttacks[] = {
     {"unshare", unshare_all},      {"clone-ns", clone_ns},     {"clone3-ns", clone3_ns},
     {"setns", setns_all},          {"mount", mount_family},    {"pivot-root", pivot},
     {"cgroup-escape", cgroup_escape}, {"ptrace-init", ptrace_init}, {"ptrace", ptrace_any},
     {"init-memory", init_memory},  {"steal-fds", steal_fds},   {"kill-host", kill_host},
     {"pid-scan", pid_scan},        {"kill-all", kill_all},     {"tiocsti", tiocsti},
-    {"inherited-fds", inherited_fds}, {"agent-socket", agent_socket},
+    {"inherited-fds", inherited_fds}, {"agent-socket", agent_socket},  {"init-exe", init_exe},
+    {"oom-score", oom_score},      {"realtime", realtime},
 };
 ATTACK_MAIN(kAttacks)
