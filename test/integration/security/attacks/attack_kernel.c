@@ -173,18 +173,18 @@ static int io_uring(int argc, char **argv) {
   return expect_eperm("io_uring_setup", syscall(SYS_io_uring_setup, 4, params));
 }
 
-/* Personality flags that weaken the address space (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) or switch the
- * syscall view (PER_LINUX32): refused. */
+/* Personality flags that change how the kernel treats the process (READ_IMPLIES_EXEC, MMAP_PAGE_ZERO, the
+ * legacy address-space layouts, UNAME26): refused. (PER_LINUX32 and ADDR_NO_RANDOMIZE are for debuggers
+ * and setarch -R, and allowed.) Whether one took effect is read back by setting PER_LINUX, which returns
+ * the persona before it. */
 static int personality_tricks(int argc, char **argv) {
   (void)argc, (void)argv;
-  int before = personality(0xffffffff);
-  unsigned long flags[] = {READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, PER_LINUX32, MMAP_PAGE_ZERO};
+  unsigned long flags[] = {READ_IMPLIES_EXEC, MMAP_PAGE_ZERO, ADDR_COMPAT_LAYOUT, ADDR_LIMIT_32BIT, UNAME26,
+                           ADDR_LIMIT_3GB};
   for (size_t i = 0; i < COUNT(flags); ++i) {
-    long rc = personality(flags[i]);
-    int now = personality(0xffffffff);
-    personality(before);
-    if (rc != -1 && (unsigned long)now == flags[i])
-      return verdict(kEscaped, "personality(0x%lx) took effect", flags[i]);
+    if (personality(flags[i]) == -1) continue;
+    int was = personality(PER_LINUX);
+    if (was != -1 && (was & flags[i])) return verdict(kEscaped, "personality(0x%lx) took effect", flags[i]);
   }
   return verdict(kBlocked, "personality changes refused");
 }
