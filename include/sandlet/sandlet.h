@@ -246,6 +246,10 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *     "env": {"K": "V"}, "workdir": "/", "hostname": "sandbox", "user": "0:0" | "name",
  *     "secrets": {"TOKEN": "..."},                env variables never shown or forked (sandlet_spec_set_secret)
  *     "limits": {"cpus": 1.5, "memory": "512M"|bytes, "pids": 256, "disk": "1G"|bytes},
+ *                                                 disk bounds the writable layer's bytes and its inodes
+ *                                                 (one per 4 KiB, at least 16384); always bounded too:
+ *                                                 /dev/shm (256 MiB, 16384 inodes), /dev (64 MiB, 4096
+ *                                                 inodes), RLIMIT_NOFILE of commands (hard <= 65536)
  *     "network": "none",
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,

@@ -58,12 +58,17 @@ int main() {
   // (Output and stdin queues reach megabytes per connection: the init's allocator, rt/alloc.c, maps
   // blocks above 256 KiB on their own, so that memory goes back to the system when the connection ends.)
 
-  // Many concurrent execs need many fds; commands get the original limit back.
+  // Many concurrent execs need many fds; commands get the original limit back, the hard one capped at
+  // kCommandNofileMax (every sandbox's open files count against the host's one fs.file-max).
   static struct rlimit original;
   const struct rlimit* child_nofile = nullptr;
-  if (getrlimit(RLIMIT_NOFILE, &original) == 0 && original.rlim_cur < original.rlim_max) {
+  constexpr rlim_t kCommandNofileMax = 65536;
+  if (getrlimit(RLIMIT_NOFILE, &original) == 0) {
     struct rlimit raised = {original.rlim_max, original.rlim_max};
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) child_nofile = &original;
+    if (original.rlim_cur < original.rlim_max) (void)setrlimit(RLIMIT_NOFILE, &raised);
+    if (original.rlim_max > kCommandNofileMax) original.rlim_max = kCommandNofileMax;
+    if (original.rlim_cur > original.rlim_max) original.rlim_cur = original.rlim_max;
+    child_nofile = &original;
   }
 
   // Phase 1 (possibly long before the sandbox is asked for: warm pool): the filesystem view.

@@ -118,7 +118,8 @@ Status mount_dev(int devfd) {
   if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5") != 0 &&
       mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
     return errno_status(errno, "mount /dev/pts");
-  if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+  // Bounded (tmpfs pages outlive the processes that wrote them; the default is half the host's memory).
+  if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m,nr_inodes=16384") != 0)
     return errno_status(errno, "mount /dev/shm");
   return Status::Ok();
 }

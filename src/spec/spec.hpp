@@ -29,6 +29,9 @@ struct Limits {
   uint64_t memory = 0;       // bytes; 0 = no memory limit; else 4 MiB .. 1 PiB
   uint64_t pids = 4096;      // max processes; 2 (the agent plus one) .. 4194304; the default stops fork bombs
   uint64_t disk = 2ull << 30;  // bytes of the writable layer; 1 MiB .. 1 TiB
+  // Fixed bounds besides these (include/sandlet/sandlet.h, "limits"): the writable layer holds at most
+  // max(disk / 4 KiB, 16384) inodes; /dev is 64 MiB and 4096 inodes; /dev/shm 256 MiB and 16384 inodes;
+  // a command's RLIMIT_NOFILE is at most 65536 (hard); output per stream per exec is capped (16 MiB default).
 };
 
 struct Spec {

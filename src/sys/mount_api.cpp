@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 
@@ -244,10 +245,12 @@ OverlayRootfs build_overlay_rootfs(const std::vector<std::string>& layers, int u
   lowers.reserve(layers.size());
   for (const auto& layer : layers) lowers.push_back(idmapped_clone(layer, userns_fd));
 
-  // The writable layer: a size-capped tmpfs owned by the sandbox's root.
+  // The writable layer: a size-capped tmpfs owned by the sandbox's root. Inodes are capped too (one per
+  // 4 KiB of disk, at least 16384): empty files take no blocks, and a tmpfs's default allows millions.
   std::string owner = std::to_string(root_uid);
   UniqueFd upper_mnt = FsContext("tmpfs")
                            .set("size", std::to_string(disk_bytes))
+                           .set("nr_inodes", std::to_string(std::max<uint64_t>(disk_bytes / 4096, 16384)))
                            .set("mode", "0755")
                            .set("uid", owner)
                            .set("gid", owner)

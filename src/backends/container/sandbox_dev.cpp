@@ -32,6 +32,7 @@ void set_mode(int dir, const char* name, mode_t mode) {
 UniqueFd build_sandbox_dev(uid_t root_uid, gid_t root_gid) {
   UniqueFd dev = sys::FsContext("tmpfs")
                      .set("size", "64m")
+                     .set("nr_inodes", "4096")
                      .set("mode", "0755")
                      .set("uid", std::to_string(root_uid))
                      .set("gid", std::to_string(root_gid))

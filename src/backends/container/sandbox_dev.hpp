@@ -11,7 +11,7 @@ namespace sandlet::container {
 
 using sys::UniqueFd;
 
-// A detached tmpfs (nosuid, noexec, 64 MiB) whose root is owned by `root_uid`/`root_gid` (root inside), so
+// A detached tmpfs (nosuid, noexec, 64 MiB, 4096 inodes) whose root is owned by `root_uid`/`root_gid` (root inside), so
 // the sandbox may add files; it holds null, zero, full, random, urandom and tty (mode 0666, made by the
 // host: nothing inside can make more — mknod needs CAP_MKNOD in the host's user namespace), the
 // mount points pts and shm, and the usual symlinks (ptmx, fd, stdin, stdout, stderr).
