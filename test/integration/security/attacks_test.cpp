@@ -88,6 +88,13 @@ std::vector<Attack> baseline_attacks(AttackWorld& w) {
       {"net", "ipv6", std::vector<std::string>{"[::1]:" + p6, "[2001:db8::1]:80", "[fe80::1]:80"} + host6},
       {"net", "interfaces", {}},
       {"net", "abstract-unix", {l.abstract_name}},
+      // Denied by the seccomp profile default-v1 (not merely refused by the filesystem).
+      {"proc", "ptrace", {}},
+      {"kernel", "personality", {}},
+      {"kernel", "ficlone", {}},
+      {"kernel", "ficlonerange", {}},
+      {"kernel", "fideduperange", {}},
+      {"kernel", "ext4-move-ext", {}},
       // Last: it kills every process of the sandbox but the init (the sandbox must still work after).
       {"proc", "kill-all", {}},
   };
@@ -224,31 +231,26 @@ TEST_CASE("attacks: symlinks swapped during the file API and `sandlet cp` keep t
   w.harness().check_no_leaks();
 }
 
-// Attacks the baseline does not stop yet: the seccomp change denies these (ptrace, personality, the
-// extent-sharing ioctls).
-TEST_CASE("attacks pending the seccomp profile", "[.pending-seccomp][security]") {
-  AttackWorld w;
-  run_attacks(w, {{"proc", "ptrace", {}},
-                  {"kernel", "personality", {}},
-                  {"kernel", "ficlone", {}},
-                  {"kernel", "ficlonerange", {}},
-                  {"kernel", "fideduperange", {}},
-                  {"kernel", "ext4-move-ext", {}}});
-  w.harness().check_no_leaks();
-}
-
 // Overwriting the sandbox's /bin/sh (busybox here) must not inject into the harness's own commands: those
-// run from the protected toolkit. At merge with the file-rules change: give the spec a toolkit (a copy of
-// the test root filesystem) and set `toolkit = true` on the harness exec below.
-TEST_CASE("attacks pending the protected toolkit: overwriting /bin/sh does not reach harness commands",
-          "[.pending-fsrules][security]") {
+// run from the protected toolkit (here the test root filesystem's directory, mounted read-only at
+// /.sandlet/toolkit).
+TEST_CASE("attacks: overwriting /bin/sh does not reach harness commands run from the toolkit",
+          "[attacks][security]") {
   Harness h;
-  auto sb = h.rt().create(Harness::spec());
+  auto sb = h.rt().create(sandlet::Spec::from_json(std::string("{\"layers\": [\"") + SANDLET_TEST_ROOTFS +
+                                                   "\"], \"toolkit\": \"" + SANDLET_TEST_ROOTFS + "\"}"));
   run_out(sb, "rm /bin/sh && printf '#!/bin/busybox ash\\necho injected > /tmp/injected\\nexec /bin/busybox sh \"$@\"\\n' "
               "> /bin/sh.new; /bin/busybox chmod 755 /bin/sh.new; /bin/busybox mv /bin/sh.new /bin/sh");
+  // The overwrite works on commands that do not ask for the toolkit ...
+  CHECK(sb.exec({"sh", "-c", "echo agent"}).stdout_data == "agent\n");
+  CHECK(sb.exec({"/bin/busybox", "test", "-e", "/tmp/injected"}).exit_code == 0);
+  sb.exec({"/bin/busybox", "rm", "-f", "/tmp/injected"});
+  // ... and not on the harness's.
   sandlet::ExecOptions harness({"sh", "-c", "echo harness"});
+  harness.toolkit = true;
   auto r = sb.exec(harness);
   CHECK(r.stdout_data == "harness\n");
   CHECK(sb.exec({"/bin/busybox", "test", "-e", "/tmp/injected"}).exit_code == 1);
+  sb.destroy();
   h.check_no_leaks();
 }
