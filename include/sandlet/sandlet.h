@@ -237,7 +237,9 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *     "env": {"K": "V"}, "workdir": "/", "hostname": "sandbox", "user": "0:0" | "name",
  *     "secrets": {"TOKEN": "..."},                env variables never shown or forked (sandlet_spec_set_secret)
  *     "limits": {"cpus": 1.5, "memory": "512M"|bytes, "pids": 256, "disk": "1G"|bytes},
- *     "network": "none",
+ *     "network": "none" | {"allow": [{"cidr": "10.0.0.0/8", "ports": "443", "protocol": "tcp"}, ...],
+ *                          "dns": ["10.0.0.53"], "publish": [{"host_port": 8080, "port": 80}],
+ *                          "egress_rate": "10M"}      (docs/NETWORK.md: what is enforced and how)
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
  *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
@@ -284,7 +286,11 @@ SANDLET_API sandlet_error_t *sandlet_spec_set_cpus(sandlet_spec_t *spec, double 
 SANDLET_API sandlet_error_t *sandlet_spec_set_memory(sandlet_spec_t *spec, uint64_t bytes);
 SANDLET_API sandlet_error_t *sandlet_spec_set_pids(sandlet_spec_t *spec, uint64_t pids);
 SANDLET_API sandlet_error_t *sandlet_spec_set_disk(sandlet_spec_t *spec, uint64_t bytes);
+/* "none" (loopback only, the default). A policy is set with sandlet_spec_set_network_json. */
 SANDLET_API sandlet_error_t *sandlet_spec_set_network(sandlet_spec_t *spec, const char *mode);
+/* The "network" value as a NUL-terminated JSON text: "none" (bare or quoted) or a policy object (schema in
+   docs/NETWORK.md); errors name the field ("network.allow[2].cidr"). `json` is only read during the call. */
+SANDLET_API sandlet_error_t *sandlet_spec_set_network_json(sandlet_spec_t *spec, const char *json);
 SANDLET_API sandlet_error_t *sandlet_spec_set_label(sandlet_spec_t *spec, const char *key, const char *value);
 SANDLET_API sandlet_error_t *sandlet_spec_set_lifetime(sandlet_spec_t *spec, const char *policy);
 SANDLET_API sandlet_error_t *sandlet_spec_set_max_lifetime(sandlet_spec_t *spec, double seconds);

@@ -198,7 +198,7 @@ const Field kFields[] = {
     {"hostname", [](Spec& s, const json::value& v) { spec_set_hostname(s, as_string(v, "hostname")); }},
     {"user", [](Spec& s, const json::value& v) { spec_set_user(s, as_string(v, "user")); }},
     {"limits", parse_limits},
-    {"network", [](Spec& s, const json::value& v) { spec_set_network(s, as_string(v, "network")); }},
+    {"network", [](Spec& s, const json::value& v) { s.network = parse_network_value(v); }},
     {"labels", parse_labels},
     {"lifetime", [](Spec& s, const json::value& v) { spec_set_lifetime(s, as_string(v, "lifetime")); }},
     {"max_lifetime_s",
@@ -262,6 +262,10 @@ class Writer {
     out_ += v ? "true" : "false";
   }
   void field(std::string_view k, std::string_view v) { key(k), string(v); }
+  void raw(std::string_view json_text) {  // an already serialized value
+    separate();
+    out_ += json_text;
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -335,7 +339,7 @@ std::string spec_to_json(const Spec& spec) {
   w.key("pids"), w.number(spec.limits.pids);
   w.key("disk"), w.number(spec.limits.disk);
   w.end_object();
-  w.field("network", spec.network);
+  w.key("network"), w.raw(network_to_json(spec.network));
   w.key("labels");
   w.begin_object();
   for (const auto& [key, value] : spec.labels) w.field(key, value);
