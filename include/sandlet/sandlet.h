@@ -362,6 +362,17 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_info_json(sandlet_sandbox_t *sb, ch
    (sandlet_runtime_backends says which can: SANDLET_CAP_PAUSE in its capabilities). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_pause(sandlet_sandbox_t *sb);
 SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
+/* Replaces the sandbox's network allowlist in one step. `policy_json` (NUL-terminated, only read during the
+   call): {"allow": [rules as in the spec's "network"], "dns": [...]}; {"allow": []} denies everything but
+   the sandbox's own loopback. Every later connect(), UDP send and outgoing packet is checked against the
+   new set only: connections opened before stay open but a packet they send to a destination no longer
+   allowed is dropped (docs/NETWORK.md). FAILED_PRECONDITION for a sandbox created with network "none";
+   INVALID_ARGUMENT naming the field for a bad policy. The sandbox's record (info) shows the new rules.
+   Thread-safety: as every sandbox call. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_net_update(sandlet_sandbox_t *sb, const char *policy_json);
+/* *out: {"filtered": bool, "connect_denied": N, "sendmsg_denied": N, "egress_dropped": N}, the sandbox's
+   network denials so far (all 0 and "filtered" false for network "none"); free it with sandlet_free. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_net_stats_json(sandlet_sandbox_t *sb, char **out);
 
 
 /* ---------------------------------------------------------------------------------------------------

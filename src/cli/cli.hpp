@@ -57,6 +57,7 @@ int cmd_build(CommandContext& ctx, const std::vector<std::string>& args);   // b
 int cmd_snapshot(CommandContext& ctx, const std::vector<std::string>& args);  // snapshot_fork.cpp
 int cmd_fork(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_loader(CommandContext& ctx, const std::vector<std::string>& args);  // store.cpp
+int cmd_net(CommandContext& ctx, const std::vector<std::string>& args);     // net.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

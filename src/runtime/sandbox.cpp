@@ -242,6 +242,21 @@ void Sandbox::resume() {
   owner->persist(record_);
 }
 
+void Sandbox::net_update(std::string_view policy_json) {
+  const NetworkPolicy policy = parse_network_text(policy_json);
+  auto owner = owner_checked();
+  std::lock_guard lock(state_mutex_);
+  impl_->net_update(policy);
+  record_.spec.network.allow = policy.allow;
+  record_.spec.network.dns = policy.dns;
+  owner->persist(record_);
+}
+
+std::string Sandbox::net_stats_json() const {
+  (void)owner_checked();
+  return boost::json::serialize(impl_->net_stats());
+}
+
 std::string Sandbox::info_json() const {
   SandboxRecord rec;
   {

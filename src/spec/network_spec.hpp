@@ -54,7 +54,7 @@ NetworkPolicy parse_network_text(std::string_view text, const std::string& field
 std::string network_to_json(const NetworkPolicy& p);
 // Checks a policy filled in directly (every field as the parser checks it).
 void validate_network(const NetworkPolicy& p, const std::string& field = "network");
-// One rule in the CLI's short form: "[PROTO:]ADDR[/N][:PORTS]" or "[PROTO:]NAME[:PORTS]", IPv6 in
+// One rule in the CLI's short form (also accepted as a string in "allow"): "[PROTO:]ADDR[/N][:PORTS]" or "[PROTO:]NAME[:PORTS]", IPv6 in
 // brackets when ports follow ("tcp:[fd00::/8]:443"); PROTO tcp, udp, icmp or any.
 NetAllowRule parse_net_rule_text(std::string_view text, const std::string& field);
 // "10.0.0.0/8", "fd00::/8", or the name.

@@ -162,6 +162,7 @@ void check_icmp_ports(const NetAllowRule& r, const std::string& field) {
 }
 
 NetAllowRule parse_rule(const json::value& v, const std::string& field) {
+  if (v.is_string()) return parse_net_rule_text(str(v, field), field);  // the CLI's short form
   const json::object& o = obj(v, field);
   only_keys(o, field, {"cidr", "host", "ports", "protocol"});
   NetAllowRule r;

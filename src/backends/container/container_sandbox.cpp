@@ -1,5 +1,6 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
+#include "backends/container/sandbox_net.hpp"
 
 #include <signal.h>
 
@@ -103,6 +104,12 @@ void ContainerSandbox::freeze(bool frozen) {
     std::this_thread::sleep_for(std::chrono::microseconds(spin < 20 ? 100 : 2000));
   }
 }
+
+void ContainerSandbox::net_update(const NetworkPolicy& policy) {
+  update_network_policy(state_.cgroups.v2, id_, policy);
+}
+
+boost::json::object ContainerSandbox::net_stats() const { return network_counters(state_.cgroups.v2, id_); }
 
 void ContainerSandbox::pause() { freeze(true); }
 void ContainerSandbox::resume() { freeze(false); }
