@@ -370,8 +370,10 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
    INVALID_ARGUMENT naming the field for a bad policy. The sandbox's record (info) shows the new rules.
    Thread-safety: as every sandbox call. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_net_update(sandlet_sandbox_t *sb, const char *policy_json);
-/* *out: {"filtered": bool, "connect_denied": N, "sendmsg_denied": N, "egress_dropped": N}, the sandbox's
-   network denials so far (all 0 and "filtered" false for network "none"); free it with sandlet_free. */
+/* *out: {"filtered": bool, "connect_denied": N, "sendmsg_denied": N, "egress_dropped": N, "denied": [...]},
+   the sandbox's network denials so far (all 0 and "filtered" false for network "none"); "denied" holds
+   the last 64 as {"seq": N, "address": "10.0.0.1", "port": 80, "protocol": "tcp"|"udp"|"icmp"|"other",
+   "hook": "connect"|"sendmsg"|"egress"}, oldest first. Free *out with sandlet_free. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_net_stats_json(sandlet_sandbox_t *sb, char **out);
 
 

@@ -120,7 +120,7 @@ class BackendSandbox {
   // Replaces the sandbox's network allowlist (`allow`; docs/NETWORK.md) in one step: every later
   // connect, send and packet is checked against the new set only.
   virtual void net_update(const NetworkPolicy& policy);
-  // Network denial counters: {"connect_denied": N, "sendmsg_denied": N, "egress_dropped": N}.
+  // Network denial counters and the last denials (sandlet_sandbox_net_stats_json).
   virtual boost::json::object net_stats() const;
 
  protected:

@@ -2,6 +2,7 @@
 
 #include <linux/bpf.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.hpp"
@@ -14,6 +15,7 @@ constexpr uint32_t kMaxTrieEntries = 1024;  // rules, the ranges they imply, res
 constexpr const char* kRulesName = "sl_net_rules";
 constexpr const char* kStatsName = "sl_net_stats";
 constexpr const char* kEgressName = "sl_net_egress";
+constexpr const char* kDeniedName = "sl_net_denied";
 
 sys::BpfMapSpec trie_spec() {
   sys::BpfMapSpec s;
@@ -55,10 +57,17 @@ NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
   stats.max_entries = kNetHookCount;
   stats.name = kStatsName;
   f.stats_ = sys::bpf_map_create(stats);
+  sys::BpfMapSpec denied;
+  denied.type = BPF_MAP_TYPE_ARRAY;
+  denied.key_size = 4;
+  denied.value_size = sizeof(NetDeniedRecord);
+  denied.max_entries = kNetDeniedSlots;
+  denied.name = kDeniedName;
+  f.denied_ = sys::bpf_map_create(denied);
   f.set_rules(rules);
   f.template_.reset();
 
-  const int r = f.rules_.get(), s = f.stats_.get();
+  const NetMaps maps{f.rules_.get(), f.stats_.get(), f.denied_.get()};
   const struct {
     bool v6;
     NetHook hook;
@@ -72,11 +81,11 @@ NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
   };
   for (const auto& p : sock_addr) {
     f.programs_.push_back({sys::bpf_prog_load(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, p.type,
-                                              net_sock_addr_program(p.v6, p.hook, r, s), p.name),
+                                              net_sock_addr_program(p.v6, p.hook, maps), p.name),
                            p.type});
   }
   f.programs_.push_back({sys::bpf_prog_load(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_EGRESS,
-                                            net_egress_program(r, s), kEgressName),
+                                            net_egress_program(maps), kEgressName),
                          BPF_CGROUP_INET_EGRESS});
   return f;
 }
@@ -111,8 +120,9 @@ std::optional<NetFilter> NetFilter::open_attached(int cgroup_fd) {
       const std::string name = sys::bpf_map_info_of(map.get()).name;
       if (name == kRulesName) f.rules_ = std::move(map);
       else if (name == kStatsName) f.stats_ = std::move(map);
+      else if (name == kDeniedName) f.denied_ = std::move(map);
     }
-    if (f.rules_ && f.stats_) return f;
+    if (f.rules_ && f.stats_ && f.denied_) return f;
   }
   return std::nullopt;
 }
@@ -128,6 +138,30 @@ NetCounters NetFilter::counters() const {
   uint64_t v[kNetHookCount] = {};
   for (uint32_t i = 0; i < kNetHookCount; ++i) (void)sys::bpf_map_lookup(stats_.get(), &i, &v[i]);
   return {v[kNetHookConnect], v[kNetHookSendmsg], v[kNetHookEgress]};
+}
+
+std::vector<NetDenial> NetFilter::denials_after(uint64_t after) const {
+  std::vector<NetDenial> out;
+  for (uint32_t i = 0; i < kNetDeniedSlots; ++i) {
+    NetDeniedRecord r{};
+    if (!sys::bpf_map_lookup(denied_.get(), &i, &r) || r.seq <= after) continue;
+    NetDenial d;
+    d.seq = r.seq;
+    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(r.addr, kMapped, 12) == 0) {
+      d.family = 4;
+      std::memcpy(d.addr.data(), r.addr + 12, 4);
+    } else {
+      d.family = 6;
+      std::memcpy(d.addr.data(), r.addr, 16);
+    }
+    d.port = r.port;
+    d.protos = r.protos;
+    d.hook = r.hook < kNetStatTotal ? static_cast<NetHook>(r.hook) : kNetHookEgress;
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end(), [](const NetDenial& a, const NetDenial& b) { return a.seq < b.seq; });
+  return out;
 }
 
 uint32_t NetFilter::rules_map_id() const { return sys::bpf_map_info_of(rules_.get()).id; }

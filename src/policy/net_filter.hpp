@@ -4,6 +4,7 @@
 // removal does not free. Another process finds the maps again from the group itself (open_attached).
 #pragma once
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,16 @@ struct NetCounters {
   uint64_t egress_dropped = 0;  // packets dropped on the way out
 };
 
+// A denial, for the audit log: the destination the sandbox tried to reach.
+struct NetDenial {
+  uint64_t seq = 0;         // the sandbox's denial number (1, 2, ...; gaps: older records overwritten)
+  int family = 4;           // of the destination (IPv4-mapped addresses are shown as IPv4)
+  std::array<uint8_t, 16> addr{};  // network order, IPv4 in the first 4 bytes
+  uint16_t port = 0;        // destination port (0 for ICMP)
+  uint8_t protos = 0;       // NetProto bit; 0 for a protocol no rule can name
+  NetHook hook = kNetHookConnect;
+};
+
 class NetFilter final {
  public:
   // Maps and programs, loaded (not attached) with `rules` in place.
@@ -32,6 +43,9 @@ class NetFilter final {
   // Replaces the whole allowlist in one step: a new trie, swapped into the rules slot by one update.
   void set_rules(const std::vector<NetTrieEntry>& rules);
   NetCounters counters() const;
+  // The last kNetDeniedSlots denials with seq > `after`, oldest first. Written by the programs without
+  // a lock: a record read while another CPU rewrites its slot can be torn (seq tells which to drop).
+  std::vector<NetDenial> denials_after(uint64_t after) const;
   uint32_t rules_map_id() const;
   uint32_t stats_map_id() const;
 
@@ -41,6 +55,7 @@ class NetFilter final {
   sys::UniqueFd template_;  // the inner map type (kept only by create)
   sys::UniqueFd rules_;     // array-of-maps, one slot
   sys::UniqueFd stats_;     // u64 per NetHook
+  sys::UniqueFd denied_;    // NetDeniedRecord ring
   struct Loaded {
     sys::UniqueFd fd;
     bpf_attach_type type;

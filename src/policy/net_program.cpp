@@ -19,7 +19,7 @@ constexpr int16_t kStatKey = -40;   // u32 hook index
 constexpr int16_t kHeader = -96;    // up to 40 bytes of IP header
 constexpr int16_t kL4 = -100;       // 4 bytes: source and destination port
 
-enum Label { kAllow, kDeny, kMatch, kV4, kV6, kLabelCount };
+enum Label { kAllow, kDeny, kRefuse, kMatch, kV4, kV6, kLabelCount };
 
 // Instructions with forward jumps to labels, resolved when the label is placed.
 class Program {
@@ -64,7 +64,8 @@ void proto_bit(Program& p, int reg) {
 
 // With the key at kKey, r7 the protocol bit and r8 the destination port (host order): allow (1) when an
 // entry of the longest matching prefix covers them, else count a denial for `hook` and return 0.
-void match_and_return(Program& p, int rules_fd, int stats_fd, NetHook hook) {
+void match_and_return(Program& p, const NetMaps& maps, NetHook hook) {
+  const int rules_fd = maps.rules, stats_fd = maps.stats;
   p.place(kMatch);
   p.jump_imm(BPF_JEQ, BPF_REG_7, 0, kDeny);
   p.emit(st_imm(BPF_W, BPF_REG_10, kSlotKey, 0));
@@ -97,6 +98,33 @@ void match_and_return(Program& p, int rules_fd, int stats_fd, NetHook hook) {
   p.emit(jmp_imm(BPF_JEQ, BPF_REG_0, 0, 2));
   p.emit(mov64_imm(BPF_REG_1, 1));
   p.emit(atomic_add64(BPF_REG_0, BPF_REG_1, 0));
+  // The record: number it from the total, write it into its ring slot.
+  p.emit(st_imm(BPF_W, BPF_REG_10, kStatKey, kNetStatTotal));
+  p.map(BPF_REG_1, stats_fd);
+  p.emit(mov64_reg(BPF_REG_2, BPF_REG_10));
+  p.emit(alu64_imm(BPF_ADD, BPF_REG_2, kStatKey));
+  p.emit(call(BPF_FUNC_map_lookup_elem));
+  p.jump_imm(BPF_JEQ, BPF_REG_0, 0, kRefuse);
+  p.emit(mov64_imm(BPF_REG_9, 1));
+  p.emit(atomic_fetch_add64(BPF_REG_0, BPF_REG_9, 0));  // r9 = the total before this denial
+  p.emit(mov64_reg(BPF_REG_1, BPF_REG_9));
+  p.emit(alu64_imm(BPF_AND, BPF_REG_1, kNetDeniedSlots - 1));
+  p.emit(stx(BPF_W, BPF_REG_10, BPF_REG_1, kStatKey));
+  p.map(BPF_REG_1, maps.denied);
+  p.emit(mov64_reg(BPF_REG_2, BPF_REG_10));
+  p.emit(alu64_imm(BPF_ADD, BPF_REG_2, kStatKey));
+  p.emit(call(BPF_FUNC_map_lookup_elem));
+  p.jump_imm(BPF_JEQ, BPF_REG_0, 0, kRefuse);
+  p.emit(alu64_imm(BPF_ADD, BPF_REG_9, 1));
+  p.emit(stx(BPF_DW, BPF_REG_0, BPF_REG_9, offsetof(NetDeniedRecord, seq)));
+  for (int i = 0; i < 4; ++i) {
+    p.emit(ldx(BPF_W, BPF_REG_1, BPF_REG_10, static_cast<int16_t>(kKey + 4 + 4 * i)));
+    p.emit(stx(BPF_W, BPF_REG_0, BPF_REG_1, static_cast<int16_t>(offsetof(NetDeniedRecord, addr) + 4 * i)));
+  }
+  p.emit(stx(BPF_H, BPF_REG_0, BPF_REG_8, offsetof(NetDeniedRecord, port)));
+  p.emit(stx(BPF_B, BPF_REG_0, BPF_REG_7, offsetof(NetDeniedRecord, protos)));
+  p.emit(st_imm(BPF_B, BPF_REG_0, offsetof(NetDeniedRecord, hook), static_cast<int32_t>(hook)));
+  p.place(kRefuse);
   p.emit(mov64_imm(BPF_REG_0, 0));
   p.emit(exit_insn());
   p.place(kAllow);
@@ -120,7 +148,7 @@ void load_bytes(Program& p, int offset_reg, int32_t offset_imm, int16_t buf, int
 
 }  // namespace
 
-std::vector<bpf_insn> net_sock_addr_program(bool ipv6, NetHook hook, int rules_fd, int stats_fd) {
+std::vector<bpf_insn> net_sock_addr_program(bool ipv6, NetHook hook, const NetMaps& maps) {
   Program p;
   p.emit(mov64_reg(BPF_REG_6, BPF_REG_1));
   if (!ipv6) {
@@ -138,14 +166,17 @@ std::vector<bpf_insn> net_sock_addr_program(bool ipv6, NetHook hook, int rules_f
   proto_bit(p, BPF_REG_2);
   p.emit(ldx(BPF_W, BPF_REG_8, BPF_REG_6, offsetof(bpf_sock_addr, user_port)));
   p.emit(to_be16(BPF_REG_8));
-  match_and_return(p, rules_fd, stats_fd, hook);
+  match_and_return(p, maps, hook);
   return p.take();
 }
 
-std::vector<bpf_insn> net_egress_program(int rules_fd, int stats_fd) {
+std::vector<bpf_insn> net_egress_program(const NetMaps& maps) {
   Program p;
   p.emit(mov64_reg(BPF_REG_6, BPF_REG_1));
+  // A header that cannot be read is denied before these are known: the record then shows zeros.
+  p.emit(mov64_imm(BPF_REG_7, 0));
   p.emit(mov64_imm(BPF_REG_8, 0));
+  for (int off = 0; off < 20; off += 4) p.emit(st_imm(BPF_W, BPF_REG_10, static_cast<int16_t>(kKey + off), 0));
   p.emit(ldx(BPF_W, BPF_REG_2, BPF_REG_6, offsetof(__sk_buff, protocol)));
   p.jump_imm(BPF_JEQ, BPF_REG_2, 0x0008, kV4);  // htons(ETH_P_IP)
   p.jump_imm(BPF_JEQ, BPF_REG_2, 0xdd86, kV6);  // htons(ETH_P_IPV6)
@@ -183,7 +214,7 @@ std::vector<bpf_insn> net_egress_program(int rules_fd, int stats_fd) {
   load_bytes(p, -1, 40, kL4, 4);
   p.emit(ldx(BPF_H, BPF_REG_8, BPF_REG_10, kL4 + 2));
   p.emit(to_be16(BPF_REG_8));
-  match_and_return(p, rules_fd, stats_fd, kNetHookEgress);
+  match_and_return(p, maps, kNetHookEgress);
   return p.take();
 }
 

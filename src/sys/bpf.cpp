@@ -180,6 +180,7 @@ bpf_insn ldx(int size, int dst, int src, int16_t off) { return make(static_cast<
 bpf_insn stx(int size, int dst, int src, int16_t off) { return make(static_cast<uint8_t>(BPF_STX | size | BPF_MEM), dst, src, off, 0); }
 bpf_insn st_imm(int size, int dst, int16_t off, int32_t imm) { return make(static_cast<uint8_t>(BPF_ST | size | BPF_MEM), dst, 0, off, imm); }
 bpf_insn atomic_add64(int dst, int src, int16_t off) { return make(BPF_STX | BPF_DW | BPF_ATOMIC, dst, src, off, BPF_ADD); }
+bpf_insn atomic_fetch_add64(int dst, int src, int16_t off) { return make(BPF_STX | BPF_DW | BPF_ATOMIC, dst, src, off, BPF_ADD | BPF_FETCH); }
 bpf_insn jmp_imm(int op, int dst, int32_t imm, int16_t off) { return make(static_cast<uint8_t>(BPF_JMP | op | BPF_K), dst, 0, off, imm); }
 bpf_insn jmp_reg(int op, int dst, int src, int16_t off) { return make(static_cast<uint8_t>(BPF_JMP | op | BPF_X), dst, src, off, 0); }
 bpf_insn ja(int16_t off) { return make(BPF_JMP | BPF_JA, 0, 0, off, 0); }

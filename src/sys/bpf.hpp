@@ -61,6 +61,7 @@ bpf_insn ldx(int size, int dst, int src, int16_t off);  // size: BPF_B, BPF_H, B
 bpf_insn stx(int size, int dst, int src, int16_t off);
 bpf_insn st_imm(int size, int dst, int16_t off, int32_t imm);
 bpf_insn atomic_add64(int dst, int src, int16_t off);   // *(u64 *)(dst + off) += src
+bpf_insn atomic_fetch_add64(int dst, int src, int16_t off);  // the same, and src = the value before
 bpf_insn jmp_imm(int op, int dst, int32_t imm, int16_t off);  // op: BPF_JEQ, BPF_JNE, BPF_JGT, ...
 bpf_insn jmp_reg(int op, int dst, int src, int16_t off);
 bpf_insn ja(int16_t off);

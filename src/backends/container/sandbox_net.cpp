@@ -1,6 +1,9 @@
 #include "backends/container/sandbox_net.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+
+#include <boost/json.hpp>
 
 #include "common/error.hpp"
 #include "policy/net_filter.hpp"
@@ -62,7 +65,7 @@ void update_network_policy(const std::string& cgroup_v2, const std::string& id, 
   attached(cgroup_v2, id).set_rules(compile(policy, "network"));
 }
 
-boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id) {
+boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq) {
   boost::json::object o;
   const sys::UniqueFd group = open_group(cgroup_v2, id);
   std::optional<policy::NetFilter> f = policy::NetFilter::open_attached(group.get());
@@ -71,6 +74,18 @@ boost::json::object network_counters(const std::string& cgroup_v2, const std::st
   o["connect_denied"] = c.connect_denied;
   o["sendmsg_denied"] = c.sendmsg_denied;
   o["egress_dropped"] = c.egress_dropped;
+  boost::json::array denied;
+  if (f) {
+    for (const policy::NetDenial& d : f->denials_after(after_seq)) {
+      char text[INET6_ADDRSTRLEN] = {};
+      inet_ntop(d.family == 4 ? AF_INET : AF_INET6, d.addr.data(), text, sizeof text);
+      static const char* const kHooks[] = {"connect", "sendmsg", "egress"};
+      const char* proto = d.protos == kNetTcp ? "tcp" : d.protos == kNetUdp ? "udp" : d.protos == kNetIcmp ? "icmp" : "other";
+      denied.push_back(boost::json::object{{"seq", d.seq}, {"address", text}, {"port", d.port},
+                                           {"protocol", proto}, {"hook", kHooks[d.hook < 3 ? static_cast<int>(d.hook) : 2]}});
+    }
+  }
+  o["denied"] = std::move(denied);
   return o;
 }
 

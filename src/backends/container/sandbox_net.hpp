@@ -23,6 +23,9 @@ NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy);
 // Swaps in the allowlist of `policy` (only `allow` and `dns` may change at run time) for the group at
 // `cgroup_v2`. FAILED_PRECONDITION when the sandbox was created with "none".
 void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy);
-boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id);
+// {"filtered", "connect_denied", "sendmsg_denied", "egress_dropped", "denied": [records after
+// `after_seq`, oldest first: {"seq", "address", "port", "protocol", "hook"}]}. For the audit log: keep
+// the last seq seen and ask for what came after (at most the last 64 are kept).
+boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq = 0);
 
 }  // namespace sandlet::container
