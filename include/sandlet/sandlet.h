@@ -250,7 +250,9 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *                                                 (one per 4 KiB, at least 16384); always bounded too:
  *                                                 /dev/shm (256 MiB, 16384 inodes), /dev (64 MiB, 4096
  *                                                 inodes), RLIMIT_NOFILE of commands (hard <= 65536)
- *     "network": "none",
+ *     "network": "none" | {"allow": [{"cidr": "10.0.0.0/8", "ports": "443", "protocol": "tcp"}, ...],
+ *                          "dns": ["10.0.0.53"], "publish": [{"host_port": 8080, "port": 80}],
+ *                          "egress_rate": "10M"}      (docs/NETWORK.md: what is enforced and how)
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
  *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
@@ -312,7 +314,11 @@ SANDLET_API sandlet_error_t *sandlet_spec_set_cpus(sandlet_spec_t *spec, double 
 SANDLET_API sandlet_error_t *sandlet_spec_set_memory(sandlet_spec_t *spec, uint64_t bytes);
 SANDLET_API sandlet_error_t *sandlet_spec_set_pids(sandlet_spec_t *spec, uint64_t pids);
 SANDLET_API sandlet_error_t *sandlet_spec_set_disk(sandlet_spec_t *spec, uint64_t bytes);
+/* "none" (loopback only, the default). A policy is set with sandlet_spec_set_network_json. */
 SANDLET_API sandlet_error_t *sandlet_spec_set_network(sandlet_spec_t *spec, const char *mode);
+/* The "network" value as a NUL-terminated JSON text: "none" (bare or quoted) or a policy object (schema in
+   docs/NETWORK.md); errors name the field ("network.allow[2].cidr"). `json` is only read during the call. */
+SANDLET_API sandlet_error_t *sandlet_spec_set_network_json(sandlet_spec_t *spec, const char *json);
 SANDLET_API sandlet_error_t *sandlet_spec_set_label(sandlet_spec_t *spec, const char *key, const char *value);
 SANDLET_API sandlet_error_t *sandlet_spec_set_lifetime(sandlet_spec_t *spec, const char *policy);
 SANDLET_API sandlet_error_t *sandlet_spec_set_max_lifetime(sandlet_spec_t *spec, double seconds);
@@ -384,6 +390,19 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_info_json(sandlet_sandbox_t *sb, ch
    (sandlet_runtime_backends says which can: SANDLET_CAP_PAUSE in its capabilities). */
 SANDLET_API sandlet_error_t *sandlet_sandbox_pause(sandlet_sandbox_t *sb);
 SANDLET_API sandlet_error_t *sandlet_sandbox_resume(sandlet_sandbox_t *sb);
+/* Replaces the sandbox's network allowlist in one step. `policy_json` (NUL-terminated, only read during the
+   call): {"allow": [rules as in the spec's "network"], "dns": [...]}; {"allow": []} denies everything but
+   the sandbox's own loopback. Every later connect(), UDP send and outgoing packet is checked against the
+   new set only: connections opened before stay open but a packet they send to a destination no longer
+   allowed is dropped (docs/NETWORK.md). FAILED_PRECONDITION for a sandbox created with network "none";
+   INVALID_ARGUMENT naming the field for a bad policy. The sandbox's record (info) shows the new rules.
+   Thread-safety: as every sandbox call. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_net_update(sandlet_sandbox_t *sb, const char *policy_json);
+/* *out: {"filtered": bool, "connect_denied": N, "sendmsg_denied": N, "egress_dropped": N, "denied": [...]},
+   the sandbox's network denials so far (all 0 and "filtered" false for network "none"); "denied" holds
+   the last 64 as {"seq": N, "address": "10.0.0.1", "port": 80, "protocol": "tcp"|"udp"|"icmp"|"other",
+   "hook": "connect"|"sendmsg"|"egress"}, oldest first. Free *out with sandlet_free. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_net_stats_json(sandlet_sandbox_t *sb, char **out);
 
 
 /* ---------------------------------------------------------------------------------------------------

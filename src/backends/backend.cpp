@@ -29,5 +29,7 @@ uint64_t BackendSandbox::snapshot(const std::function<void(const WritableLayer&)
   unimplemented("snapshot");
 }
 std::unique_ptr<BackendSandbox> BackendSandbox::fork(const BackendForkRequest&) { unimplemented("fork"); }
+void BackendSandbox::net_update(const NetworkPolicy&) { unimplemented("network update"); }
+boost::json::object BackendSandbox::net_stats() const { unimplemented("network counters"); }
 
 }  // namespace sandlet

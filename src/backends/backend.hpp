@@ -117,6 +117,11 @@ class BackendSandbox {
   // A new sandbox that carries on from this one, processes and memory included (VM backends); file-level
   // forks (snapshot + restore) need no hook. The child is prepared as by Backend::prepare for `child`.
   virtual std::unique_ptr<BackendSandbox> fork(const BackendForkRequest& child);
+  // Replaces the sandbox's network allowlist (`allow`; docs/NETWORK.md) in one step: every later
+  // connect, send and packet is checked against the new set only.
+  virtual void net_update(const NetworkPolicy& policy);
+  // Network denial counters and the last denials (sandlet_sandbox_net_stats_json).
+  virtual boost::json::object net_stats() const;
 
  protected:
   explicit BackendSandbox(std::string backend) : backend_(std::move(backend)) {}

@@ -129,6 +129,18 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_pause(sandlet_sandbox_t* sb) {
   return guard([&] { sb->sb->pause(); });
 }
 
+SANDLET_API sandlet_error_t* sandlet_sandbox_net_update(sandlet_sandbox_t* sb, const char* policy_json) {
+  SANDLET_REQUIRE_HANDLE(sb);
+  SANDLET_REQUIRE(policy_json);
+  return guard([&] { sb->sb->net_update(policy_json); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_sandbox_net_stats_json(sandlet_sandbox_t* sb, char** out) {
+  SANDLET_REQUIRE_HANDLE(sb);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(sb->sb->net_stats_json()); });
+}
+
 SANDLET_API sandlet_error_t* sandlet_sandbox_resume(sandlet_sandbox_t* sb) {
   SANDLET_REQUIRE_HANDLE(sb);
   return guard([&] { sb->sb->resume(); });

@@ -25,6 +25,7 @@ constexpr std::string_view kUsage =
     "  rm        Destroy sandboxes\n"
     "  pause     Freeze every process of sandboxes (the next exec resumes them)\n"
     "  resume    Let paused sandboxes run on\n"
+    "  net       Update or show a running sandbox's network allowlist\n"
     "  snapshot  Pack a sandbox's changes into a layer (restore it with create --layer)\n"
     "  fork      Make N sandboxes that carry on from a sandbox or a snapshot\n"
     "  gc        Remove what crashed or expired runs left behind\n"
@@ -69,6 +70,7 @@ constexpr Command kCommands[] = {
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
     {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork}, {"loader", cmd_loader},
     {"audit", cmd_audit},
+    {"net", cmd_net},
 };
 
 CommandFn find_command(std::string_view name) {

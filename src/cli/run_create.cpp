@@ -27,7 +27,8 @@ namespace {
   "      --memory SIZE      Memory limit (e.g. 512M, 2G)\n"                                            \
   "      --pids N           Maximum number of processes\n"                                              \
   "      --disk SIZE        Size of the writable layer (e.g. 1G)\n"                                     \
-  "      --network MODE     Network mode (none)\n"                                                      \
+  "      --network MODE     none (default), or a policy as JSON (docs/NETWORK.md)\n"                     \
+  "      --allow RULE       Allowed destination [PROTO:]CIDR[:PORTS] (repeatable; a policy)\n"          \
   "      --label K=V        Label (repeatable)\n"                                                       \
   "      --hostname H       Host name inside the sandbox\n"                                             \
   "  -e, --env K=V          Environment variable (repeatable)\n"                                       \
@@ -73,7 +74,7 @@ const std::vector<OptionDef> kSpecOptions = {
     {"memory", 0, true},   {"pids", 0, true},         {"disk", 0, true},         {"network", 0, true},
     {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
     {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
-    {"environment", 0, true}, {"accept-weaker", 0, true}, {"mount", 0, true},
+    {"environment", 0, true}, {"accept-weaker", 0, true}, {"mount", 0, true}, {"allow", 0, true},
 };
 
 std::pair<std::string, std::string> split_label(const std::string& flag) {
@@ -148,6 +149,19 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
   if (!environment.empty()) spec["environment"] = string(environment);
   for (const char* field : {"backend", "hostname", "workdir", "user", "network"}) {
     if (const std::string* v = a.last(field)) spec[field] = string(*v);
+  }
+  if (const std::string* v = a.last("network"); v && !v->empty() && v->front() == '{') {
+    try {
+      spec["network"] = json::parse(*v);  // a policy object
+    } catch (const json::ParseError& e) {
+      throw UsageError("--network: " + std::string(e.what()));
+    }
+  }
+  if (a.has("allow")) {  // rules in the short form, which the library reads
+    if (a.has("network")) throw UsageError("--allow and --network cannot be combined");
+    json::bj::array allow;
+    for (const auto& r : a.all("allow")) allow.emplace_back(r);
+    spec["network"] = json::bj::object{{"allow", std::move(allow)}};
   }
   for (const auto& e : a.all("env"))
     if (e.find('=') != std::string::npos)

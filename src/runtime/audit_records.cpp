@@ -30,7 +30,7 @@ json::object audit_create_fields(const SandboxRecord& rec) {
   f["layers"] = std::move(layers);
   f["limits"] = json::object{{"cpus", s.limits.cpus}, {"memory", s.limits.memory}, {"pids", s.limits.pids},
                              {"disk", s.limits.disk}};
-  f["network"] = s.network;
+  f["network"] = json::parse(network_to_json(s.network));
   // The spec's policy as written, with its seccomp part as it takes effect (profile version, relaxations).
   json::object pol = json::parse(policy_to_json(s.policy)).as_object();
   pol["seccomp"] = policy::describe(s.policy.seccomp);

@@ -279,6 +279,23 @@ void Sandbox::resume() {
   owner->audit()->write("resume", id(), record_.spec.labels, {});
 }
 
+void Sandbox::net_update(std::string_view policy_json) {
+  const NetworkPolicy policy = parse_network_text(policy_json);
+  auto owner = owner_checked();
+  std::lock_guard lock(state_mutex_);
+  impl_->net_update(policy);
+  record_.spec.network.allow = policy.allow;
+  record_.spec.network.dns = policy.dns;
+  owner->persist(record_);
+  owner->audit()->write("net_update", id(), record_.spec.labels,
+                        boost::json::object{{"network", boost::json::parse(network_to_json(record_.spec.network))}});
+}
+
+std::string Sandbox::net_stats_json() const {
+  (void)owner_checked();
+  return boost::json::serialize(impl_->net_stats());
+}
+
 std::string Sandbox::info_json() const {
   SandboxRecord rec;
   {

@@ -81,6 +81,11 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   // or file call on a paused sandbox resumes it first. UNIMPLEMENTED where the backend cannot.
   void pause();
   void resume();
+  // Replaces the network allowlist in one step (`policy_json`: {"allow": [...], "dns": [...]}; "allow": []
+  // denies all); the record's spec follows. docs/NETWORK.md says what happens to open connections.
+  void net_update(std::string_view policy_json);
+  // {"filtered": bool, "connect_denied": N, "sendmsg_denied": N, "egress_dropped": N, "denied": [...]}
+  std::string net_stats_json() const;
   // Packs the sandbox's changes (since it was created, or since its last snapshot) into a store layer of role
   // "diff"; its processes are frozen only while the changed data is copied. Blocks (not on the loop thread).
   SnapshotResult snapshot(const SnapshotOptions& options);

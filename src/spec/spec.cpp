@@ -332,9 +332,12 @@ void spec_set_disk(Spec& s, uint64_t v) {
 }
 
 void spec_set_network(Spec& s, std::string_view v) {
-  if (v != "none") throw_invalid("network", "only \"none\" is supported by this version");
-  s.network = v;
+  // The JSON parser's words (a policy object is set with spec_set_network_json).
+  if (v != "none") throw_invalid("network", "expected \"none\" or a policy object, got " + quoted(v));
+  s.network = NetworkPolicy{};
 }
+
+void spec_set_network_json(Spec& s, std::string_view json) { s.network = parse_network_text(json); }
 
 void spec_set_label(Spec& s, std::string_view key, std::string_view value) {
   bool key_ok = !key.empty() && key.size() <= kMaxLabelKey;
@@ -479,7 +482,7 @@ void validate_spec(const Spec& spec) {
   spec_set_memory(check, spec.limits.memory);
   spec_set_pids(check, spec.limits.pids);
   spec_set_disk(check, spec.limits.disk);
-  spec_set_network(check, spec.network);
+  validate_network(spec.network);
   for (const auto& [key, value] : spec.labels) spec_set_label(check, key, value);
   if (spec.lifetime != Lifetime::kOwned && spec.lifetime != Lifetime::kDetached) {
     throw_invalid("lifetime", "expected \"owned\" or \"detached\"");

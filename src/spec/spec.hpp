@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "spec/policy_spec.hpp"
+#include "spec/network_spec.hpp"
 
 namespace sandlet {
 
@@ -50,7 +51,7 @@ struct Spec {
   std::string hostname = "sandbox";          // RFC 1123 label(s), <= 64 chars
   std::string user;                          // "" (root), "uid", "uid:gid" (ids < 65536), [a-z_][a-z0-9_-]{0,31}
   Limits limits;
-  std::string network = "none";              // only "none" (loopback only) for now
+  NetworkPolicy network;                     // "none" (loopback only) or a policy (network_spec.hpp)
   std::map<std::string, std::string> labels; // <= 64; keys 1..63 chars [A-Za-z0-9._/-]; values <= 256 bytes
   Lifetime lifetime = Lifetime::kOwned;
   double max_lifetime_s = 86400;             // > 0, <= 30 days; a lost owner never leaves a sandbox forever
@@ -93,7 +94,8 @@ void spec_set_cpus(Spec& s, double v);
 void spec_set_memory(Spec& s, uint64_t v);
 void spec_set_pids(Spec& s, uint64_t v);
 void spec_set_disk(Spec& s, uint64_t v);
-void spec_set_network(Spec& s, std::string_view v);
+void spec_set_network(Spec& s, std::string_view v);       // "none" only: a policy comes as JSON
+void spec_set_network_json(Spec& s, std::string_view json);  // "none" or a policy object (network_spec.hpp)
 void spec_set_label(Spec& s, std::string_view key, std::string_view value);
 void spec_set_lifetime(Spec& s, std::string_view v);
 void spec_set_max_lifetime(Spec& s, double seconds);

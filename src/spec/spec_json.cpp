@@ -199,7 +199,7 @@ const Field kFields[] = {
     {"hostname", [](Spec& s, const json::value& v) { spec_set_hostname(s, as_string(v, "hostname")); }},
     {"user", [](Spec& s, const json::value& v) { spec_set_user(s, as_string(v, "user")); }},
     {"limits", parse_limits},
-    {"network", [](Spec& s, const json::value& v) { spec_set_network(s, as_string(v, "network")); }},
+    {"network", [](Spec& s, const json::value& v) { s.network = parse_network_value(v); }},
     {"labels", parse_labels},
     {"lifetime", [](Spec& s, const json::value& v) { spec_set_lifetime(s, as_string(v, "lifetime")); }},
     {"max_lifetime_s",
@@ -342,7 +342,7 @@ std::string spec_to_json(const Spec& spec) {
   w.key("pids"), w.number(spec.limits.pids);
   w.key("disk"), w.number(spec.limits.disk);
   w.end_object();
-  w.field("network", spec.network);
+  w.key("network"), w.raw(network_to_json(spec.network));
   w.key("labels");
   w.begin_object();
   for (const auto& [key, value] : spec.labels) w.field(key, value);

@@ -57,7 +57,7 @@ Spec full_spec() {
   s.limits.memory = (3ull << 30) / 2;
   s.limits.pids = 256;
   s.limits.disk = 1ull << 40;
-  s.network = "none";
+  s.network = NetworkPolicy{};
   s.labels = {{"task", "t1"}, {"team/owner", "ml.infra"}, {"empty", ""}};
   s.lifetime = Lifetime::kDetached;
   s.max_lifetime_s = 0.1;
@@ -306,7 +306,7 @@ TEST_CASE("error messages say what is wrong", "[spec]") {
   CHECK_THAT(expect_error([] { parse_spec_json(R"({"limits": {"pids": 1.5}})"); }).what(),
              Catch::StartsWith("invalid spec field 'limits.pids': expected a positive integer"));
   CHECK(std::string(expect_error([] { parse_spec_json(R"({"network": "host"})"); }).what()) ==
-        "invalid spec field 'network': only \"none\" is supported by this version");
+        "invalid spec field 'network': expected \"none\" or a policy object, got \"host\"");
   CHECK_THAT(expect_error([] { parse_spec_json(R"({"limits": {"memory": "12Q"}})"); }).what(),
              Catch::Contains("\"12Q\""));
   // User text in messages is escaped and cut short.

@@ -189,6 +189,12 @@ class AsyncSandbox:
     async def resume(self) -> None:
         await asyncio.to_thread(self.sync.resume)
 
+    async def net_update(self, allow: Sequence[Dict[str, Any]] = (), *, dns: Sequence[str] = ()) -> None:
+        await asyncio.to_thread(self.sync.net_update, allow, dns=dns)
+
+    async def net_stats(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.net_stats)
+
     async def snapshot(
         self,
         *,

@@ -131,6 +131,17 @@ class Sandbox:
         """Lets a paused sandbox's processes run on."""
         self._h.resume()
 
+    def net_update(self, allow: Sequence[Dict[str, Any]] = (), *, dns: Sequence[str] = ()) -> None:
+        """Replaces the network allowlist in one step: `allow` holds rules as in the spec's "network"
+        ({"cidr": "10.0.0.0/8", "ports": "443", "protocol": "tcp"}); empty denies everything but the
+        sandbox's own loopback. Open connections stay, but their packets to destinations no longer allowed
+        are dropped (docs/NETWORK.md)."""
+        self._h.net_update(json.dumps({"allow": list(allow), "dns": list(dns)}))
+
+    def net_stats(self) -> Dict[str, Any]:
+        """Network denials so far: connect_denied, sendmsg_denied, egress_dropped (and "filtered")."""
+        return json.loads(self._h.net_stats_json())
+
     def snapshot(
         self,
         *,

@@ -155,6 +155,16 @@ void bind_sandbox(py::module_& m) {
         py::gil_scoped_release release;
         sb->pause();
       })
+      .def("net_update", [](SandboxHandle& h, const std::string& policy_json) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        sb->net_update(policy_json);
+      }, py::arg("policy_json"))
+      .def("net_stats_json", [](SandboxHandle& h) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        return sb->net_stats_json();
+      })
       .def("resume", [](SandboxHandle& h) {
         auto sb = h.get();
         py::gil_scoped_release release;

@@ -34,6 +34,8 @@ void bind_spec(py::module_& m) {
       .def("set_pids", [](Spec& s, uint64_t v) { s.pids(v); }, py::arg("pids"))
       .def("set_disk", [](Spec& s, uint64_t v) { s.disk(v); }, py::arg("bytes"))
       .def("set_network", [](Spec& s, const std::string& v) { s.network(v); }, py::arg("mode"))
+      .def("set_network_json", [](Spec& s, const std::string& v) { s.network_json(v); }, py::arg("policy_json"),
+           "\"none\" or a policy object as JSON (docs/NETWORK.md).")
       .def("set_label", [](Spec& s, const std::string& k, const std::string& v) { s.label(k, v); }, py::arg("key"),
            py::arg("value"))
       .def("set_lifetime", [](Spec& s, const std::string& v) { s.lifetime(v); }, py::arg("policy"),

@@ -212,6 +212,14 @@ class Sandbox {
   // Freezes every process of the sandbox / lets them run on (sandlet_sandbox_pause).
   void pause() { detail::check(sandlet_sandbox_pause(sb_)); }
   void resume() { detail::check(sandlet_sandbox_resume(sb_)); }
+  // Replaces the network allowlist in one step (sandlet_sandbox_net_update).
+  void net_update(const std::string& policy_json) { detail::check(sandlet_sandbox_net_update(sb_, policy_json.c_str())); }
+  // Network denial counters as JSON (sandlet_sandbox_net_stats_json).
+  std::string net_stats_json() {
+    char* out = nullptr;
+    detail::check(sandlet_sandbox_net_stats_json(sb_, &out));
+    return detail::take_string(out);
+  }
 
   // Packs the sandbox's changes into a snapshot layer (sandlet_sandbox_snapshot); returns the result JSON.
   std::string snapshot(const SnapshotOptions& opts = {}) {

@@ -71,6 +71,8 @@ class Spec {
   SANDLET_SPEC_SETTER_(pids, (uint64_t pids), sandlet_spec_set_pids(spec_, pids))
   SANDLET_SPEC_SETTER_(disk, (uint64_t bytes), sandlet_spec_set_disk(spec_, bytes))
   SANDLET_SPEC_SETTER_(network, (const std::string& mode), sandlet_spec_set_network(spec_, mode.c_str()))
+  // "none" or a policy object as JSON (docs/NETWORK.md).
+  SANDLET_SPEC_SETTER_(network_json, (const std::string& json), sandlet_spec_set_network_json(spec_, json.c_str()))
   SANDLET_SPEC_SETTER_(label, (const std::string& key, const std::string& value),
                        sandlet_spec_set_label(spec_, key.c_str(), value.c_str()))
   SANDLET_SPEC_SETTER_(lifetime, (const std::string& policy), sandlet_spec_set_lifetime(spec_, policy.c_str()))

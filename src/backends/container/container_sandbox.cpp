@@ -1,5 +1,6 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
+#include "backends/container/sandbox_net.hpp"
 
 #include <signal.h>
 
@@ -102,6 +103,19 @@ void ContainerSandbox::freeze(bool frozen) {
                                                std::to_string(kFreezeWaitMs / 1000) + " s");
     std::this_thread::sleep_for(std::chrono::microseconds(spin < 20 ? 100 : 2000));
   }
+}
+
+// (The filter is found from the recorded group: a damaged record must not lead to another group's.)
+void ContainerSandbox::net_update(const NetworkPolicy& policy) {
+  if (!ours(node_->cgroups, state_.cgroups.v2))
+    throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
+  update_network_policy(state_.cgroups.v2, id_, policy);
+}
+
+boost::json::object ContainerSandbox::net_stats() const {
+  if (!ours(node_->cgroups, state_.cgroups.v2))
+    throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
+  return network_counters(state_.cgroups.v2, id_);
 }
 
 void ContainerSandbox::pause() { freeze(true); }

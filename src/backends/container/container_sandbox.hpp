@@ -37,6 +37,8 @@ class ContainerSandbox final : public BackendSandbox {
   void resume() override;
   uint64_t snapshot(const std::function<void(const WritableLayer&)>& running,
                     const std::function<void(const WritableLayer&)>& frozen) override;  // container_snapshot.cpp
+  void net_update(const NetworkPolicy& policy) override;
+  boost::json::object net_stats() const override;
 
  private:
   void freeze(bool frozen);

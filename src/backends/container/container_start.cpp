@@ -13,6 +13,7 @@
 #include "backends/container/kernel_support.hpp"
 #include "backends/container/sandbox_cgroup.hpp"
 #include "backends/container/sandbox_dev.hpp"
+#include "backends/container/sandbox_net.hpp"
 #include "backends/container/spawn_init.hpp"
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
@@ -141,7 +142,12 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   if (!starting_) throw Error(Code::kFailedPrecondition, "sandbox " + id_ + ": finish without prepare");
   StartingInit& s = *starting_;
   require_accepted_guarantees(host_guarantees(node_->cgroups), spec);
+  check_network_supported(spec.network);
   s.cgroup.apply_limits(spec.limits);
+  // The allowlist, before anything of the sandbox's own runs (the init waits for its configuration).
+  const NetIds net = attach_network_policy(s.cgroup.v2_fd(), spec.network);
+  state_.net_rules_map = net.rules_map;
+  state_.net_stats_map = net.stats_map;
   state_.cgroups = s.cgroup.paths();
 
   // 5. Root filesystem and /dev (unless staged ahead with the same environment): sent now, the reply

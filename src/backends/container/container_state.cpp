@@ -20,6 +20,7 @@ json::object ContainerState::to_json() const {
   o["cgroup_v1"] = std::move(v1);
   o["agent_socket"] = agent_socket;
   o["upper_mnt_id"] = upper_mnt_id;
+  if (net_rules_map) o["net_rules_map"] = net_rules_map, o["net_stats_map"] = net_stats_map;
   return o;
 }
 
@@ -35,6 +36,8 @@ ContainerState ContainerState::from_json(const json::object& o) {
     for (const auto& p : o.at("cgroup_v1").as_array()) s.cgroups.v1.push_back(json::value_to<std::string>(p));
     s.agent_socket = json::value_to<std::string>(o.at("agent_socket"));
     if (auto* m = o.if_contains("upper_mnt_id")) s.upper_mnt_id = m->to_number<uint64_t>();
+    if (auto* m = o.if_contains("net_rules_map")) s.net_rules_map = m->to_number<uint32_t>();
+    if (auto* m = o.if_contains("net_stats_map")) s.net_stats_map = m->to_number<uint32_t>();
   } catch (const std::exception& e) {
     throw Error(Code::kDataLoss, std::string("damaged container state in a sandbox record: ") + e.what());
   }

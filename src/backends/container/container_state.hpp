@@ -19,6 +19,9 @@ struct ContainerState {
   sys::CgroupPaths cgroups;
   std::string agent_socket;  // host path of the agent's listening socket
   uint64_t upper_mnt_id = 0;  // mount id of the writable layer's tmpfs, kept by the init (0: none)
+  // The network filter's bpf map ids (0: network "none"). For diagnostics: the filter itself is found
+  // from the cgroup (sandbox_net.hpp), and goes with it.
+  uint32_t net_rules_map = 0, net_stats_map = 0;
 
   boost::json::object to_json() const;
   // Throws DATA_LOSS on a damaged section; an empty object gives the defaults (a crash came before the

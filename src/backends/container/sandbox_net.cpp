@@ -1,0 +1,92 @@
+#include "backends/container/sandbox_net.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+
+#include <boost/json.hpp>
+
+#include "common/error.hpp"
+#include "policy/net_filter.hpp"
+#include "sys/fd.hpp"
+
+namespace sandlet::container {
+namespace {
+
+std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field) {
+  return policy::compile_net_rules(p.allow, {}, field + ".allow");
+}
+
+sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {
+  if (cgroup_v2.empty()) throw Error(Code::kFailedPrecondition, "sandbox " + id + " has no cgroup");
+  sys::UniqueFd fd(::open(cgroup_v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("sandbox " + id + ": open cgroup " + cgroup_v2);
+  return fd;
+}
+
+policy::NetFilter attached(const std::string& cgroup_v2, const std::string& id) {
+  const sys::UniqueFd group = open_group(cgroup_v2, id);
+  std::optional<policy::NetFilter> f = policy::NetFilter::open_attached(group.get());
+  if (!f)
+    throw Error(Code::kFailedPrecondition,
+                "sandbox " + id + " was created with network \"none\": it has no allowlist to update");
+  return std::move(*f);
+}
+
+}  // namespace
+
+void check_network_supported(const NetworkPolicy& policy, const std::string& field) {
+  if (policy.none) return;
+  for (size_t i = 0; i < policy.allow.size(); ++i) {
+    if (policy.allow[i].family == 0)
+      throw Error(Code::kUnimplemented, "invalid spec field '" + field + ".allow[" + std::to_string(i) +
+                                            "].host': rules by DNS name need the sandbox resolver, which this "
+                                            "version does not have yet (use a cidr rule)");
+  }
+  if (!policy.publish.empty())
+    throw Error(Code::kUnimplemented, "invalid spec field '" + field + ".publish': published ports are not "
+                                      "implemented in this version");
+  if (policy.egress_rate != 0)
+    throw Error(Code::kUnimplemented, "invalid spec field '" + field + ".egress_rate': rate limits are not "
+                                      "implemented in this version");
+}
+
+NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy) {
+  if (policy.none) return {};
+  policy::NetFilter f = policy::NetFilter::create(compile(policy, "network"));
+  f.attach(cgroup_fd);
+  return {f.rules_map_id(), f.stats_map_id()};
+}
+
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy) {
+  if (policy.none || !policy.publish.empty() || policy.egress_rate != 0)
+    throw Error(Code::kInvalidArgument, "network update of sandbox " + id +
+                                            ": only \"allow\" (and \"dns\") can change while it runs");
+  check_network_supported(policy, "network");
+  attached(cgroup_v2, id).set_rules(compile(policy, "network"));
+}
+
+boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq) {
+  boost::json::object o;
+  const sys::UniqueFd group = open_group(cgroup_v2, id);
+  std::optional<policy::NetFilter> f = policy::NetFilter::open_attached(group.get());
+  o["filtered"] = f.has_value();
+  const policy::NetCounters c = f ? f->counters() : policy::NetCounters{};
+  o["connect_denied"] = c.connect_denied;
+  o["sendmsg_denied"] = c.sendmsg_denied;
+  o["egress_dropped"] = c.egress_dropped;
+  boost::json::array denied;
+  if (f) {
+    for (const policy::NetDenial& d : f->denials_after(after_seq)) {
+      char text[INET6_ADDRSTRLEN] = {};
+      inet_ntop(d.family == 4 ? AF_INET : AF_INET6, d.addr.data(), text, sizeof text);
+      static const char* const kHooks[] = {"connect", "sendmsg", "egress"};
+      const char* proto = d.protos == kNetTcp ? "tcp" : d.protos == kNetUdp ? "udp" : d.protos == kNetIcmp ? "icmp" : "other";
+      denied.push_back(boost::json::object{{"seq", d.seq}, {"address", text}, {"port", d.port},
+                                           {"protocol", proto}, {"hook", kHooks[d.hook < 3 ? static_cast<int>(d.hook) : 2]}});
+    }
+  }
+  o["denied"] = std::move(denied);
+  return o;
+}
+
+}  // namespace sandlet::container

@@ -1,0 +1,31 @@
+// A container sandbox's network policy in the kernel: the allowlist filter (policy/net_filter.hpp)
+// attached to the sandbox's cgroup2 directory at create, updated in place, counted. "none" sandboxes get
+// no filter: their pooled namespace has loopback only.
+#pragma once
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <string>
+
+#include "spec/network_spec.hpp"
+
+namespace sandlet::container {
+
+// Refuses (UNIMPLEMENTED, naming the field) what this version cannot enforce yet, before anything is made.
+void check_network_supported(const NetworkPolicy& policy, const std::string& field = "network");
+
+struct NetIds {
+  uint32_t rules_map = 0;  // bpf map ids, for the record (diagnostics; the filter is found from the group)
+  uint32_t stats_map = 0;
+};
+// Loads and attaches the filter for `policy` to the cgroup2 directory `cgroup_fd` (nothing for "none").
+// Attached programs belong to the group: its removal (reclaim, gc) frees them and their maps.
+NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy);
+// Swaps in the allowlist of `policy` (only `allow` and `dns` may change at run time) for the group at
+// `cgroup_v2`. FAILED_PRECONDITION when the sandbox was created with "none".
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy);
+// {"filtered", "connect_denied", "sendmsg_denied", "egress_dropped", "denied": [records after
+// `after_seq`, oldest first: {"seq", "address", "port", "protocol", "hook"}]}. For the audit log: keep
+// the last seq seen and ask for what came after (at most the last 64 are kept).
+boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq = 0);
+
+}  // namespace sandlet::container

@@ -1,0 +1,170 @@
+#include "policy/net_filter.hpp"
+
+#include <linux/bpf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "sys/bpf.hpp"
+
+namespace sandlet::policy {
+namespace {
+
+constexpr uint32_t kMaxTrieEntries = 1024;  // rules, the ranges they imply, resolved names
+constexpr const char* kRulesName = "sl_net_rules";
+constexpr const char* kStatsName = "sl_net_stats";
+constexpr const char* kEgressName = "sl_net_egress";
+constexpr const char* kDeniedName = "sl_net_denied";
+
+sys::BpfMapSpec trie_spec() {
+  sys::BpfMapSpec s;
+  s.type = BPF_MAP_TYPE_LPM_TRIE;
+  s.key_size = sizeof(NetTrieKey);
+  s.value_size = sizeof(NetTrieValue);
+  s.max_entries = kMaxTrieEntries;
+  s.flags = BPF_F_NO_PREALLOC;  // required for LPM tries
+  s.name = "sl_net_trie";
+  return s;
+}
+
+}  // namespace
+
+sys::UniqueFd NetFilter::make_trie(const std::vector<NetTrieEntry>& rules) const {
+  if (rules.size() > kMaxTrieEntries)
+    throw Error(Code::kInvalidArgument, "network allowlist: more than " + std::to_string(kMaxTrieEntries) +
+                                            " address ranges");
+  sys::UniqueFd trie = sys::bpf_map_create(trie_spec());
+  for (const NetTrieEntry& e : rules) sys::bpf_map_update(trie.get(), &e.key, &e.value);
+  return trie;
+}
+
+NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
+  NetFilter f;
+  f.template_ = sys::bpf_map_create(trie_spec());
+  sys::BpfMapSpec outer;
+  outer.type = BPF_MAP_TYPE_ARRAY_OF_MAPS;
+  outer.key_size = 4;
+  outer.value_size = 4;
+  outer.max_entries = 1;
+  outer.inner_map_fd = f.template_.get();
+  outer.name = kRulesName;
+  f.rules_ = sys::bpf_map_create(outer);
+  sys::BpfMapSpec stats;
+  stats.type = BPF_MAP_TYPE_ARRAY;
+  stats.key_size = 4;
+  stats.value_size = 8;
+  stats.max_entries = kNetHookCount;
+  stats.name = kStatsName;
+  f.stats_ = sys::bpf_map_create(stats);
+  sys::BpfMapSpec denied;
+  denied.type = BPF_MAP_TYPE_ARRAY;
+  denied.key_size = 4;
+  denied.value_size = sizeof(NetDeniedRecord);
+  denied.max_entries = kNetDeniedSlots;
+  denied.name = kDeniedName;
+  f.denied_ = sys::bpf_map_create(denied);
+  f.set_rules(rules);
+  f.template_.reset();
+
+  const NetMaps maps{f.rules_.get(), f.stats_.get(), f.denied_.get()};
+  const struct {
+    bool v6;
+    NetHook hook;
+    bpf_attach_type type;
+    const char* name;
+  } sock_addr[] = {
+      {false, kNetHookConnect, BPF_CGROUP_INET4_CONNECT, "sl_net_conn4"},
+      {true, kNetHookConnect, BPF_CGROUP_INET6_CONNECT, "sl_net_conn6"},
+      {false, kNetHookSendmsg, BPF_CGROUP_UDP4_SENDMSG, "sl_net_send4"},
+      {true, kNetHookSendmsg, BPF_CGROUP_UDP6_SENDMSG, "sl_net_send6"},
+  };
+  for (const auto& p : sock_addr) {
+    f.programs_.push_back({sys::bpf_prog_load(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, p.type,
+                                              net_sock_addr_program(p.v6, p.hook, maps), p.name),
+                           p.type});
+  }
+  f.programs_.push_back({sys::bpf_prog_load(BPF_PROG_TYPE_CGROUP_SKB, BPF_CGROUP_INET_EGRESS,
+                                            net_egress_program(maps), kEgressName),
+                         BPF_CGROUP_INET_EGRESS});
+  return f;
+}
+
+void NetFilter::attach(int cgroup_fd) {
+  size_t done = 0;
+  try {
+    for (; done < programs_.size(); ++done)
+      sys::bpf_cgroup_attach(cgroup_fd, programs_[done].fd.get(), programs_[done].type);
+  } catch (...) {
+    for (size_t i = 0; i < done; ++i) {
+      try {
+        sys::bpf_cgroup_detach(cgroup_fd, programs_[i].fd.get(), programs_[i].type);
+      } catch (const Error&) {
+        // the group's removal frees it
+      }
+    }
+    throw;
+  }
+}
+
+std::optional<NetFilter> NetFilter::open_attached(int cgroup_fd) {
+  for (uint32_t id : sys::bpf_cgroup_query(cgroup_fd, BPF_CGROUP_INET_EGRESS)) {
+    sys::UniqueFd prog = sys::bpf_prog_by_id(id);
+    if (!prog) continue;
+    const sys::BpfProgInfo info = sys::bpf_prog_info_of(prog.get());
+    if (info.name != kEgressName) continue;
+    NetFilter f;
+    for (uint32_t map_id : info.map_ids) {
+      sys::UniqueFd map = sys::bpf_map_by_id(map_id);
+      if (!map) continue;
+      const std::string name = sys::bpf_map_info_of(map.get()).name;
+      if (name == kRulesName) f.rules_ = std::move(map);
+      else if (name == kStatsName) f.stats_ = std::move(map);
+      else if (name == kDeniedName) f.denied_ = std::move(map);
+    }
+    if (f.rules_ && f.stats_ && f.denied_) return f;
+  }
+  return std::nullopt;
+}
+
+void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules) {
+  const sys::UniqueFd trie = make_trie(rules);
+  const uint32_t slot = 0;
+  const uint32_t fd = static_cast<uint32_t>(trie.get());
+  sys::bpf_map_update(rules_.get(), &slot, &fd);  // the swap: one pointer in the kernel
+}
+
+NetCounters NetFilter::counters() const {
+  uint64_t v[kNetHookCount] = {};
+  for (uint32_t i = 0; i < kNetHookCount; ++i) (void)sys::bpf_map_lookup(stats_.get(), &i, &v[i]);
+  return {v[kNetHookConnect], v[kNetHookSendmsg], v[kNetHookEgress]};
+}
+
+std::vector<NetDenial> NetFilter::denials_after(uint64_t after) const {
+  std::vector<NetDenial> out;
+  for (uint32_t i = 0; i < kNetDeniedSlots; ++i) {
+    NetDeniedRecord r{};
+    if (!sys::bpf_map_lookup(denied_.get(), &i, &r) || r.seq <= after) continue;
+    NetDenial d;
+    d.seq = r.seq;
+    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(r.addr, kMapped, 12) == 0) {
+      d.family = 4;
+      std::memcpy(d.addr.data(), r.addr + 12, 4);
+    } else {
+      d.family = 6;
+      std::memcpy(d.addr.data(), r.addr, 16);
+    }
+    d.port = r.port;
+    d.protos = r.protos;
+    d.hook = r.hook < kNetStatTotal ? static_cast<NetHook>(r.hook) : kNetHookEgress;
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end(), [](const NetDenial& a, const NetDenial& b) { return a.seq < b.seq; });
+  return out;
+}
+
+uint32_t NetFilter::rules_map_id() const { return sys::bpf_map_info_of(rules_.get()).id; }
+uint32_t NetFilter::stats_map_id() const { return sys::bpf_map_info_of(stats_.get()).id; }
+
+}  // namespace sandlet::policy

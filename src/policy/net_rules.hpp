@@ -1,0 +1,59 @@
+// A sandbox's network allowlist compiled into the entries of an LPM trie keyed by destination address
+// (IPv4 as IPv4-mapped IPv6, so one trie serves both families). The kernel programs
+// (net_program.hpp) take the longest matching prefix and allow when one of its port entries matches the
+// protocol and destination port: so every prefix's value already holds the entries of every rule whose
+// prefix contains it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/network_spec.hpp"
+
+namespace sandlet::policy {
+
+#pragma pack(push, 1)
+struct NetTrieKey {
+  uint32_t prefixlen = 0;  // of the 128-bit address
+  uint8_t addr[16] = {};
+};
+#pragma pack(pop)
+static_assert(sizeof(NetTrieKey) == 20);
+
+struct NetPortEntry {
+  uint16_t lo = 0, hi = 0;  // destination ports, host order; ICMP entries span 0..65535
+  uint8_t protos = 0;       // NetProto bits; 0 = unused slot
+  uint8_t pad[3] = {};
+};
+constexpr int kNetEntriesPerPrefix = 8;
+struct NetTrieValue {
+  NetPortEntry e[kNetEntriesPerPrefix];
+};
+static_assert(sizeof(NetTrieValue) == 64);
+
+struct NetTrieEntry {
+  NetTrieKey key;
+  NetTrieValue value;
+};
+
+// An address range the sandbox reaches only through a rule whose own range lies inside it (the host's
+// addresses, the node router's): a wider rule such as 0.0.0.0/0 does not open it.
+struct NetProtectedRange {
+  int family = 4;
+  std::array<uint8_t, 16> addr{};
+  int prefix = 32;
+};
+
+// Always allowed: the sandbox's own loopback (127.0.0.0/8, ::1) in its own network namespace.
+// Rules by name (family 0) are skipped: their addresses come from the sandbox's resolver.
+// Throws Error(kInvalidArgument) naming `field`[i] when more than kNetEntriesPerPrefix port ranges
+// would apply to one address range.
+std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& allow,
+                                            const std::vector<NetProtectedRange>& protect,
+                                            const std::string& field = "network.allow");
+
+// The key of one address (for tests and the resolver): IPv4 mapped, prefix 128.
+NetTrieKey net_key_of(int family, const std::array<uint8_t, 16>& addr, int prefix);
+
+}  // namespace sandlet::policy

@@ -1,0 +1,177 @@
+/* Run inside a sandbox by the network integration tests (static: the test root filesystem has no libc).
+ * Refuses to run outside a user namespace (on a host). Each command prints one line:
+ *   tcp ADDR PORT             connect (2 s), send "ping", read the echo: "OK <reply>", "ERR <errno name>"
+ *                             or "TIMEOUT"
+ *   tcp-hold ADDR PORT FILE   as tcp, then waits (<= 10 s) until FILE exists and exchanges once more on
+ *                             the same connection: "OK <reply> then <second result>"
+ *   udp ADDR PORT             sendto "ping" on an unconnected socket, wait 1 s for the echo
+ *   udp-connected ADDR PORT   connect, then send and wait as udp
+ *   icmp ADDR                 an ICMP echo request from an unprivileged ping socket, wait 1 s
+ * ADDR is an IPv4 or IPv6 literal. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *err_name(int e) {
+  switch (e) {
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ENETUNREACH: return "ENETUNREACH";
+    case EHOSTUNREACH: return "EHOSTUNREACH";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    default: return strerror(e);
+  }
+}
+
+static int in_user_namespace(void) {
+  FILE *f = fopen("/proc/self/uid_map", "r");
+  unsigned a = 0, b = 0, n = 0;
+  if (!f) return 0;
+  int ok = fscanf(f, "%u %u %u", &a, &b, &n) == 3 && !(a == 0 && b == 0 && n == 4294967295u);
+  fclose(f);
+  return ok;
+}
+
+static socklen_t address(const char *text, int port, struct sockaddr_storage *out) {
+  memset(out, 0, sizeof *out);
+  struct sockaddr_in *v4 = (struct sockaddr_in *)out;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
+  if (inet_pton(AF_INET, text, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((unsigned short)port);
+    return sizeof *v4;
+  }
+  if (inet_pton(AF_INET6, text, &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((unsigned short)port);
+    return sizeof *v6;
+  }
+  fprintf(stderr, "bad address %s\n", text);
+  exit(2);
+}
+
+/* Waits up to `ms` for a reply; prints the result. */
+static void await_reply(int s, int ms, const char *prefix) {
+  struct pollfd p = {s, POLLIN, 0};
+  char buf[128];
+  if (poll(&p, 1, ms) <= 0) {
+    printf("%sTIMEOUT\n", prefix);
+    return;
+  }
+  ssize_t n = recv(s, buf, sizeof buf - 1, 0);
+  if (n < 0) {
+    printf("%sERR %s\n", prefix, err_name(errno));
+    return;
+  }
+  buf[n] = 0;
+  buf[strcspn(buf, "\n")] = 0;
+  printf("%sOK %s\n", prefix, n > 0 ? buf : "(eof)");
+}
+
+static int tcp_connect(const char *addr, int port) {
+  struct sockaddr_storage sa;
+  socklen_t len = address(addr, port, &sa);
+  int s = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (connect(s, (struct sockaddr *)&sa, len) < 0 && errno != EINPROGRESS) {
+    printf("ERR %s\n", err_name(errno));
+    return -1;
+  }
+  struct pollfd p = {s, POLLOUT, 0};
+  if (poll(&p, 1, 2000) <= 0) {
+    printf("TIMEOUT\n");
+    return -1;
+  }
+  int err = 0;
+  socklen_t el = sizeof err;
+  getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el);
+  if (err) {
+    printf("ERR %s\n", err_name(err));
+    return -1;
+  }
+  return s;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (!in_user_namespace()) {
+    fprintf(stderr, "net-probe: refusing to run outside a sandbox (no user namespace)\n");
+    return 3;
+  }
+  if (argc < 3) return 2;
+  const char *cmd = argv[1], *addr = argv[2];
+  const int port = argc > 3 ? atoi(argv[3]) : 0;
+  if (!strcmp(cmd, "tcp") || !strcmp(cmd, "tcp-hold")) {
+    int s = tcp_connect(addr, port);
+    if (s < 0) return 0;
+    if (send(s, "ping\n", 5, MSG_NOSIGNAL) < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+    if (!strcmp(cmd, "tcp")) {
+      await_reply(s, 2000, "");
+      return 0;
+    }
+    await_reply(s, 2000, "FIRST ");
+    struct stat st;
+    for (int i = 0; i < 1000 && stat(argv[4], &st) != 0; ++i) usleep(10000);
+    if (send(s, "ping\n", 5, MSG_NOSIGNAL) < 0) {
+      printf("SECOND ERR %s\n", err_name(errno));
+      return 0;
+    }
+    await_reply(s, 2000, "SECOND ");
+    return 0;
+  }
+  if (!strcmp(cmd, "udp") || !strcmp(cmd, "udp-connected")) {
+    struct sockaddr_storage sa;
+    socklen_t len = address(addr, port, &sa);
+    int s = socket(sa.ss_family, SOCK_DGRAM, 0);
+    ssize_t r;
+    if (!strcmp(cmd, "udp-connected")) {
+      if (connect(s, (struct sockaddr *)&sa, len) < 0) {
+        printf("ERR %s\n", err_name(errno));
+        return 0;
+      }
+      r = send(s, "ping\n", 5, 0);
+    } else {
+      r = sendto(s, "ping\n", 5, 0, (struct sockaddr *)&sa, len);
+    }
+    if (r < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+    await_reply(s, 1000, "");
+    return 0;
+  }
+  if (!strcmp(cmd, "icmp")) {
+    struct sockaddr_storage sa;
+    socklen_t len = address(addr, 0, &sa);
+    const int v6 = sa.ss_family == AF_INET6;
+    int s = socket(sa.ss_family, SOCK_DGRAM, v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+    if (s < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+    unsigned char pkt[16] = {0};
+    pkt[0] = v6 ? ICMP6_ECHO_REQUEST : ICMP_ECHO;
+    if (sendto(s, pkt, sizeof pkt, 0, (struct sockaddr *)&sa, len) < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+    struct pollfd p = {s, POLLIN, 0};
+    printf(poll(&p, 1, 1000) > 0 ? "OK reply\n" : "TIMEOUT\n");
+    return 0;
+  }
+  return 2;
+}
