@@ -74,6 +74,7 @@ echo "     a task repository as the workspace layer, composed by name"
 debian=$("$repo/scripts/debian-base.sh" --print-path)
 ws=$scratch/workspace
 mkdir -p "$ws/work/task" && printf 'def add(a, b):\n    return a + b\n' >"$ws/work/task/calc.py"
+mkdir -p "$ws/work/task/tests" && printf 'assert add(2, 3) == 5\n' >"$ws/work/task/tests/answers.py"
 show sandlet layer import "$debian" --role base --name debian-bookworm
 show sandlet layer import "$ws" --role workspace --name task-42
 show sandlet env create swe-task --layer debian-bookworm --layer task-42 --workdir /work/task --env PYTHONDONTWRITEBYTECODE=1
@@ -112,6 +113,30 @@ show sandlet rm "$id" $children
 for c in "$id" $children; do
   ! sandlet ps -q | grep -qx "$c" || die "sandbox $c is still listed after rm"
 done
+
+echo "  -- the security boundary (docs/POLICY.md, NETWORK.md, AUDIT.md): file rules that bind root inside, the"
+echo "     seccomp profile with a named relaxation, a protected toolkit for the harness's own commands, an"
+echo "     egress allowlist enforced in the kernel, and the audit log kept outside the sandbox"
+cat >policy.json <<JSON
+{"policy": {"files": [{"path": "/work/task/tests", "access": "hidden"}, {"path": "/usr", "access": "read-only"}],
+            "seccomp": {"allow": ["ptrace"]}},
+ "toolkit": "$layer"}
+JSON
+show cat policy.json
+echo '  $ id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --label task=secure --max-lifetime 60)'
+id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --label task=secure --max-lifetime 60)
+show sandlet exec "$id" -- sh -c 'echo "hidden answers: $(ls -A /work/task/tests | wc -l) files"; touch /usr/bin/x || true
+  printf "#!/bin/dash\necho injected\n" > /bin/sh.new && chmod 755 /bin/sh.new && mv /bin/sh.new /bin/sh; echo overwrote /bin/sh'
+show sandlet exec "$id" -- sh -c 'echo harness'
+show sandlet exec --toolkit "$id" -- sh -c 'echo "harness, from the read-only toolkit"'
+show sandlet exec "$id" -- python3 -c 'import socket
+for addr in [("10.1.2.3", 80), ("192.0.2.1", 443)]:
+    try: socket.create_connection(addr, 1)
+    except OSError as e: print(addr, "->", e.strerror)'
+show sandlet net stats "$id"
+echo "  \$ sandlet audit $id | cut -c1-150"
+sandlet audit "$id" | cut -c1-150 | sed 's/^/    /'
+show sandlet rm "$id"
 
 echo "  -- a layer as one file, imported into another store (here a second root stands for another node)"
 show sandlet layer export task-42 -o task-42.tar

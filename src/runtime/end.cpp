@@ -27,12 +27,33 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
   in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
 
+namespace {
+
+// A filtered sandbox's network denials, read from its kernel filter before its cgroup (and the filter with it)
+// goes: each recorded denial (the filter keeps the last 64) becomes a `denial` record, and the totals go
+// into the destroy record. Best effort: the filter may be gone already (a crash during reclaim).
+void audit_network_denials(AuditLog& audit, const SandboxRecord& rec, BackendSandbox& impl,
+                           boost::json::object& destroy_fields) noexcept {
+  if (!rec.spec.network.egress()) return;
+  try {
+    boost::json::object stats = impl.net_stats();
+    for (const boost::json::value& d : stats["denied"].as_array())
+      audit.denial(rec.id, rec.spec.labels, "network", d.as_object());
+    stats.erase("denied");
+    destroy_fields["network"] = std::move(stats);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
 void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
                      boost::json::object audit_extra) {
   impl.kill();
   dirs_->retire(rec.id);
   // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).
   if (reason) {
+    audit_network_denials(*audit_, rec, impl, audit_extra);
     audit_extra["reason"] = reason;
     audit_->write("destroy", rec.id, rec.spec.labels, std::move(audit_extra));
   }

@@ -204,7 +204,20 @@ TEST_CASE("network allowlist: allowed connects work, everything else is denied",
   CHECK(stats.find(R"({"seq":1,"address":"10.250.0.1","port":80,"protocol":"tcp","hook":"connect"})") != std::string::npos);
   CHECK(stats.find(R"("address":"fd99::1","port":443,"protocol":"tcp","hook":"connect")") != std::string::npos);
   CHECK(stats.find(R"("address":"10.250.0.1","port":0,"protocol":"icmp","hook":"egress")") != std::string::npos);
+  const std::string id = sb.id();
   sb.destroy();
+  // The denials reach the audit log when the sandbox ends, with the totals in its destroy record.
+  auto reader = sandlet::AuditReader::open(h.rt().audit_path(), sandlet::AuditFilter{id});
+  size_t denials = 0;
+  bool totals = false;
+  while (auto line = reader.next()) {
+    if (line->find(R"("event":"denial")") != std::string::npos && line->find(R"("kind":"network")") != std::string::npos)
+      ++denials;
+    if (line->find(R"("event":"destroy")") != std::string::npos && line->find(R"("connect_denied":)") != std::string::npos)
+      totals = true;
+  }
+  CHECK(denials >= 10);
+  CHECK(totals);
   h.check_no_leaks();
 }
 
