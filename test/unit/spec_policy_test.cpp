@@ -29,7 +29,8 @@ TEST_CASE("policy.seccomp parses, round-trips and defaults to the newest profile
   CHECK(def.policy.seccomp.profile == "default");
   CHECK(def.policy.seccomp.allow.empty());
   CHECK(def.policy.seccomp.deny.empty());
-  CHECK(spec_to_json(def).find(R"("policy":{"seccomp":{"profile":"default","deny":[],"allow":[]}})") !=
+  CHECK(spec_to_json(def).find(
+            R"("policy":{"seccomp":{"profile":"default","deny":[],"allow":[]},"files":[],"mask_kernel_files":true})") !=
         std::string::npos);
 
   const Spec s = parse_policy(
