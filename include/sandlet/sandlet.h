@@ -437,8 +437,9 @@ typedef struct sandlet_exec_options {
                                     LD_* and similar loader variables removed, a dynamic binary run through
                                     the toolkit's own loader. FAILED_PRECONDITION on a sandbox without a
                                     toolkit. Not for one-shot runs. (docs/POLICY.md, "Protected toolkit") */
+  int reserved;                  /* must be 0 (room for the next flag; else the struct would end in padding) */
 } sandlet_exec_options_t;
-#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0}
+#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sandlet_exec_result sandlet_exec_result_t;
 

@@ -33,6 +33,8 @@ sandlet::ExecParams to_params(const sandlet_exec_options_t& o) {
   p.kill_on_output_limit = field_or(o, &T::kill_on_output_limit, 0) != 0;
   p.keep_background = field_or(o, &T::keep_background, 0) != 0;
   p.toolkit = field_or(o, &T::toolkit, 0) != 0;
+  if (field_or(o, &T::reserved, 0) != 0)
+    throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid sandlet_exec_options_t: 'reserved' must be 0");
   if (sandlet_output_cb cb = field_or(o, &T::on_output, nullptr)) {
     void* ud = field_or(o, &T::output_user_data, nullptr);
     p.on_output = [cb, ud](int stream, std::string_view data) { cb(ud, stream, data.data(), data.size()); };

@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _sandlet
+from . import _audit, _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
                       listed, run_args)
 from ._build import BuildProgressFn, build_call_args, handle as build_handle
@@ -327,7 +327,7 @@ class Runtime:
         seconds or a datetime). With ``follow``, keeps yielding records as they are written (across
         rotations), polling every ``poll_interval`` seconds, until ``timeout`` seconds have passed (None:
         until the caller stops iterating). The reader is independent of this runtime."""
-        return audit_records(self._h.audit_path, sandbox, labels, since, follow, poll_interval, timeout)
+        return _audit.audit_records(self._h.audit_path, sandbox, labels, since, follow, poll_interval, timeout)
 
     def create(self, spec: SpecLike = None, **fields: Any) -> Sandbox:
         """Creates a sandbox from a Spec, a dict / JSON string of the spec schema, and/or keyword fields of
@@ -585,19 +585,3 @@ class Runtime:
     def __repr__(self) -> str:
         return f"<sandlet.Runtime {self.root}{' closed' if self.closed else ''}>"
 
-
-def audit_records(path: str, sandbox: Optional[str], labels: Optional[Mapping[str, str]], since: Any,
-                  follow: bool, poll_interval: float, timeout: Optional[float]) -> Iterator[Dict[str, Any]]:
-    import time
-    if since is not None and hasattr(since, "timestamp"):
-        since = since.timestamp()
-    reader = _sandlet.AuditReader(path, sandbox or None, sorted((labels or {}).items()), float(since or 0))
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        line = reader.next()
-        if line is not None:
-            yield json.loads(line)
-            continue
-        if not follow or (deadline is not None and time.monotonic() >= deadline):
-            return
-        time.sleep(poll_interval if deadline is None else max(0.0, min(poll_interval, deadline - time.monotonic())))

@@ -279,8 +279,10 @@ TEST_CASE("audit: rotation while two processes append keeps every line exactly o
   // Several files were made, every line is a record, each (writer, seq) once.
   CHECK(fs::exists(path + ".1"));
   CHECK(fs::exists(path + ".5"));
+  // A file may pass the size by what other processes appended at the same moment (each writer checks the
+  // size under the shared lock, then appends its one line): here two writers of short lines.
   for (int i = 1; fs::exists(path + "." + std::to_string(i)); ++i)
-    CHECK(fs::file_size(path + "." + std::to_string(i)) <= 65536);
+    CHECK(fs::file_size(path + "." + std::to_string(i)) <= 65536 + 2 * 1024);
   std::map<std::string, std::set<int64_t>> seen;
   size_t lines = 0;
   for (const auto& r : read_all(path, {"", {}, 0})) {
