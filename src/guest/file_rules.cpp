@@ -1,6 +1,7 @@
 #include "guest/file_rules.hpp"
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -82,6 +83,33 @@ std::string rule_name(size_t index, const proto::InitFileRule& r) {
 
 }  // namespace
 
+// Where a detached mount cannot be cloned (Linux 6.1 and 6.12: open_tree of an fsmount result is EINVAL),
+// by path with mount(2) instead: a directory gets an empty read-only tmpfs of its own, a file a read-only
+// bind of the sandbox's /dev/null (reads empty; writes to a device node are not stopped by a read-only
+// mount, and /dev/null discards them). `at` is reached through its descriptor, so no
+// symlink is followed.
+Status put_stand_in_by_path(int at, const char* path, bool directory) {
+  char target[32];
+  snprintf(target, sizeof target, "/proc/self/fd/%d", at);
+  if (directory) {
+    if (mount("none", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=2,mode=0555") != 0)
+      return errno_statusf(errno, "mount a stand-in over %s", path);
+    return Status::Ok();
+  }
+  if (mount("/dev/null", target, nullptr, MS_BIND, nullptr) != 0)
+    return errno_statusf(errno, "bind a stand-in over %s", path);
+  // `at` still names what lies below the new mount: open the path again to reach the bind itself.
+  const int bound = open_no_symlinks(path);
+  if (bound < 0) return errno_statusf(errno, "open the stand-in over %s", path);
+  struct mount_attr attr = {};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+  const int rc = sys_mount_setattr(bound, "", AT_EMPTY_PATH, &attr);
+  const int saved = errno;
+  close(bound);
+  if (rc != 0) return errno_statusf(saved, "make the stand-in over %s read-only", path);
+  return Status::Ok();
+}
+
 Status put_stand_in(const char* path, bool directory) {
   const int fs = stand_in_fs();
   if (fs < 0) return errno_status(errno, "make the stand-ins' tmpfs");
@@ -89,7 +117,8 @@ Status put_stand_in(const char* path, bool directory) {
   if (at < 0) return errno_statusf(errno, "open %s", path);
   const int clone = sys_open_tree(fs, directory ? "dir" : "file", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   Status st;
-  if (clone < 0) st = errno_statusf(errno, "clone a stand-in for %s", path);
+  if (clone < 0 && errno == EINVAL) st = put_stand_in_by_path(at, path, directory);
+  else if (clone < 0) st = errno_statusf(errno, "clone a stand-in for %s", path);
   else st = attach_clone(clone, at, std::string("stand-in over ") + path);
   if (clone >= 0) close(clone);
   close(at);
