@@ -118,15 +118,15 @@ echo "  -- the security boundary (docs/POLICY.md, NETWORK.md, AUDIT.md): file ru
 echo "     seccomp profile with a named relaxation, a protected toolkit for the harness's own commands, an"
 echo "     egress allowlist enforced in the kernel, and the audit log kept outside the sandbox"
 cat >policy.json <<JSON
-{"policy": {"files": [{"path": "/work/task/tests", "access": "hidden"}, {"path": "/usr", "access": "read-only"}],
+{"policy": {"files": [{"path": "/work/task/tests", "access": "hidden"}, {"path": "/etc", "access": "read-only"}],
             "seccomp": {"allow": ["ptrace"]}},
  "toolkit": "$layer"}
 JSON
 show cat policy.json
 echo '  $ id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --label task=secure --max-lifetime 60)'
 id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --label task=secure --max-lifetime 60)
-show sandlet exec "$id" -- sh -c 'echo "hidden answers: $(ls -A /work/task/tests | wc -l) files"; touch /usr/bin/x || true
-  printf "#!/bin/dash\necho injected\n" > /bin/sh.new && chmod 755 /bin/sh.new && mv /bin/sh.new /bin/sh; echo overwrote /bin/sh'
+show sandlet exec "$id" -- sh -c 'echo "hidden answers: $(ls -A /work/task/tests | wc -l) files"; touch /etc/x || true
+  printf "#!/bin/dash\necho injected\n" > /bin/sh.new && chmod 755 /bin/sh.new && mv /bin/sh.new /bin/sh && echo overwrote /bin/sh'
 show sandlet exec "$id" -- sh -c 'echo harness'
 show sandlet exec --toolkit "$id" -- sh -c 'echo "harness, from the read-only toolkit"'
 show sandlet exec "$id" -- python3 -c 'import socket
