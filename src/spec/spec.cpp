@@ -212,6 +212,22 @@ void check_absolute_path(const std::string& field, std::string_view v) {
   if (v.size() > kMaxPath) throw_invalid(field, "path longer than " + std::to_string(kMaxPath) + " bytes");
 }
 
+// Absolute, and already in the form the kernel would resolve it to lexically: no empty, "." or ".."
+// component, no trailing '/'. (A user's "/data/" or "/a/../b" is most likely a mistake worth naming.)
+void check_normalized_path(const std::string& field, std::string_view v) {
+  check_absolute_path(field, v);
+  if (v == "/") return;
+  if (v.back() == '/') throw_invalid(field, quoted(v) + " ends in '/' (write it without)");
+  for (size_t start = 1; start <= v.size();) {
+    size_t end = v.find('/', start);
+    if (end == std::string_view::npos) end = v.size();
+    const std::string_view part = v.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..")
+      throw_invalid(field, quoted(v) + " is not a normalized path (no \"//\", \".\" or \"..\" components)");
+    start = end + 1;
+  }
+}
+
 }  // namespace spec_text
 
 // ---- setters -------------------------------------------------------------------------------------------

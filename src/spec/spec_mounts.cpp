@@ -14,6 +14,7 @@ namespace sandlet {
 namespace {
 
 using spec_text::check_absolute_path;
+using spec_text::check_normalized_path;
 using spec_text::escaped;
 using spec_text::quoted;
 
@@ -24,22 +25,6 @@ std::string field_of(size_t index, const char* part) {
   return "mounts[" + std::to_string(index) + "]" + (part[0] ? std::string(".") + part : std::string());
 }
 
-// Absolute, and already in the form the kernel would resolve it to lexically: no empty, "." or ".."
-// component, no trailing '/'. (A user's "/data/" or "/a/../b" is most likely a mistake worth naming.)
-void check_normalized(const std::string& field, std::string_view v) {
-  check_absolute_path(field, v);
-  if (v == "/") return;
-  if (v.back() == '/') throw_invalid(field, quoted(v) + " ends in '/' (write it without)");
-  for (size_t start = 1; start <= v.size();) {
-    size_t end = v.find('/', start);
-    if (end == std::string_view::npos) end = v.size();
-    const std::string_view part = v.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..")
-      throw_invalid(field, quoted(v) + " is not a normalized path (no \"//\", \".\" or \"..\" components)");
-    start = end + 1;
-  }
-}
-
 // `inner` is `outer` or lies below it.
 bool within(std::string_view inner, std::string_view outer) {
   if (outer == "/") return true;
@@ -48,7 +33,7 @@ bool within(std::string_view inner, std::string_view outer) {
 
 void check_target(const Spec& s, size_t index, std::string_view target) {
   const std::string field = field_of(index, "target");
-  check_normalized(field, target);
+  check_normalized_path(field, target);
   if (target == "/") throw_invalid(field, "\"/\" is the sandbox's root filesystem; mount below it");
   // The init mounts its own /proc, /dev and (through /proc) /sys views there.
   for (std::string_view kernel : {"/proc", "/dev", "/sys"}) {
@@ -72,7 +57,7 @@ void spec_add_mount(Spec& s, std::string_view source, std::string_view target, b
   if (s.mounts.size() >= kMaxMounts)
     throw_invalid("mounts", "at most " + std::to_string(kMaxMounts) + " mounts are supported");
   const size_t index = s.mounts.size();
-  check_normalized(field_of(index, "source"), source);
+  check_normalized_path(field_of(index, "source"), source);
   check_target(s, index, target);
   s.mounts.push_back(Mount{std::string(source), std::string(target), readonly});
 }

@@ -16,7 +16,7 @@ namespace {
 
 namespace json = boost::json;
 using json_exact::shown;
-using spec_text::check_absolute_path;
+using spec_text::check_normalized_path;
 using spec_text::quoted;
 
 [[noreturn]] void throw_type(const std::string& field, const std::string& expected) {
@@ -118,17 +118,7 @@ bool within(std::string_view inner, std::string_view outer) {
 
 // Absolute and lexically normalized: a rule names exactly the path the kernel resolves.
 void check_rule_path(const std::string& field, std::string_view v) {
-  check_absolute_path(field, v);
-  if (v == "/") return;
-  if (v.back() == '/') throw_invalid(field, quoted(v) + " ends in '/' (write it without)");
-  for (size_t start = 1; start <= v.size();) {
-    size_t end = v.find('/', start);
-    if (end == std::string_view::npos) end = v.size();
-    const std::string_view part = v.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..")
-      throw_invalid(field, quoted(v) + " is not a normalized path (no \"//\", \".\" or \"..\" components)");
-    start = end + 1;
-  }
+  check_normalized_path(field, v);
   // The init's own views (masked kernel files cover /proc) and the runtime's toolkit.
   for (std::string_view own : {"/proc", "/dev", "/sys", "/.sandlet"}) {
     if (within(v, own))

@@ -14,5 +14,7 @@ std::string quoted(std::string_view s);  // escaped, in double quotes
 void check_text(const std::string& field, std::string_view v, const std::string& what);
 // Non-empty, valid text, starting with '/', at most PATH_MAX - 1 bytes.
 void check_absolute_path(const std::string& field, std::string_view v);
+// Absolute and lexically normalized (no empty, "." or ".." component, no trailing '/'); else throws naming `field`.
+void check_normalized_path(const std::string& field, std::string_view v);
 
 }  // namespace sandlet::spec_text
