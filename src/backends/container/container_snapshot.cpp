@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <set>
 #include <vector>
 
@@ -60,10 +62,34 @@ void collect_pids(const std::string& group, int depth, std::vector<pid_t>& out) 
 
 // Inodes mapped shared and writable ("rw-s"/"-w-s" in /proc/PID/maps) by these processes. False when the
 // listing is too large to read while the sandbox is frozen (64 MiB): then every file counts as mapped.
+// A process that exits between the listing of its cgroup and this read is gone (ENOENT or ESRCH, the latter
+// once its memory is released): it maps nothing any more.
+std::optional<std::string> read_maps(pid_t pid, size_t max) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/maps";
+  sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ESRCH) return std::nullopt;
+    throw_errno("open " + path);
+  }
+  std::string out;
+  char buf[8192];
+  while (out.size() <= max) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ESRCH) return std::nullopt;
+      throw_errno("read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
 bool shared_writable_inodes(const std::vector<pid_t>& pids, std::set<uint64_t>& out) {
   size_t budget = 64u << 20;
   for (pid_t pid : pids) {
-    auto maps = sys::read_file_if_exists("/proc/" + std::to_string(pid) + "/maps", budget + 1);
+    auto maps = read_maps(pid, budget);
     if (!maps) continue;  // gone
     if (maps->size() > budget) return false;
     budget -= maps->size();
