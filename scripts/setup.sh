@@ -35,6 +35,9 @@ packages=(
   # The agent channel's fuzz targets (test/fuzz): clang and its libFuzzer runtime (libclang_rt.fuzzer),
   # which is a package of its own.
   clang-14 libclang-rt-14-dev
+  # The network tests make their fake internet's namespaces and links with ip and enter them with nsenter
+  # (util-linux, which Debian always has).
+  iproute2
   # sandlet-bench cold-start (issue 17) serves its store on loopback with nginx (DAV for pushes over HTTP).
   nginx-light
 )
