@@ -49,9 +49,14 @@ void if_local6_is(Code& c, const uint8_t* addr, int to, int next) {
 
 std::vector<bpf_insn> gateway_sk_lookup_program(int sockmap_fd) {
   constexpr int16_t kSlot = -4;
-  constexpr int32_t kPass = 1;  // SK_PASS: an unassigned lookup goes on to the regular socket tables
+  constexpr int32_t kPass = 1;
+  constexpr int32_t kLoopbackIfindex = 1;  // LOOPBACK_IFINDEX: fixed by the kernel  // SK_PASS: an unassigned lookup goes on to the regular socket tables
   Code c;
   c.emit(mov64_reg(BPF_REG_6, BPF_REG_1));
+  // Only what the namespace sends itself (it arrives on lo, ifindex 1 in every namespace): a packet from
+  // another interface (one an operator or a test added) is a reply or a peer's, never steered.
+  c.emit(ldx(BPF_W, BPF_REG_2, BPF_REG_6, offsetof(bpf_sk_lookup, ingress_ifindex)));
+  c.jump(kPassLabel, jmp_imm(BPF_JNE, BPF_REG_2, kLoopbackIfindex, 0));
   c.emit(ldx(BPF_W, BPF_REG_2, BPF_REG_6, offsetof(bpf_sk_lookup, family)));
   c.jump(kV6, jmp_imm(BPF_JEQ, BPF_REG_2, AF_INET6, 0));
   // IPv4: 127.0.0.0/8 (the first byte of the network-order address) and the sandbox's own source

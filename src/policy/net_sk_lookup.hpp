@@ -1,7 +1,8 @@
 // The steering program of a sandbox's network namespace (docs/NETWORK.md, "Connectivity"): a
 // BPF_PROG_TYPE_SK_LOOKUP program, generated as instructions like the cgroup filter (net_program.hpp).
-// Every lookup for a destination outside the namespace's loopback (127.0.0.0/8, ::1) is given the node
-// gateway's listening socket of that protocol and family from a sockmap; loopback lookups pass untouched,
+// Every lookup for a packet the namespace sent itself (arriving on lo: `ingress_ifindex`, 5.17+) to a
+// destination outside its own addresses (127.0.0.0/8, ::1, kSandboxSource4/6) is given the node
+// gateway's listening socket of that protocol and family from a sockmap; the others pass untouched,
 // so the sandbox's own servers keep working. The namespace's AnyIP routes (sys/rtnetlink.hpp) make every
 // destination local, so every connection and datagram reaches this lookup.
 #pragma once
