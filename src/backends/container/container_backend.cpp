@@ -56,6 +56,7 @@ class ContainerBackend final : public Backend {
   void sweep(bool release_idle) override {
     if (node_->slots) node_->slots->sweep();
     if (release_idle) node_->cgroups.release();
+    if (release_idle && !node_->root.empty()) sweep_stale_gateway(node_->root);
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -51,6 +52,13 @@ std::string netgw_executable(const std::string& dir) {
     throw_errno("install the network gateway at " + path, e);
   }
   return path;
+}
+
+void sweep_stale_gateway(const std::string& root) noexcept {
+  const sys::UniqueFd lock(::open(netgw::lock_path(root).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return;  // none was started, or one runs
+  ::unlink(netgw::control_socket_path(root).c_str());
+  // (The flock ends with the descriptor: a gateway starting now takes the lock and makes a new socket.)
 }
 
 NetGatewayClient::NetGatewayClient(std::string root, std::string uplink_netns)

@@ -40,6 +40,9 @@ class NetGatewayClient final {
   std::mutex mu_;
 };
 
+// gc: when no gateway holds the root's lock, removes what a killed one left (its control socket).
+void sweep_stale_gateway(const std::string& root) noexcept;
+
 // Path of an executable copy of the embedded gateway (written once per node under `dir`, named by hash).
 std::string netgw_executable(const std::string& dir);
 

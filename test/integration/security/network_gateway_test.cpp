@@ -374,3 +374,31 @@ TEST_CASE("network gateway: a killed gateway is restarted and re-attaches live s
   CHECK(wait_until([&] { return gateway_gone(h.root()); }, 20));
   h.check_no_leaks();
 }
+
+TEST_CASE("network gateway: a detached sandbox keeps its network after its owner exits", "[network][gateway]") {
+  if (!have_tools()) {
+    std::cout << "SANDLET-SKIP: needs ip on the host (to make the fake uplink)" << std::endl;
+    return;
+  }
+  FakeUplink up;
+  UplinkEnv env(up);
+  Harness h;
+  // The owner is a `sandlet create` process (it makes detached sandboxes), gone when its output is read.
+  const std::string spec = h.root() + "/gw-spec.json";
+  {
+    std::ofstream f(spec);
+    f << R"({"layers": [")" SANDLET_TEST_ROOTFS R"("], "lifetime": "detached",
+             "network": {"allow": ["tcp:198.18.0.1:443"]}})";
+  }
+  int status = -1;
+  std::string id = host_sh(std::string(SANDLET_CLI) + " --root " + h.root() + " create --spec " + spec + " 2>&1", &status);
+  INFO(id);
+  REQUIRE(status == 0);
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  auto sb = h.rt().attach(id);
+  sb.write_file("/tmp/net-probe", slurp(SANDLET_NET_PROBE), 0755);
+  CHECK(probe(sb, {"tcp", "198.18.0.1", "443"}) == "OK tcp-echo");
+  sb.destroy();
+  CHECK(wait_until([&] { return gateway_gone(h.root()); }, 20));
+  h.check_no_leaks();
+}
