@@ -383,15 +383,12 @@ TEST_CASE("network gateway: a detached sandbox keeps its network after its owner
   FakeUplink up;
   UplinkEnv env(up);
   Harness h;
-  // The owner is a `sandlet create` process (it makes detached sandboxes), gone when its output is read.
-  const std::string spec = h.root() + "/gw-spec.json";
-  {
-    std::ofstream f(spec);
-    f << R"({"layers": [")" SANDLET_TEST_ROOTFS R"("], "lifetime": "detached",
-             "network": {"allow": ["tcp:198.18.0.1:443"]}})";
-  }
+  // The owner is another process, gone when its output has been read.
   int status = -1;
-  std::string id = host_sh(std::string(SANDLET_CLI) + " --root " + h.root() + " create --spec " + spec + " 2>&1", &status);
+  std::string id = host_sh("SANDLET_ROOT=" + h.root() +
+                               " SANDLET_TEST_NETWORK='{\"allow\": [\"tcp:198.18.0.1:443\"]}' " SANDLET_TEST_HELPER
+                               " create " SANDLET_TEST_ROOTFS " detached",
+                           &status);
   INFO(id);
   REQUIRE(status == 0);
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
