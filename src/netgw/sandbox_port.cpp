@@ -181,8 +181,9 @@ void SandboxPort::accept_egress(Listener& l) {
       (void)::setsockopt(in.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);  // the sandbox sees a reset
     };
     if (!why.empty()) {
-      ++refused;
-      std::fprintf(stderr, "sandlet-netgw: %s: refused tcp %s: %s\n", id_.c_str(), to_string(dst).c_str(), why.c_str());
+      // The log is the node's: a sandbox that keeps trying gets its first refusals logged, then counted only.
+      if (++refused <= 32)
+        std::fprintf(stderr, "sandlet-netgw: %s: refused tcp %s: %s\n", id_.c_str(), to_string(dst).c_str(), why.c_str());
       reset();
       continue;
     }
