@@ -39,6 +39,22 @@ sys::UniqueFd NetFilter::make_trie(const std::vector<NetTrieEntry>& rules) const
   return trie;
 }
 
+bool NetFilter::allows(int family, const uint8_t* addr, uint8_t proto, uint16_t port) const {
+  const uint32_t slot = 0;
+  uint32_t trie_id = 0;
+  if (!sys::bpf_map_lookup(rules_.get(), &slot, &trie_id)) return false;
+  const sys::UniqueFd trie = sys::bpf_map_by_id(trie_id);
+  if (!trie) return false;  // swapped out meanwhile: refuse; the sandbox retries
+  std::array<uint8_t, 16> a{};
+  std::memcpy(a.data(), addr, family == 4 ? 4 : 16);
+  const NetTrieKey key = net_key_of(family, a, family == 4 ? 32 : 128);
+  NetTrieValue v;
+  if (!sys::bpf_map_lookup(trie.get(), &key, &v)) return false;
+  for (const NetPortEntry& e : v.e)
+    if ((e.protos & proto) && e.lo <= port && port <= e.hi) return true;
+  return false;
+}
+
 NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
   NetFilter f;
   f.template_ = sys::bpf_map_create(trie_spec());

@@ -43,6 +43,10 @@ class NetFilter final {
   // Replaces the whole allowlist in one step: a new trie, swapped into the rules slot by one update.
   void set_rules(const std::vector<NetTrieEntry>& rules);
   NetCounters counters() const;
+  // The allowlist's verdict for one destination, read from the kernel's trie as the programs see it now
+  // (so it follows every update): the node gateway's second check of what it relays. `addr` in network
+  // order (IPv4 in the first 4 bytes); `proto` a NetProto bit.
+  bool allows(int family, const uint8_t* addr, uint8_t proto, uint16_t port) const;
   // The last kNetDeniedSlots denials with seq > `after`, oldest first. Written by the programs without
   // a lock: a record read while another CPU rewrites its slot can be torn (seq tells which to drop).
   std::vector<NetDenial> denials_after(uint64_t after) const;

@@ -105,6 +105,16 @@ void bpf_cgroup_detach(int cgroup_fd, int prog_fd, bpf_attach_type type) {
   if (sys_bpf(BPF_PROG_DETACH, attr) < 0) throw_errno("bpf detach from cgroup");
 }
 
+UniqueFd bpf_link_create(int prog_fd, int target_fd, bpf_attach_type type) {
+  bpf_attr attr{};
+  attr.link_create.prog_fd = static_cast<uint32_t>(prog_fd);
+  attr.link_create.target_fd = static_cast<uint32_t>(target_fd);
+  attr.link_create.attach_type = type;
+  const long fd = sys_bpf(BPF_LINK_CREATE, attr);
+  if (fd < 0) throw_errno("bpf link create");
+  return UniqueFd(static_cast<int>(fd));
+}
+
 std::vector<uint32_t> bpf_cgroup_query(int cgroup_fd, bpf_attach_type type) {
   std::vector<uint32_t> ids(64);
   bpf_attr attr{};
@@ -183,6 +193,7 @@ bpf_insn atomic_add64(int dst, int src, int16_t off) { return make(BPF_STX | BPF
 bpf_insn atomic_fetch_add64(int dst, int src, int16_t off) { return make(BPF_STX | BPF_DW | BPF_ATOMIC, dst, src, off, BPF_ADD | BPF_FETCH); }
 bpf_insn jmp_imm(int op, int dst, int32_t imm, int16_t off) { return make(static_cast<uint8_t>(BPF_JMP | op | BPF_K), dst, 0, off, imm); }
 bpf_insn jmp_reg(int op, int dst, int src, int16_t off) { return make(static_cast<uint8_t>(BPF_JMP | op | BPF_X), dst, src, off, 0); }
+bpf_insn jmp32_imm(int op, int dst, int32_t imm, int16_t off) { return make(static_cast<uint8_t>(BPF_JMP32 | op | BPF_K), dst, 0, off, imm); }
 bpf_insn ja(int16_t off) { return make(BPF_JMP | BPF_JA, 0, 0, off, 0); }
 bpf_insn call(int helper) { return make(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
 bpf_insn exit_insn() { return make(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }

@@ -32,6 +32,9 @@ UniqueFd bpf_prog_load(bpf_prog_type type, bpf_attach_type expected, const std::
 // `replace_fd` >= 0 that attached program is swapped for `prog_fd` in one step (BPF_F_REPLACE).
 void bpf_cgroup_attach(int cgroup_fd, int prog_fd, bpf_attach_type type, int replace_fd = -1);
 void bpf_cgroup_detach(int cgroup_fd, int prog_fd, bpf_attach_type type);
+// A BPF link of `prog_fd` to `target_fd` (a network namespace for BPF_SK_LOOKUP): attached while the
+// returned fd (or a pin) lives, so the holder's exit detaches it.
+UniqueFd bpf_link_create(int prog_fd, int target_fd, bpf_attach_type type);
 // Ids of the programs attached directly to the group for `type`.
 std::vector<uint32_t> bpf_cgroup_query(int cgroup_fd, bpf_attach_type type);
 
@@ -66,6 +69,7 @@ bpf_insn jmp_imm(int op, int dst, int32_t imm, int16_t off);  // op: BPF_JEQ, BP
 bpf_insn jmp_reg(int op, int dst, int src, int16_t off);
 bpf_insn ja(int16_t off);
 bpf_insn call(int helper);
+bpf_insn jmp32_imm(int op, int dst, int32_t imm, int16_t off);  // compares the low 32 bits only
 bpf_insn exit_insn();
 // The two halves of a 64-bit load of a map's fd (BPF_PSEUDO_MAP_FD).
 void ld_map_fd(std::vector<bpf_insn>& out, int dst, int map_fd);

@@ -7,6 +7,9 @@
  *   udp ADDR PORT             sendto "ping" on an unconnected socket, wait 1 s for the echo
  *   udp-connected ADDR PORT   connect, then send and wait as udp
  *   icmp ADDR                 an ICMP echo request from an unprivileged ping socket, wait 1 s
+ *   tcp-send ADDR PORT BYTES  connect, send BYTES bytes, close the sending side, read the reply to its
+ *                             end: "OK <reply>" (<= 30 s)
+ *   tcp-serve PORT            listen on 127.0.0.1:PORT, answer one connection with "inside-echo" (<= 20 s)
  * ADDR is an IPv4 or IPv6 literal. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,6 +34,7 @@ static const char *err_name(int e) {
     case ENETUNREACH: return "ENETUNREACH";
     case EHOSTUNREACH: return "EHOSTUNREACH";
     case ETIMEDOUT: return "ETIMEDOUT";
+    case ECONNRESET: return "ECONNRESET";
     default: return strerror(e);
   }
 }
@@ -131,6 +135,51 @@ int main(int argc, char **argv) {
       return 0;
     }
     await_reply(s, 2000, "SECOND ");
+    return 0;
+  }
+  if (!strcmp(cmd, "tcp-send") && argc > 4) {
+    int s = tcp_connect(addr, port);
+    if (s < 0) return 0;
+    fcntl(s, F_SETFL, 0);
+    long left = atol(argv[4]);
+    static char chunk[16384];
+    memset(chunk, 'x', sizeof chunk);
+    alarm(30);
+    while (left > 0) {
+      ssize_t n = send(s, chunk, left < (long)sizeof chunk ? (size_t)left : sizeof chunk, MSG_NOSIGNAL);
+      if (n <= 0) {
+        printf("ERR %s\n", err_name(errno));
+        return 0;
+      }
+      left -= n;
+    }
+    shutdown(s, SHUT_WR);
+    char reply[128];
+    size_t got = 0;
+    for (;;) {
+      ssize_t n = recv(s, reply + got, sizeof reply - 1 - got, 0);
+      if (n <= 0) break;
+      got += (size_t)n;
+    }
+    reply[got] = 0;
+    reply[strcspn(reply, "\n")] = 0;
+    printf("OK %s\n", reply);
+    return 0;
+  }
+  if (!strcmp(cmd, "tcp-serve")) {
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_storage sa;
+    socklen_t len = address("127.0.0.1", atoi(addr), &sa);
+    if (bind(l, (struct sockaddr *)&sa, len) < 0 || listen(l, 4) < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+    alarm(20);
+    int c = accept(l, NULL, NULL);
+    char buf[64];
+    if (c >= 0 && recv(c, buf, sizeof buf, 0) >= 0) send(c, "inside-echo\n", 12, MSG_NOSIGNAL);
+    printf("OK served\n");
     return 0;
   }
   if (!strcmp(cmd, "udp") || !strcmp(cmd, "udp-connected")) {

@@ -4,6 +4,7 @@
 //   sandlet-test-helper create-n LAYER owned|detached N      creates N (the warm pool serves from the 3rd
 //                                                            on), prints the ids and "hits H", exits
 //   sandlet-test-helper exec ID CMD...                       runs CMD in the attached sandbox, prints stdout
+// `create` takes the sandbox's network policy from $SANDLET_TEST_NETWORK (JSON) when set.
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,7 +28,9 @@ int main(int argc, char** argv) {
   try {
     if (argc >= 4 && std::string(argv[1]) == "create") {
       auto rt = sandlet::Runtime::open(nullptr);
-      auto sb = rt.create(sandlet::Spec().layer(argv[2]).lifetime(argv[3]));
+      sandlet::Spec spec = sandlet::Spec().layer(argv[2]).lifetime(argv[3]);
+      if (const char* net = std::getenv("SANDLET_TEST_NETWORK")) spec.network_json(net);
+      auto sb = rt.create(spec);
       std::cout << sb.id() << std::endl;
       if (argc >= 5 && std::string(argv[4]) == "hang")
         for (;;) ::pause();

@@ -31,6 +31,10 @@ class ContainerBackend final : public Backend {
     node_->slots = std::make_unique<SlotTable>(slots);
     node_->init_cache_dir = context.node_state;
     node_->in_background = context.in_background;
+    node_->root = context.root;
+    // Where the node gateway connects out from: $SANDLET_NET_UPLINK_NETNS (a network namespace file), else
+    // the host's namespace. Read when the runtime opens; a gateway already running keeps its own.
+    if (const char* up = std::getenv("SANDLET_NET_UPLINK_NETNS"); up && *up) node_->net_uplink_netns = up;
   }
 
   // The network namespace is the costliest part of a create and needs nothing else: made on a side thread.
@@ -52,6 +56,7 @@ class ContainerBackend final : public Backend {
   void sweep(bool release_idle) override {
     if (node_->slots) node_->slots->sweep();
     if (release_idle) node_->cgroups.release();
+    if (release_idle && !node_->root.empty()) sweep_stale_gateway(node_->root);
   }
 
  private:

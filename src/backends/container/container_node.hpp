@@ -6,6 +6,9 @@
 #include <memory>
 #include <string>
 
+#include <mutex>
+
+#include "backends/container/net_gateway_client.hpp"
 #include "backends/container/netns_pool.hpp"
 #include "backends/container/slots.hpp"
 #include "sys/cgroup.hpp"
@@ -18,6 +21,12 @@ struct ContainerNode {
   std::unique_ptr<SlotTable> slots;
   std::string init_cache_dir;  // "" = the init runs from a sealed memfd
   std::function<void(std::function<void()>)> in_background;
+  std::string root;
+  // The node's network gateway, for sandboxes with a network policy (made on first use).
+  std::string net_uplink_netns;
+  std::mutex netgw_mutex;
+  std::unique_ptr<NetGatewayClient> netgw;
+  NetGatewayClient& gateway();
 };
 
 }  // namespace sandlet::container

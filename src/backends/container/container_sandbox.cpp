@@ -1,5 +1,6 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
+#include "backends/container/net_gateway_reattach.hpp"
 #include "backends/container/sandbox_net.hpp"
 
 #include <signal.h>
@@ -45,6 +46,7 @@ ContainerSandbox::~ContainerSandbox() {
   // uid range goes back to the table.
   starting_.reset();
   node_->slots->release(state_.slot, dir_);
+  if (state_.net_gateway) node_->gateway().detach(id_);
 }
 
 bool ContainerSandbox::alive() const { return sys::process_alive(state_.init_pid, state_.init_start); }
@@ -85,6 +87,23 @@ void ContainerSandbox::reclaim() {
   // The uid range goes back only once nothing of the sandbox runs: the next sandbox may get it.
   if (!sys::kill_and_remove_cgroups(groups)) throw Error(Code::kInternal, "sandbox " + id_ + ": cgroup still busy after kill");
   node_->slots->release(state_.slot, dir_);
+  // The gateway drops a sandbox whose init has ended by itself; this only makes it prompt.
+  if (state_.net_gateway) node_->gateway().detach(id_);
+}
+
+NetGatewayClient& ContainerNode::gateway() {
+  std::lock_guard<std::mutex> lk(netgw_mutex);
+  if (!netgw) {
+    netgw = std::make_unique<NetGatewayClient>(root, net_uplink_netns);
+    netgw->on_restart = [this] {
+      static thread_local bool running = false;  // a gateway killed again during the re-attach
+      if (running) return;
+      running = true;
+      reattach_gateway_sandboxes(*this);
+      running = false;
+    };
+  }
+  return *netgw;
 }
 
 // cgroup v2 freezer (the controller-less cgroup2 tree of hybrid hosts has it too): the write starts the
@@ -109,12 +128,16 @@ void ContainerSandbox::freeze(bool frozen) {
 void ContainerSandbox::net_update(const NetworkPolicy& policy) {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
-  update_network_policy(state_.cgroups.v2, id_, policy);
+  if (state_.net_gateway) node_->gateway().ensure_running();  // a killed gateway: back, with every sandbox
+  update_network_policy(state_.cgroups.v2, id_, policy,
+                        state_.net_gateway ? uplink_protected_ranges(node_->net_uplink_netns)
+                                           : std::vector<policy::NetProtectedRange>{});
 }
 
 boost::json::object ContainerSandbox::net_stats() const {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
+  if (state_.net_gateway) node_->gateway().ensure_running();
   return network_counters(state_.cgroups.v2, id_);
 }
 

@@ -1,6 +1,7 @@
 // The container start pipeline: prepare (spec-independent, may run ahead in a warm pool) and finish.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -145,9 +146,24 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   check_network_supported(spec.network);
   s.cgroup.apply_limits(spec.limits);
   // The allowlist, before anything of the sandbox's own runs (the init waits for its configuration).
-  const NetIds net = attach_network_policy(s.cgroup.v2_fd(), spec.network);
+  const bool gateway = !spec.network.none;
+  const NetIds net = attach_network_policy(
+      s.cgroup.v2_fd(), spec.network,
+      gateway ? uplink_protected_ranges(node_->net_uplink_netns) : std::vector<policy::NetProtectedRange>{});
   state_.net_rules_map = net.rules_map;
   state_.net_stats_map = net.stats_map;
+  if (gateway) {
+    // Connectivity through the node's gateway, before anything of the sandbox runs. A failure here (or
+    // later) ends the init: its routes go with its namespace, and the gateway drops what it holds for it
+    // when the init's pidfd reports the exit.
+    const std::string ns_path = "/proc/" + std::to_string(s.init.pid()) + "/ns/net";
+    const sys::UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) throw_errno("open " + ns_path);
+    const sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, s.init.pid(), 0)));
+    if (!pidfd) throw_errno("pidfd_open of the sandbox's init");
+    attach_network_gateway(node_->gateway(), id_, ns.get(), pidfd.get(), s.cgroup.v2_fd(), spec.network);
+    state_.net_gateway = true;
+  }
   state_.cgroups = s.cgroup.paths();
 
   // 5. Root filesystem and /dev (unless staged ahead with the same environment): sent now, the reply

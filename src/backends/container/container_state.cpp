@@ -21,6 +21,7 @@ json::object ContainerState::to_json() const {
   o["agent_socket"] = agent_socket;
   o["upper_mnt_id"] = upper_mnt_id;
   if (net_rules_map) o["net_rules_map"] = net_rules_map, o["net_stats_map"] = net_stats_map;
+  if (net_gateway) o["net_gateway"] = true;
   return o;
 }
 
@@ -38,6 +39,7 @@ ContainerState ContainerState::from_json(const json::object& o) {
     if (auto* m = o.if_contains("upper_mnt_id")) s.upper_mnt_id = m->to_number<uint64_t>();
     if (auto* m = o.if_contains("net_rules_map")) s.net_rules_map = m->to_number<uint32_t>();
     if (auto* m = o.if_contains("net_stats_map")) s.net_stats_map = m->to_number<uint32_t>();
+    if (auto* m = o.if_contains("net_gateway"); m && m->is_bool()) s.net_gateway = m->as_bool();
   } catch (const std::exception& e) {
     throw Error(Code::kDataLoss, std::string("damaged container state in a sandbox record: ") + e.what());
   }

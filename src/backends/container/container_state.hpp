@@ -22,6 +22,7 @@ struct ContainerState {
   // The network filter's bpf map ids (0: network "none"). For diagnostics: the filter itself is found
   // from the cgroup (sandbox_net.hpp), and goes with it.
   uint32_t net_rules_map = 0, net_stats_map = 0;
+  bool net_gateway = false;  // attached to the node's network gateway (docs/NETWORK.md)
 
   boost::json::object to_json() const;
   // Throws DATA_LOSS on a damaged section; an empty object gives the defaults (a crash came before the

@@ -5,15 +5,21 @@
 
 #include <boost/json.hpp>
 
+#include <cstring>
+
+#include "backends/container/net_gateway_client.hpp"
 #include "common/error.hpp"
+#include "sys/rtnetlink.hpp"
 #include "policy/net_filter.hpp"
+#include "policy/net_sk_lookup.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet::container {
 namespace {
 
-std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field) {
-  return policy::compile_net_rules(p.allow, {}, field + ".allow");
+std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field,
+                                          const std::vector<policy::NetProtectedRange>& protect) {
+  return policy::compile_net_rules(p.allow, protect, field + ".allow");
 }
 
 sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {
@@ -42,27 +48,51 @@ void check_network_supported(const NetworkPolicy& policy, const std::string& fie
                                             "].host': rules by DNS name need the sandbox resolver, which this "
                                             "version does not have yet (use a cidr rule)");
   }
-  if (!policy.publish.empty())
-    throw Error(Code::kUnimplemented, "invalid spec field '" + field + ".publish': published ports are not "
-                                      "implemented in this version");
-  if (policy.egress_rate != 0)
-    throw Error(Code::kUnimplemented, "invalid spec field '" + field + ".egress_rate': rate limits are not "
-                                      "implemented in this version");
 }
 
-NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy) {
+std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string& uplink_netns) {
+  sys::UniqueFd ns;
+  if (!uplink_netns.empty()) {
+    ns.reset(::open(uplink_netns.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) throw_errno("open the network uplink namespace " + uplink_netns);
+  }
+  std::vector<policy::NetProtectedRange> out;
+  for (const sys::NetnsAddress& a : sys::netns_addresses(ns ? ns.get() : -1)) {
+    static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    // Loopback is the sandbox's own (its namespace's), always allowed and never relayed by the gateway.
+    if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
+    policy::NetProtectedRange r;
+    r.family = a.family;
+    r.addr = a.addr;
+    r.prefix = a.family == 4 ? 32 : 128;
+    bool seen = false;
+    for (const auto& o : out) seen |= o.family == r.family && o.addr == r.addr;
+    if (!seen) out.push_back(r);
+  }
+  return out;
+}
+
+void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
+                            const NetworkPolicy& policy) {
+  sys::add_anyip_routes(netns_fd, policy::kSandboxSource4, policy::kSandboxSource6);
+  gw.attach(id, netns_fd, pidfd, cgroup_fd, policy);
+}
+
+NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
+                             const std::vector<policy::NetProtectedRange>& protect) {
   if (policy.none) return {};
-  policy::NetFilter f = policy::NetFilter::create(compile(policy, "network"));
+  policy::NetFilter f = policy::NetFilter::create(compile(policy, "network", protect));
   f.attach(cgroup_fd);
   return {f.rules_map_id(), f.stats_map_id()};
 }
 
-void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy) {
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
+                           const std::vector<policy::NetProtectedRange>& protect) {
   if (policy.none || !policy.publish.empty() || policy.egress_rate != 0)
     throw Error(Code::kInvalidArgument, "network update of sandbox " + id +
                                             ": only \"allow\" (and \"dns\") can change while it runs");
   check_network_supported(policy, "network");
-  attached(cgroup_v2, id).set_rules(compile(policy, "network"));
+  attached(cgroup_v2, id).set_rules(compile(policy, "network", protect));
 }
 
 boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq) {

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <string>
 
+#include "policy/net_rules.hpp"
 #include "spec/network_spec.hpp"
 
 namespace sandlet::container {
+
+class NetGatewayClient;
 
 // Refuses (UNIMPLEMENTED, naming the field) what this version cannot enforce yet, before anything is made.
 void check_network_supported(const NetworkPolicy& policy, const std::string& field = "network");
@@ -19,10 +22,20 @@ struct NetIds {
 };
 // Loads and attaches the filter for `policy` to the cgroup2 directory `cgroup_fd` (nothing for "none").
 // Attached programs belong to the group: its removal (reclaim, gc) frees them and their maps.
-NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy);
+// `protect`: the uplink's own addresses (uplink_protected_ranges), reachable only by a rule inside them.
+NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
+                             const std::vector<policy::NetProtectedRange>& protect = {});
 // Swaps in the allowlist of `policy` (only `allow` and `dns` may change at run time) for the group at
 // `cgroup_v2`. FAILED_PRECONDITION when the sandbox was created with "none".
-void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy);
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
+                           const std::vector<policy::NetProtectedRange>& protect = {});
+// Every non-loopback address of the uplink namespace (the file `uplink_netns`, "" = this process's), one
+// range each: the host (or the uplink) is not opened by a wide rule such as 0.0.0.0/0.
+std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string& uplink_netns);
+// Gives the sandbox whose init is `init_pid` (its pidfd `pidfd`) connectivity through the node gateway:
+// AnyIP routes in its namespace `netns_fd`, then the gateway's attach. Before anything of the sandbox runs.
+void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
+                            const NetworkPolicy& policy);
 // {"filtered", "connect_denied", "sendmsg_denied", "egress_dropped", "denied": [records after
 // `after_seq`, oldest first: {"seq", "address", "port", "protocol", "hook"}]}. For the audit log: keep
 // the last seq seen and ask for what came after (at most the last 64 are kept).

@@ -308,8 +308,6 @@ TEST_CASE("network: what this version cannot enforce yet is refused at create", 
   };
   CHECK_THAT(create(R"({"allow": [{"host": "mirror.internal"}], "dns": ["10.250.0.1"]})"),
              Catch::Contains("network.allow[0].host"));
-  CHECK_THAT(create(R"({"publish": [{"port": 80}]})"), Catch::Contains("network.publish"));
-  CHECK_THAT(create(R"({"egress_rate": "1M"})"), Catch::Contains("network.egress_rate"));
   CHECK_THAT(create(R"({"allow": [{"cidr": "10.0.0.0/33"}]})"), Catch::Contains("network.allow[0].cidr"));
   h.check_no_leaks();
 }

@@ -1,0 +1,58 @@
+// After a gateway restart (the previous one was killed): every live container sandbox of the root with
+// network through the gateway is attached again, from its record. Its open connections died with the old
+// gateway; new ones work again.
+#include <fcntl.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "backends/container/container_node.hpp"
+#include "backends/container/container_state.hpp"
+#include "backends/container/net_gateway_reattach.hpp"
+#include "spec/network_spec.hpp"
+#include "sys/fs_util.hpp"
+#include "sys/pidfd.hpp"
+
+namespace sandlet::container {
+
+void reattach_gateway_sandboxes(ContainerNode& node) noexcept {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(node.root + "/sandboxes", ec)) {
+    try {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name[0] == '.') continue;
+      auto text = sys::read_file_if_exists(e.path().string() + "/record.json", 1u << 20);
+      if (!text) continue;
+      // Only the fields this needs, read as JSON: the record's type belongs to the runtime, above here.
+      const boost::json::object rec = boost::json::parse(*text).as_object();
+      const std::string state(rec.at("state").as_string());
+      if (rec.at("backend").as_string() != "container" || (state != "running" && state != "paused")) continue;
+      const ContainerState st = ContainerState::from_json(rec.at("backend_state").as_object());
+      const auto* network = rec.at("spec").as_object().if_contains("network");
+      const NetworkPolicy policy = network ? parse_network_value(*network) : NetworkPolicy{};
+      const std::string id(rec.at("id").as_string());
+      if (!st.net_gateway) continue;
+      const sys::UniqueFd pidfd = sys::open_pidfd_checked(st.init_pid, st.init_start);
+      if (!pidfd) continue;  // ended meanwhile
+      const std::string ns_path = "/proc/" + std::to_string(st.init_pid) + "/ns/net";
+      const sys::UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+      const sys::UniqueFd group(::open(st.cgroups.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      // Checked again after the opens: the namespace is the init's that the pidfd names, and the group
+      // (where the gateway reads the allowlist) is this sandbox's own, the one its init runs in — a
+      // damaged record must not hand the gateway another sandbox's rules.
+      const auto proc_groups = sys::read_file_if_exists("/proc/" + std::to_string(st.init_pid) + "/cgroup", 65536);
+      const std::string own = "/" + id;
+      const std::string& v2 = st.cgroups.v2;
+      if (!ns || !group || !proc_groups || v2.size() < own.size() || v2.compare(v2.size() - own.size(), own.size(), own) != 0 ||
+          proc_groups->find(own) == std::string::npos || !sys::process_alive(st.init_pid, st.init_start))
+        continue;
+      node.gateway().attach(id, ns.get(), pidfd.get(), group.get(), policy);
+    } catch (const std::exception&) {
+      // One sandbox that cannot be attached again (e.g. its published port was taken meanwhile) does
+      // not keep the others from it.
+    }
+  }
+}
+
+}  // namespace sandlet::container

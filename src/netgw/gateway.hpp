@@ -1,0 +1,176 @@
+// The node's network gateway (docs/NETWORK.md, "Connectivity"): one process per runtime root that relays
+// the TCP connections and UDP datagrams of every attached sandbox to the uplink namespace, after checking
+// each destination again against the sandbox's allowlist (read live from its cgroup filter).
+//
+// Per sandbox (SandboxPort): four listening sockets made inside the sandbox's network namespace (a socket
+// keeps the namespace it was made in), a sockmap holding them and the sk_lookup program that steers every
+// non-loopback lookup of that namespace to them (policy/net_sk_lookup.hpp), linked to the namespace by a
+// BPF link this process holds. The sandbox's init pidfd is watched: when the sandbox ends without a
+// detach (its owner crashed), everything of it is dropped here too.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "netgw/event_loop.hpp"
+#include "netgw/rate_limit.hpp"
+#include "netgw/sockaddr.hpp"
+#include "policy/net_filter.hpp"
+#include "sys/fd.hpp"
+#include "sys/rtnetlink.hpp"
+
+namespace sandlet::netgw {
+
+class Gateway;
+class SandboxPort;
+
+struct Published {
+  Endpoint host;          // address:host_port in the uplink namespace
+  uint16_t inside = 0;    // 127.0.0.1:inside in the sandbox's namespace
+};
+
+struct AttachRequest {
+  std::string id;
+  sys::UniqueFd netns, pidfd, cgroup;
+  std::vector<Endpoint> exact;  // addresses a rule names exactly (/32, /128): the only uplink ones allowed
+  std::vector<Published> publish;
+  uint64_t egress_rate = 0;     // bytes/s, 0 = unlimited
+};
+
+// The DNS hook (to be filled by the resolver module): the answer to `query` sent by `sandbox` to its
+// resolver address, or nothing (the query is dropped). Not built: it always answers nothing.
+std::optional<std::string> handle_dns(const SandboxPort& sandbox, const std::string& query);
+
+// One relayed TCP connection: `inner` in the sandbox's namespace, `outer` towards the destination.
+class TcpRelay final : public Handler {
+ public:
+  TcpRelay(SandboxPort& owner, sys::UniqueFd inner, sys::UniqueFd outer, bool inner_is_client);
+  ~TcpRelay() override;
+  void on_event(uint32_t) override {}
+  void start();
+  void on_inner(uint32_t events);
+  void on_outer(uint32_t events);
+  void tick(int64_t now_ms);  // connect deadline, rate-limit resume
+  void close(bool reset);  // drops both sockets (the owner's destructor; otherwise finish())
+
+ private:
+  struct Side final : Handler {
+    TcpRelay* relay;
+    bool inner;
+    void on_event(uint32_t e) override { inner ? relay->on_inner(e) : relay->on_outer(e); }
+  };
+  void on_side(bool inner, uint32_t events);
+  bool move(int from, int to, std::string& buf, bool& from_eof, bool& to_shut, uint64_t cap, uint64_t& counter);
+  void pump();
+  void update_interest();
+  void finish(bool reset);  // close, and the owner forgets this relay
+  SandboxPort& owner_;
+  sys::UniqueFd inner_, outer_;
+  Side inner_side_, outer_side_;
+  bool connecting_inner_;   // which side's non-blocking connect() is pending (the inner for published ports)
+  bool connecting_ = true;
+  int64_t deadline_ms_;
+  std::string out_buf_, in_buf_;  // sandbox -> outside, outside -> sandbox
+  bool inner_eof_ = false, outer_eof_ = false, inner_shut_ = false, outer_shut_ = false;
+  bool throttled_ = false;
+  bool closed_ = false;
+};
+
+class SandboxPort final : public Handler {
+ public:
+  SandboxPort(Gateway& gw, AttachRequest req);
+  ~SandboxPort() override;
+  void on_event(uint32_t events) override;  // the init's pidfd: the sandbox ended
+  const std::string& id() const { return id_; }
+  Gateway& gateway() { return gw_; }
+  RateLimit& rate() { return rate_; }
+  // Refusal reason for a destination, or "" when it may be relayed.
+  std::string refuse(const Endpoint& dst, uint8_t proto) const;
+  sys::UniqueFd socket_inside(int family, int type);  // made in the sandbox's namespace
+  void relay_done(TcpRelay* r);
+  void tick(int64_t now_ms);
+  size_t connections() const { return relays_.size(); }
+  size_t flows() const { return flows_.size(); }
+  uint64_t relayed_out = 0, relayed_in = 0, refused = 0;
+
+ private:
+  struct Listener final : Handler {
+    SandboxPort* port;
+    int kind;  // 0 tcp (egress), 1 udp, 2 publish
+    size_t index = 0;
+    sys::UniqueFd fd;
+    void on_event(uint32_t) override { port->on_listener(*this); }
+  };
+  struct UdpFlow final : Handler {
+    SandboxPort* port;
+    Endpoint client, dst;
+    sys::UniqueFd outer;   // connected to dst from the uplink namespace
+    sys::UniqueFd reply;   // bound to dst inside the sandbox's namespace: replies come from there
+    int64_t last_ms = 0;
+    void on_event(uint32_t) override { port->on_flow_reply(*this); }
+  };
+  void on_listener(Listener& l);
+  void accept_egress(Listener& l);
+  void accept_published(Listener& l);
+  void on_datagram(Listener& l);
+  void on_flow_reply(UdpFlow& f);
+  void drop_flow(UdpFlow* f);
+  void add_listener(int kind, sys::UniqueFd fd, size_t index = 0);
+
+  Gateway& gw_;
+  std::string id_;
+  sys::UniqueFd netns_, pidfd_, cgroup_;
+  std::optional<policy::NetFilter> filter_;
+  std::vector<Endpoint> exact_;
+  std::vector<Published> publish_;
+  RateLimit rate_;
+  sys::UniqueFd sockmap_, prog_, link_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::map<TcpRelay*, std::unique_ptr<TcpRelay>> relays_;
+  std::map<std::pair<Endpoint, Endpoint>, std::unique_ptr<UdpFlow>> flows_;
+};
+
+struct GatewayOptions {
+  std::string root;
+  std::string uplink_netns;  // "" = the namespace the gateway starts in (the host's)
+  int idle_exit_ms = 3000;   // no sandbox attached for this long: exit
+};
+
+class Gateway final : public Handler {
+ public:
+  explicit Gateway(GatewayOptions o);
+  // Serves until idle; writes one byte to `ready_fd` once the control socket listens.
+  int run(int ready_fd);
+  void on_event(uint32_t events) override;  // the control socket
+  EventLoop& loop() { return loop_; }
+  int uplink_netns() const { return uplink_.get(); }
+  const std::vector<sys::NetnsAddress>& uplink_addresses() const { return uplink_addresses_; }
+  size_t tcp_total = 0, udp_total = 0;
+  void detach(const std::string& id, const char* why);
+  static int64_t now_ms();
+
+ private:
+  struct Client final : Handler {
+    Gateway* gw;
+    sys::UniqueFd fd;
+    void on_event(uint32_t e) override { gw->on_client(*this, e); }
+  };
+  void on_client(Client& c, uint32_t events);
+  std::string handle(const std::string& request, std::vector<sys::UniqueFd>& fds);
+
+  GatewayOptions o_;
+  EventLoop loop_;
+  sys::UniqueFd uplink_;
+  std::vector<sys::NetnsAddress> uplink_addresses_;
+  sys::UniqueFd control_;
+  std::map<Client*, std::unique_ptr<Client>> clients_;
+  std::map<std::string, std::unique_ptr<SandboxPort>> sandboxes_;
+  int64_t idle_since_ms_ = 0;
+};
+
+}  // namespace sandlet::netgw

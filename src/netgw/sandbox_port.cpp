@@ -1,0 +1,251 @@
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "netgw/gateway.hpp"
+#include "netgw/limits.hpp"
+#include "policy/net_sk_lookup.hpp"
+#include "sys/bpf.hpp"
+
+namespace sandlet::netgw {
+namespace {
+
+void set_int(int fd, int level, int opt, int v) { (void)::setsockopt(fd, level, opt, &v, sizeof v); }
+
+bool is_loopback(const Endpoint& e) {
+  if (e.family == 4) return e.addr[0] == 127;
+  static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  return std::memcmp(e.addr.data(), one, 16) == 0;
+}
+
+// Unspecified, multicast, broadcast and IPv4-mapped forms: nothing the gateway should connect to.
+bool is_unroutable(const Endpoint& e) {
+  static const uint8_t zero[16] = {};
+  if (e.family == 4)
+    return std::memcmp(e.addr.data(), zero, 4) == 0 || e.addr[0] >= 224;
+  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(e.addr.data(), zero, 16) == 0 || e.addr[0] == 0xff || std::memcmp(e.addr.data(), mapped, 12) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> handle_dns(const SandboxPort&, const std::string&) { return std::nullopt; }
+
+SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
+    : gw_(gw), id_(std::move(req.id)), netns_(std::move(req.netns)), pidfd_(std::move(req.pidfd)),
+      cgroup_(std::move(req.cgroup)), exact_(std::move(req.exact)), publish_(std::move(req.publish)),
+      rate_(req.egress_rate) {
+  filter_ = policy::NetFilter::open_attached(cgroup_.get());
+  if (!filter_) throw Error(Code::kFailedPrecondition, "netgw attach " + id_ + ": the sandbox has no allowlist filter");
+  // Published ports first: a host port in use fails the attach before anything is steered.
+  for (size_t i = 0; i < publish_.size(); ++i) {
+    const Published& p = publish_[i];
+    sys::UniqueFd s(::socket(p.host.family == 4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s) throw_errno("netgw publish socket");
+    set_int(s.get(), SOL_SOCKET, SO_REUSEADDR, 1);
+    if (p.host.family == 6) set_int(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1);
+    sockaddr_storage ss;
+    const socklen_t len = sockaddr_of(p.host, ss);
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+      const int e = errno;
+      throw Error(e == EADDRINUSE ? Code::kAlreadyExists : code_from_errno(e),
+                  "invalid spec field 'network.publish[" + std::to_string(i) + "].host_port': " + to_string(p.host) +
+                      (e == EADDRINUSE ? " is in use on the host" : std::string(": ") + std::strerror(e)));
+    }
+    if (::listen(s.get(), 128) != 0) throw_errno("netgw publish listen " + to_string(p.host));
+    add_listener(2, std::move(s), i);
+  }
+  // The steering: listeners inside the sandbox's namespace, in a sockmap its sk_lookup program reads.
+  sys::BpfMapSpec ms;
+  ms.type = BPF_MAP_TYPE_SOCKMAP;
+  ms.key_size = 4;
+  ms.value_size = 8;
+  ms.max_entries = policy::kGwSlotCount;
+  ms.name = "sl_netgw_socks";
+  sockmap_ = sys::bpf_map_create(ms);
+  const struct {
+    uint32_t slot;
+    int family, type;
+  } socks[] = {{policy::kGwTcp4, AF_INET, SOCK_STREAM}, {policy::kGwTcp6, AF_INET6, SOCK_STREAM},
+               {policy::kGwUdp4, AF_INET, SOCK_DGRAM}, {policy::kGwUdp6, AF_INET6, SOCK_DGRAM}};
+  for (const auto& k : socks) {
+    sys::UniqueFd s = socket_inside(k.family, k.type);
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (k.family == AF_INET) {
+      auto& a = reinterpret_cast<sockaddr_in&>(ss);
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      len = sizeof a;
+      if (k.type == SOCK_DGRAM) set_int(s.get(), IPPROTO_IP, IP_RECVORIGDSTADDR, 1);
+    } else {
+      auto& a = reinterpret_cast<sockaddr_in6&>(ss);
+      a.sin6_family = AF_INET6;
+      a.sin6_addr = in6addr_loopback;
+      len = sizeof a;
+      set_int(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1);
+      if (k.type == SOCK_DGRAM) set_int(s.get(), IPPROTO_IPV6, IPV6_RECVORIGDSTADDR, 1);
+    }
+    // Bound to the sandbox's loopback on an ephemeral port: reachable there too, where the destination
+    // check refuses loopback destinations.
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) throw_errno("netgw bind inside " + id_);
+    if (k.type == SOCK_STREAM && ::listen(s.get(), 1024) != 0) throw_errno("netgw listen inside " + id_);
+    const uint64_t fd = static_cast<uint64_t>(s.get());
+    sys::bpf_map_update(sockmap_.get(), &k.slot, &fd);
+    add_listener(k.type == SOCK_STREAM ? 0 : 1, std::move(s));
+  }
+  prog_ = sys::bpf_prog_load(BPF_PROG_TYPE_SK_LOOKUP, BPF_SK_LOOKUP, policy::gateway_sk_lookup_program(sockmap_.get()),
+                             "sl_netgw_steer");
+  link_ = sys::bpf_link_create(prog_.get(), netns_.get(), BPF_SK_LOOKUP);
+  gw_.loop().add(pidfd_.get(), EPOLLIN, this);
+  std::fprintf(stderr, "sandlet-netgw: attached %s\n", id_.c_str());
+}
+
+SandboxPort::~SandboxPort() {
+  gw_.loop().remove(pidfd_.get());
+  for (auto& l : listeners_) gw_.loop().remove(l->fd.get());
+  for (auto& [k, f] : flows_) {
+    gw_.loop().remove(f->outer.get());
+    --gw_.udp_total;
+  }
+  for (auto& [p, r] : relays_) {
+    r->close(true);
+    --gw_.tcp_total;
+  }
+}
+
+void SandboxPort::on_event(uint32_t) { gw_.detach(id_, "sandbox ended"); }
+
+void SandboxPort::add_listener(int kind, sys::UniqueFd fd, size_t index) {
+  auto l = std::make_unique<Listener>();
+  l->port = this;
+  l->kind = kind;
+  l->index = index;
+  l->fd = std::move(fd);
+  gw_.loop().add(l->fd.get(), EPOLLIN, l.get());
+  listeners_.push_back(std::move(l));
+}
+
+sys::UniqueFd SandboxPort::socket_inside(int family, int type) {
+  if (::setns(netns_.get(), CLONE_NEWNET) != 0) throw_errno("netgw: enter the namespace of " + id_);
+  sys::UniqueFd s(::socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  const int e = errno;
+  // Back home before anything else: every other socket of the gateway belongs to the uplink.
+  if (::setns(gw_.uplink_netns(), CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "sandlet-netgw: cannot return to the uplink namespace: %s\n", std::strerror(errno));
+    std::abort();  // the gateway's own process: staying in a sandbox's namespace would send its traffic there
+  }
+  if (!s) throw_errno("netgw socket inside " + id_, e);
+  return s;
+}
+
+std::string SandboxPort::refuse(const Endpoint& dst, uint8_t proto) const {
+  if (is_loopback(dst)) return "a loopback destination";
+  if (is_unroutable(dst)) return "an unroutable destination";
+  for (const sys::NetnsAddress& a : gw_.uplink_addresses()) {
+    if (a.family != dst.family || std::memcmp(a.addr.data(), dst.addr.data(), dst.family == 4 ? 4 : 16) != 0) continue;
+    bool named = false;
+    for (const Endpoint& e : exact_) named |= e.family == dst.family && e.addr == dst.addr;
+    if (!named) return "an address of the uplink itself";
+  }
+  if (!filter_->allows(dst.family, dst.addr.data(), proto, dst.port)) return "not allowed by the sandbox's rules";
+  return "";
+}
+
+void SandboxPort::on_listener(Listener& l) {
+  if (l.kind == 0) accept_egress(l);
+  else if (l.kind == 1) on_datagram(l);
+  else accept_published(l);
+}
+
+void SandboxPort::accept_egress(Listener& l) {
+  for (int i = 0; i < 64; ++i) {
+    sys::UniqueFd in(::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!in) return;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(in.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    const Endpoint dst = endpoint_of(ss);  // the original destination: sk_lookup kept it
+    const std::string why = relays_.size() >= kTcpPerSandbox || gw_.tcp_total >= kTcpPerNode
+                                ? "too many connections"
+                                : refuse(dst, kNetTcp);
+    auto reset = [&] {
+      const linger lg{1, 0};
+      (void)::setsockopt(in.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);  // the sandbox sees a reset
+    };
+    if (!why.empty()) {
+      // The log is the node's: a sandbox that keeps trying gets its first refusals logged, then counted only.
+      if (++refused <= 32)
+        std::fprintf(stderr, "sandlet-netgw: %s: refused tcp %s: %s\n", id_.c_str(), to_string(dst).c_str(), why.c_str());
+      reset();
+      continue;
+    }
+    sys::UniqueFd out(::socket(dst.family == 4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!out) {
+      reset();
+      continue;
+    }
+    const socklen_t dl = sockaddr_of(dst, ss);
+    if (::connect(out.get(), reinterpret_cast<sockaddr*>(&ss), dl) != 0 && errno != EINPROGRESS) {
+      reset();
+      continue;
+    }
+    auto r = std::make_unique<TcpRelay>(*this, std::move(in), std::move(out), true);
+    TcpRelay* p = r.get();
+    relays_[p] = std::move(r);
+    ++gw_.tcp_total;
+    p->start();
+  }
+}
+
+void SandboxPort::accept_published(Listener& l) {
+  for (int i = 0; i < 64; ++i) {
+    sys::UniqueFd out(::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!out) return;
+    if (relays_.size() >= kTcpPerSandbox || gw_.tcp_total >= kTcpPerNode) continue;
+    sys::UniqueFd in;
+    try {
+      in = socket_inside(AF_INET, SOCK_STREAM);
+    } catch (const Error&) {
+      continue;
+    }
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(publish_[l.index].inside);
+    if (::connect(in.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) continue;
+    // Here the connecting side is the inner one: its connect() completes in the sandbox's namespace.
+    auto r = std::make_unique<TcpRelay>(*this, std::move(in), std::move(out), false);
+    TcpRelay* p = r.get();
+    relays_[p] = std::move(r);
+    ++gw_.tcp_total;
+    p->start();
+  }
+}
+
+void SandboxPort::relay_done(TcpRelay* r) {
+  auto it = relays_.find(r);
+  if (it == relays_.end()) return;
+  --gw_.tcp_total;
+  gw_.loop().retire(std::move(it->second));
+  relays_.erase(it);
+}
+
+void SandboxPort::tick(int64_t now) {
+  std::vector<TcpRelay*> rs;
+  for (auto& [p, r] : relays_) rs.push_back(p);
+  for (TcpRelay* r : rs) r->tick(now);
+  std::vector<UdpFlow*> idle;
+  for (auto& [k, f] : flows_)
+    if (now - f->last_ms > kUdpIdleMs) idle.push_back(f.get());
+  for (UdpFlow* f : idle) drop_flow(f);
+}
+
+}  // namespace sandlet::netgw

@@ -1,0 +1,137 @@
+// UDP through the gateway: datagrams steered to the sandbox's UDP socket carry their original destination
+// (IP_RECVORIGDSTADDR / IPV6_RECVORIGDSTADDR). Each (source, destination) pair is a flow with a connected
+// socket in the uplink namespace and a reply socket bound to the destination inside the sandbox's
+// namespace (the address is local there thanks to the AnyIP route), so replies come from the address and
+// port the sandbox sent to, as a connected UDP socket expects.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "netgw/gateway.hpp"
+#include "netgw/limits.hpp"
+
+namespace sandlet::netgw {
+namespace {
+
+// The per-sandbox resolver address the DNS module will answer on (not built yet: see handle_dns).
+bool is_resolver(const Endpoint& e) {
+  static const uint8_t v4[4] = {169, 254, 53, 53};
+  static const uint8_t v6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53};
+  return e.port == 53 && (e.family == 4 ? std::memcmp(e.addr.data(), v4, 4) == 0 : std::memcmp(e.addr.data(), v6, 16) == 0);
+}
+
+}  // namespace
+
+void SandboxPort::on_datagram(Listener& l) {
+  static thread_local std::string buf(kMaxDatagram, '\0');
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage from{};
+    iovec iov{buf.data(), buf.size()};
+    alignas(cmsghdr) char control[256];
+    msghdr msg{};
+    msg.msg_name = &from;
+    msg.msg_namelen = sizeof from;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(l.fd.get(), &msg, MSG_DONTWAIT);
+    if (n < 0) return;
+    std::optional<Endpoint> dst;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_ORIGDSTADDR) ||
+          (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_ORIGDSTADDR)) {
+        sockaddr_storage ss{};
+        std::memcpy(&ss, CMSG_DATA(c), std::min<size_t>(c->cmsg_len - CMSG_LEN(0), sizeof ss));
+        dst = endpoint_of(ss);
+      }
+    }
+    if (!dst || (msg.msg_flags & MSG_TRUNC)) continue;
+    const Endpoint client = endpoint_of(from);
+    const std::string payload(buf.data(), static_cast<size_t>(n));
+    std::optional<std::string> answer;
+    const bool dns = is_resolver(*dst);
+    std::string why;
+    if (dns) {
+      answer = handle_dns(*this, payload);
+      if (!answer) continue;
+    } else {
+      why = refuse(*dst, kNetUdp);
+      if (why.empty() && rate_.available() < payload.size()) why = "over the egress rate";
+    }
+    auto key = std::make_pair(client, *dst);
+    auto it = flows_.find(key);
+    if (it == flows_.end() && why.empty() &&
+        (flows_.size() >= kUdpFlowsPerSandbox || gw_.udp_total >= kUdpFlowsPerNode))
+      why = "too many UDP flows";
+    if (!why.empty()) {
+      ++refused;
+      continue;
+    }
+    if (it == flows_.end()) {
+      auto f = std::make_unique<UdpFlow>();
+      f->port = this;
+      f->client = client;
+      f->dst = *dst;
+      try {
+        sockaddr_storage ss;
+        socklen_t len = sockaddr_of(*dst, ss);
+        f->reply = socket_inside(dst->family == 4 ? AF_INET : AF_INET6, SOCK_DGRAM);
+        const int one = 1;
+        (void)::setsockopt(f->reply.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (dst->family == 6) (void)::setsockopt(f->reply.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (::bind(f->reply.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) continue;
+        if (!dns) {
+          f->outer.reset(::socket(dst->family == 4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+          if (!f->outer || ::connect(f->outer.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) continue;
+          gw_.loop().add(f->outer.get(), EPOLLIN, f.get());
+        }
+      } catch (const std::exception&) {
+        continue;
+      }
+      ++gw_.udp_total;
+      it = flows_.emplace(key, std::move(f)).first;
+    }
+    UdpFlow& f = *it->second;
+    f.last_ms = Gateway::now_ms();
+    if (answer) {
+      sockaddr_storage ss;
+      const socklen_t len = sockaddr_of(client, ss);
+      (void)::sendto(f.reply.get(), answer->data(), answer->size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
+      continue;
+    }
+    if (::send(f.outer.get(), payload.data(), payload.size(), MSG_DONTWAIT) > 0) {
+      rate_.spend(payload.size());
+      relayed_out += payload.size();
+    }
+  }
+}
+
+void SandboxPort::on_flow_reply(UdpFlow& f) {
+  static thread_local std::string buf(kMaxDatagram, '\0');
+  sockaddr_storage ss;
+  const socklen_t len = sockaddr_of(f.client, ss);
+  for (int i = 0; i < 64; ++i) {
+    const ssize_t n = ::recv(f.outer.get(), buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) return;
+      return drop_flow(&f);  // e.g. ECONNREFUSED from an ICMP port unreachable
+    }
+    f.last_ms = Gateway::now_ms();
+    relayed_in += static_cast<uint64_t>(n);
+    (void)::sendto(f.reply.get(), buf.data(), static_cast<size_t>(n), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
+  }
+}
+
+void SandboxPort::drop_flow(UdpFlow* f) {
+  auto it = flows_.find(std::make_pair(f->client, f->dst));
+  if (it == flows_.end()) return;
+  if (it->second->outer) gw_.loop().remove(it->second->outer.get());
+  --gw_.udp_total;
+  gw_.loop().retire(std::move(it->second));
+  flows_.erase(it);
+}
+
+}  // namespace sandlet::netgw

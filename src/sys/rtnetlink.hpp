@@ -1,0 +1,23 @@
+// The few rtnetlink operations the runtime needs on a network namespace, done from a short-lived thread
+// that enters it (setns), so the caller's own namespace never changes. No `ip` binary.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace sandlet::sys {
+
+// Routes of type local for 0.0.0.0/0 and ::/0 on `lo` in the namespace `netns_fd` ("AnyIP"): every
+// destination is delivered inside that namespace, where a socket-lookup program can steer it. Their
+// preferred sources, `source4` (4 bytes) and `source6` (16), are added to lo first: what the namespace's
+// own sockets send from. Throws an Error naming what could not be added.
+void add_anyip_routes(int netns_fd, const uint8_t* source4, const uint8_t* source6);
+
+struct NetnsAddress {
+  int family = 4;                  // 4 or 6
+  std::array<uint8_t, 16> addr{};  // network order; IPv4 in the first 4 bytes
+};
+// Every address configured in the namespace `netns_fd` (-1: the caller's own), loopback included.
+std::vector<NetnsAddress> netns_addresses(int netns_fd);
+
+}  // namespace sandlet::sys
