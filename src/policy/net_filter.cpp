@@ -11,7 +11,8 @@
 namespace sandlet::policy {
 namespace {
 
-constexpr uint32_t kMaxTrieEntries = 1024;  // rules, the ranges they imply, resolved names
+constexpr uint32_t kMaxRuleEntries = 1024;  // rules and the ranges they imply
+constexpr uint32_t kMaxTrieEntries = kMaxRuleEntries + kNetMaxResolved;  // and one per resolved address
 constexpr const char* kRulesName = "sl_net_rules";
 constexpr const char* kStatsName = "sl_net_stats";
 constexpr const char* kEgressName = "sl_net_egress";
@@ -62,10 +63,11 @@ NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
   outer.type = BPF_MAP_TYPE_ARRAY_OF_MAPS;
   outer.key_size = 4;
   outer.value_size = 4;
-  outer.max_entries = 1;
+  outer.max_entries = kSlots;
   outer.inner_map_fd = f.template_.get();
   outer.name = kRulesName;
   f.rules_ = sys::bpf_map_create(outer);
+  f.slots_ = kSlots;
   sys::BpfMapSpec stats;
   stats.type = BPF_MAP_TYPE_ARRAY;
   stats.key_size = 4;
@@ -134,7 +136,10 @@ std::optional<NetFilter> NetFilter::open_attached(int cgroup_fd) {
       sys::UniqueFd map = sys::bpf_map_by_id(map_id);
       if (!map) continue;
       const std::string name = sys::bpf_map_info_of(map.get()).name;
-      if (name == kRulesName) f.rules_ = std::move(map);
+      if (name == kRulesName) {
+        f.slots_ = sys::bpf_map_info_of(map.get()).max_entries;
+        f.rules_ = std::move(map);
+      }
       else if (name == kStatsName) f.stats_ = std::move(map);
       else if (name == kDeniedName) f.denied_ = std::move(map);
     }
@@ -143,11 +148,69 @@ std::optional<NetFilter> NetFilter::open_attached(int cgroup_fd) {
   return std::nullopt;
 }
 
-void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules) {
-  const sys::UniqueFd trie = make_trie(rules);
-  const uint32_t slot = 0;
+void NetFilter::put_slot(uint32_t slot, const sys::UniqueFd& trie) {
   const uint32_t fd = static_cast<uint32_t>(trie.get());
   sys::bpf_map_update(rules_.get(), &slot, &fd);  // the swap: one pointer in the kernel
+}
+
+std::vector<NetTrieEntry> NetFilter::read_slot(uint32_t slot) const {
+  std::vector<NetTrieEntry> out;
+  uint32_t id = 0;
+  if (!sys::bpf_map_lookup(rules_.get(), &slot, &id)) return out;  // never written
+  const sys::UniqueFd trie = sys::bpf_map_by_id(id);
+  if (!trie) return out;  // replaced meanwhile; the caller holds the sandbox's lock, so not by an update
+  NetTrieKey key, next;
+  const void* at = nullptr;
+  while (out.size() < kMaxTrieEntries && sys::bpf_map_next_key(trie.get(), at, &next)) {
+    NetTrieEntry e{next, {}};
+    if (sys::bpf_map_lookup(trie.get(), &next, &e.value)) out.push_back(e);
+    key = next;
+    at = &key;
+  }
+  return out;
+}
+
+size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set) {
+  if (rules.size() > kMaxRuleEntries)
+    throw Error(Code::kInvalidArgument, "network allowlist: more than " + std::to_string(kMaxRuleEntries) +
+                                            " address ranges");
+  size_t dropped = 0;
+  const std::vector<NetTrieEntry> live = merge_resolved_entries(rules, set, {}, &dropped);
+  if (holds_resolved()) {
+    put_slot(kSlotStatic, make_trie(rules));
+    std::vector<NetTrieEntry> stored;
+    for (const auto& [key, value] : resolved_to_store(set)) {
+      NetTrieEntry e{key, {}};
+      static_assert(sizeof e.value == sizeof value);
+      std::memcpy(static_cast<void*>(&e.value), &value, sizeof value);  // both trivially copyable
+      stored.push_back(e);
+    }
+    put_slot(kSlotResolved, make_trie(stored));
+  }
+  put_slot(kSlotLive, make_trie(live));
+  return dropped;
+}
+
+void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags) {
+  store(rules, holds_resolved() ? merge_resolved_set(resolved(), {}, net_clock_now(), keep_tags) : std::vector<NetResolved>{});
+}
+
+size_t NetFilter::add_resolved(const std::vector<NetResolved>& add, uint32_t now) {
+  if (!holds_resolved())
+    throw Error(Code::kFailedPrecondition, "network allowlist: made by an older version without a resolved set "
+                                           "(re-create the sandbox to use rules by name)");
+  return store(read_slot(kSlotStatic), merge_resolved_set(resolved(), add, now));
+}
+
+std::vector<NetResolved> NetFilter::resolved() const {
+  std::vector<NetResolved> out;
+  if (!holds_resolved()) return out;
+  for (const NetTrieEntry& e : read_slot(kSlotResolved)) {
+    NetResolvedValue v;
+    std::memcpy(static_cast<void*>(&v), &e.value, sizeof v);
+    for (const NetResolved& r : resolved_from_store(e.key, v)) out.push_back(r);
+  }
+  return out;
 }
 
 NetCounters NetFilter::counters() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policy/net_program.hpp"
+#include "policy/net_resolved.hpp"
 #include "policy/net_rules.hpp"
 #include "sys/fd.hpp"
 
@@ -40,8 +41,19 @@ class NetFilter final {
 
   // Attaches every program to the group (its descendants included); on failure none stays attached.
   void attach(int cgroup_fd);
-  // Replaces the whole allowlist in one step: a new trie, swapped into the rules slot by one update.
-  void set_rules(const std::vector<NetTrieEntry>& rules);
+  // Replaces the rules' part of the allowlist (compile_net_rules) in one step: a new trie of these and
+  // the resolved addresses, swapped into the live slot by one update. Resolved addresses stay, but only
+  // those whose rule tag is in `keep_tags` when given (the rules by name of the new policy).
+  void set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags = nullptr);
+  // Adds addresses resolved for rules by name (merge_resolved_set: expired ones leave, the set stays
+  // bounded) and swaps in the new trie. Returns how many records could not be placed in the trie (a
+  // protected range, or more than kNetEntriesPerPrefix ranges on one address). FAILED_PRECONDITION for a
+  // filter made before the resolved set existed.
+  size_t add_resolved(const std::vector<NetResolved>& add, uint32_t now);
+  // The resolved set as stored (expired records stay until the next add or update).
+  std::vector<NetResolved> resolved() const;
+  // Whether this filter keeps a resolved set (filters made by older versions have only the live slot).
+  bool holds_resolved() const { return slots_ > kSlotResolved; }
   NetCounters counters() const;
   // The allowlist's verdict for one destination, read from the kernel's trie as the programs see it now
   // (so it follows every update): the node gateway's second check of what it relays. `addr` in network
@@ -55,9 +67,16 @@ class NetFilter final {
 
  private:
   NetFilter() = default;
+  // Slots of the rules map: the trie the programs read, the rules' compile, the resolved set.
+  static constexpr uint32_t kSlotLive = 0, kSlotStatic = 1, kSlotResolved = 2, kSlots = 3;
   sys::UniqueFd make_trie(const std::vector<NetTrieEntry>& rules) const;
+  void put_slot(uint32_t slot, const sys::UniqueFd& trie);
+  std::vector<NetTrieEntry> read_slot(uint32_t slot) const;
+  // Writes the rules' compile and the resolved set, then the live trie made of both.
+  size_t store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set);
+  uint32_t slots_ = 1;
   sys::UniqueFd template_;  // the inner map type (kept only by create)
-  sys::UniqueFd rules_;     // array-of-maps, one slot
+  sys::UniqueFd rules_;     // array-of-maps: kSlots slots (one in filters of older versions)
   sys::UniqueFd stats_;     // u64 per NetHook
   sys::UniqueFd denied_;    // NetDeniedRecord ring
   struct Loaded {

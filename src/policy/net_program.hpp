@@ -1,8 +1,9 @@
 // The kernel side of a network allowlist: cgroup BPF programs generated as instruction arrays, with the
 // fds of one sandbox's maps patched in.
 //
-// Maps (per sandbox): `rules` is an array-of-maps with one slot holding an LPM trie of NetTrieEntry
-// (net_rules.hpp); a new allowlist is built as a new trie and swapped into the slot with one update, so a
+// Maps (per sandbox): `rules` is an array-of-maps whose slot 0 holds the LPM trie of NetTrieEntry the
+// programs read (net_rules.hpp; slots 1 and 2 keep what it is built from, net_filter.hpp); a new allowlist
+// is built as a new trie and swapped into slot 0 with one update, so a
 // program sees either the old set or the new one, never a mix. `stats` counts denials per hook.
 //
 // Programs: connect4/6 and sendmsg4/6 (a denied connect(), or sendto() of UDP, fails with EPERM) and

@@ -11,12 +11,20 @@
 
 namespace sandlet {
 
+// Addresses resolved for rules by name live in the sandbox's allowlist for the answer's TTL, but at least
+// the floor (a connection outlives a short TTL: every packet is checked) and at most the cap; the resolver
+// never tells the sandbox a TTL above the cap. At most kNetMaxResolved of them per sandbox.
+constexpr uint32_t kNetResolvedTtlFloor = 600;
+constexpr uint32_t kNetResolvedTtlCap = 86400;
+constexpr size_t kNetMaxResolved = 4096;
+
 // Protocols a rule allows (bits).
 enum NetProto : uint8_t { kNetTcp = 1, kNetUdp = 2, kNetIcmp = 4, kNetAllProtos = 7 };
 
 struct NetAllowRule {
   // By address: family 4 or 6, `addr` in network order (IPv4 in the first 4 bytes), host bits zero.
-  // By name: family 0 and `host` a DNS name (resolved through the sandbox's resolver).
+  // By name: family 0 and `host` a DNS name (resolved through the sandbox's resolver), lower case; a
+  // leading "*." ("*.example.com") matches every name under the domain but not the domain itself.
   int family = 0;
   std::array<uint8_t, 16> addr{};
   int prefix = 0;

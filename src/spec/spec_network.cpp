@@ -136,9 +136,12 @@ void parse_cidr(std::string_view t, const std::string& field, NetAllowRule& r) {
   }
 }
 
-// RFC 1123 host name: dot-separated labels of [A-Za-z0-9-], not starting or ending with '-'.
-void parse_host(std::string_view t, const std::string& field, NetAllowRule& r) {
-  bool ok = !t.empty() && t.size() <= kMaxName && t.front() != '.' && t.back() != '.';
+// RFC 1123 host name: dot-separated labels of [A-Za-z0-9-], not starting or ending with '-'; or "*." and
+// such a name (a wildcard over one domain: every name under it).
+void parse_host(std::string_view full, const std::string& field, NetAllowRule& r) {
+  const bool wildcard = full.substr(0, 2) == "*.";
+  const std::string_view t = wildcard ? full.substr(2) : full;
+  bool ok = !t.empty() && full.size() <= kMaxName && t.front() != '.' && t.back() != '.';
   size_t label = 0;
   for (size_t i = 0; ok && i < t.size(); ++i) {
     const char c = t[i];
@@ -151,8 +154,9 @@ void parse_host(std::string_view t, const std::string& field, NetAllowRule& r) {
     }
   }
   ok = ok && t.back() != '-';
-  if (!ok) throw_invalid(field, quoted(t) + " is not a DNS name (labels of letters, digits and '-')");
-  r.host.assign(t);
+  if (!ok)
+    throw_invalid(field, quoted(full) + " is not a DNS name (labels of letters, digits and '-', or \"*.\" and such a name)");
+  r.host.assign(full);
   for (char& c : r.host) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
 

@@ -54,6 +54,16 @@ bool bpf_map_lookup(int map_fd, const void* key, void* value) {
   throw_errno("bpf map lookup");
 }
 
+bool bpf_map_next_key(int map_fd, const void* key, void* next) {
+  bpf_attr attr{};
+  attr.map_fd = static_cast<uint32_t>(map_fd);
+  attr.key = ptr(key);
+  attr.next_key = ptr(next);
+  if (sys_bpf(BPF_MAP_GET_NEXT_KEY, attr) == 0) return true;
+  if (errno == ENOENT) return false;
+  throw_errno("bpf map next key");
+}
+
 UniqueFd bpf_prog_load(bpf_prog_type type, bpf_attach_type expected, const std::vector<bpf_insn>& insns,
                        const char* name) {
   static const char kLicense[] = "GPL";  // the helpers used are available to any license; GPL is the norm
@@ -148,7 +158,7 @@ BpfMapInfo bpf_map_info_of(int map_fd) {
   attr.info.info_len = sizeof info;
   attr.info.info = ptr(&info);
   if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) < 0) throw_errno("bpf map info");
-  return {info.id, std::string(info.name, strnlen(info.name, sizeof info.name)), info.type};
+  return {info.id, std::string(info.name, strnlen(info.name, sizeof info.name)), info.type, info.max_entries};
 }
 
 UniqueFd bpf_prog_by_id(uint32_t id) {

@@ -24,6 +24,8 @@ struct BpfMapSpec {
 UniqueFd bpf_map_create(const BpfMapSpec& spec);
 void bpf_map_update(int map_fd, const void* key, const void* value, uint64_t flags = BPF_ANY);
 bool bpf_map_lookup(int map_fd, const void* key, void* value);  // false: no such key
+// The key after `key` (nullptr: the first) into `next`; false when there is none.
+bool bpf_map_next_key(int map_fd, const void* key, void* next);
 
 // Loads a program; on a verifier rejection the error carries the verifier's log.
 UniqueFd bpf_prog_load(bpf_prog_type type, bpf_attach_type expected, const std::vector<bpf_insn>& insns,
@@ -47,6 +49,7 @@ struct BpfMapInfo {
   uint32_t id = 0;
   std::string name;
   uint32_t type = 0;
+  uint32_t max_entries = 0;
 };
 BpfProgInfo bpf_prog_info_of(int prog_fd);
 BpfMapInfo bpf_map_info_of(int map_fd);

@@ -9,6 +9,8 @@
     and its own headers; nothing in it reaches runtime or backends;
   - src/lazy (the node's loader) includes only common, sys, store, its own headers and two image headers; src/image
     and src/store never include it (LayerMounts knows the loader only through its hooks);
+  - src/net (the DNS name gate) includes only common, sys/fd.hpp, the spec's network header, the allowlist's
+    resolved-set headers and its own headers;
   - src/build (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
   - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
   - no source file over MAX_LINES lines.
@@ -54,6 +56,10 @@ ONLY = [
     # and a few sys files: what they may include.
     ("src/lazy/", ("common/", "sys/", "store/", "lazy/", "image/sha256.hpp", "image/blob_builder.hpp",
                    "image/fs_tree.hpp")),
+    # The DNS name gate (linked into the node's gateway): the spec's rules, the allowlist's resolved set,
+    # fds, and its own headers; never the runtime or a backend.
+    ("src/net/", ("common/", "sys/fd.hpp", "spec/network_spec.hpp", "policy/net_resolved.hpp", "policy/net_rules.hpp",
+                  "net/")),
 ]
 
 

@@ -147,3 +147,20 @@ TEST_CASE("network: a policy filled in directly is validated", "[spec][network]"
   p.allow[0].addr[5] = 1;  // beyond IPv4's 4 bytes
   CHECK_THROWS_AS(validate_network(p), Error);
 }
+
+TEST_CASE("network: a rule by name may be a wildcard over one domain", "[spec][network][dns]") {
+  const NetworkPolicy p = parse_network_text(R"({"allow": [{"host": "*.Example.com", "ports": 443}], "dns": ["10.0.0.53"]})");
+  CHECK(p.allow[0].host == "*.example.com");
+  CHECK(parse_network_text(network_to_json(p)) == p);
+  CHECK(parse_net_rule_text("tcp:*.pypi.internal:443", "--allow").host == "*.pypi.internal");
+  CHECK(parse_net_rule_text("*.internal", "--allow").host == "*.internal");
+  for (const char* bad : {"*", "*.", "*example.com", "a.*.example.com", "**.example.com", "*.-x.com", "x.*"}) {
+    INFO(bad);
+    try {
+      parse_network_text(std::string(R"({"allow": [{"host": ")") + bad + R"("}], "dns": ["10.0.0.53"]})");
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("'network.allow[0].host'") && Catch::Contains("is not a DNS name"));
+    }
+  }
+}

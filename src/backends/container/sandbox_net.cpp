@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/file.h>
 
 #include <boost/json.hpp>
 
@@ -29,13 +30,24 @@ sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {
   return fd;
 }
 
-policy::NetFilter attached(const std::string& cgroup_v2, const std::string& id) {
-  const sys::UniqueFd group = open_group(cgroup_v2, id);
+// The sandbox's filter, with the sandbox's allowlist lock held (an flock on its cgroup directory: every
+// process that rebuilds the trie — an update, the resolver adding addresses — takes it, and it goes with
+// the group).
+struct LockedFilter {
+  sys::UniqueFd group;
+  policy::NetFilter filter;
+};
+
+LockedFilter attached(const std::string& cgroup_v2, const std::string& id) {
+  sys::UniqueFd group = open_group(cgroup_v2, id);
+  while (::flock(group.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw_errno("sandbox " + id + ": lock the allowlist (flock " + cgroup_v2 + ")");
+  }
   std::optional<policy::NetFilter> f = policy::NetFilter::open_attached(group.get());
   if (!f)
     throw Error(Code::kFailedPrecondition,
                 "sandbox " + id + " was created with network \"none\": it has no allowlist to update");
-  return std::move(*f);
+  return {std::move(group), std::move(*f)};
 }
 
 }  // namespace
@@ -92,7 +104,23 @@ void update_network_policy(const std::string& cgroup_v2, const std::string& id, 
     throw Error(Code::kInvalidArgument, "network update of sandbox " + id +
                                             ": only \"allow\" (and \"dns\") can change while it runs");
   check_network_supported(policy, "network");
-  attached(cgroup_v2, id).set_rules(compile(policy, "network", protect));
+  const std::vector<policy::NetTrieEntry> rules = compile(policy, "network", protect);
+  // Addresses resolved for a rule by name stay while the new policy has the same rule (name, protocols,
+  // ports); the others leave with this update.
+  std::vector<uint32_t> keep;
+  for (const NetAllowRule& r : policy.allow) {
+    if (r.family == 0) keep.push_back(policy::net_rule_tag(r));
+  }
+  attached(cgroup_v2, id).filter.set_rules(rules, &keep);
+}
+
+size_t add_resolved_addresses(const std::string& cgroup_v2, const std::string& id,
+                              const std::vector<policy::NetResolved>& add) {
+  return attached(cgroup_v2, id).filter.add_resolved(add, policy::net_clock_now());
+}
+
+std::vector<policy::NetResolved> resolved_addresses(const std::string& cgroup_v2, const std::string& id) {
+  return attached(cgroup_v2, id).filter.resolved();
 }
 
 boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq) {

@@ -5,7 +5,9 @@
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "policy/net_resolved.hpp"
 #include "policy/net_rules.hpp"
 #include "spec/network_spec.hpp"
 
@@ -26,7 +28,8 @@ struct NetIds {
 NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
                              const std::vector<policy::NetProtectedRange>& protect = {});
 // Swaps in the allowlist of `policy` (only `allow` and `dns` may change at run time) for the group at
-// `cgroup_v2`. FAILED_PRECONDITION when the sandbox was created with "none".
+// `cgroup_v2`, keeping resolved addresses of the rules by name the new policy still has.
+// FAILED_PRECONDITION when the sandbox was created with "none".
 void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
                            const std::vector<policy::NetProtectedRange>& protect = {});
 // Every non-loopback address of the uplink namespace (the file `uplink_netns`, "" = this process's), one
@@ -36,6 +39,14 @@ std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string
 // AnyIP routes in its namespace `netns_fd`, then the gateway's attach. Before anything of the sandbox runs.
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
                             const NetworkPolicy& policy);
+// Adds addresses resolved for the sandbox's rules by name (the node's resolver calls it; policy/net_resolved.hpp
+// for the bounds and expiry) and swaps in the new allowlist; expired addresses leave at the same time (an
+// empty `add` only prunes). Returns how many records could not be placed. Safe against concurrent updates
+// and other resolver processes (a lock on the sandbox's cgroup directory); FAILED_PRECONDITION for "none".
+size_t add_resolved_addresses(const std::string& cgroup_v2, const std::string& id,
+                              const std::vector<policy::NetResolved>& add);
+// The resolved set as stored (for diagnostics and tests).
+std::vector<policy::NetResolved> resolved_addresses(const std::string& cgroup_v2, const std::string& id);
 // {"filtered", "connect_denied", "sendmsg_denied", "egress_dropped", "denied": [records after
 // `after_seq`, oldest first: {"seq", "address", "port", "protocol", "hook"}]}. For the audit log: keep
 // the last seq seen and ask for what came after (at most the last 64 are kept).

@@ -1,0 +1,164 @@
+// The network tests' world: a fake "internet" host in a network namespace of the test's own (a child
+// process serving TCP and UDP echo), wired to a sandbox's namespace by a veth pair the test makes, and a
+// probe run inside the sandbox. The traffic never leaves namespaces the test created, and the servers stop
+// by themselves. (Until the library gives allowed sandboxes their own interface, the test plays that part.)
+#pragma once
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+#include <vector>
+
+#include "integration/harness.hpp"
+
+namespace net_world {
+
+constexpr int kServeSeconds = 90;  // the fake host's hard stop
+
+inline void serve_echo(int ready_fd, int quit_fd) {
+  ::unshare(CLONE_NEWNET);
+  std::vector<pollfd> fds;
+  std::vector<int> kinds;  // 0 tcp listener, 1 udp, 2 tcp connection, 3 quit
+  auto listen_on = [&](int type, int port) {
+    int s = ::socket(AF_INET6, type, 0);
+    int zero = 0, one = 1;
+    ::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ::_exit(5);
+    if (type == SOCK_STREAM) ::listen(s, 16);
+    fds.push_back({s, POLLIN, 0});
+    kinds.push_back(type == SOCK_STREAM ? 0 : 1);
+  };
+  listen_on(SOCK_STREAM, 443);
+  listen_on(SOCK_STREAM, 80);
+  listen_on(SOCK_DGRAM, 53);
+  fds.push_back({quit_fd, POLLIN, 0});
+  kinds.push_back(3);
+  char c = 'r';
+  (void)!::write(ready_fd, &c, 1);
+  ::close(ready_fd);
+  ::alarm(kServeSeconds);
+  for (;;) {
+    if (::poll(fds.data(), fds.size(), 1000) < 0) continue;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[256];
+      if (kinds[i] == 3) ::_exit(0);
+      if (kinds[i] == 0) {
+        int c2 = ::accept(fds[i].fd, nullptr, nullptr);
+        if (c2 >= 0) fds.push_back({c2, POLLIN, 0}), kinds.push_back(2);
+      } else if (kinds[i] == 1) {
+        sockaddr_in6 from{};
+        socklen_t fl = sizeof from;
+        ssize_t n = ::recvfrom(fds[i].fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &fl);
+        if (n > 0) ::sendto(fds[i].fd, "udp-echo\n", 9, 0, reinterpret_cast<sockaddr*>(&from), fl);
+      } else {
+        ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        if (n <= 0) {
+          ::close(fds[i].fd);
+          fds[i].fd = -1;  // poll ignores it
+        } else {
+          (void)!::write(fds[i].fd, "tcp-echo\n", 9);
+        }
+      }
+    }
+  }
+}
+
+// The fake internet: 10.250.0.1 and .3, fd99::1 and ::3, a veth away from the sandbox's 10.250.0.2 /
+// fd99::2. Servers: TCP 443 and 80, UDP 53, and the kernel's own ICMP echo.
+class FakeInternet {
+ public:
+  FakeInternet() {
+    int ready[2], quit[2];
+    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(quit, O_CLOEXEC) == 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(ready[0]), ::close(quit[1]);
+      serve_echo(ready[1], quit[0]);
+    }
+    ::close(ready[1]), ::close(quit[0]);
+    quit_ = quit[1];
+    char c;
+    REQUIRE(::read(ready[0], &c, 1) == 1);
+    ::close(ready[0]);
+    host_ = "slt" + std::to_string(::getpid() % 100000) + "h";
+    peer_ = "slt" + std::to_string(::getpid() % 100000) + "s";
+  }
+  ~FakeInternet() {
+    host_sh("ip link del " + host_ + " 2>/dev/null; nsenter -t " + std::to_string(pid_) + " -n ip link del " + host_ +
+            " 2>/dev/null");
+    ::close(quit_);
+    int st;
+    ::waitpid(pid_, &st, 0);
+  }
+  // Wires the sandbox whose init is `init_pid` to this host.
+  void wire(pid_t init_pid) {
+    const std::string me = std::to_string(pid_), sb = std::to_string(init_pid);
+    int st = 0;
+    host_sh("set -e; ip link add " + host_ + " type veth peer name " + peer_ + "; ip link set " + host_ + " netns " + me +
+                "; ip link set " + peer_ + " netns " + sb + "; nsenter -t " + me + " -n sh -c 'ip addr add 10.250.0.1/24 dev " +
+                host_ + "; ip addr add 10.250.0.3/24 dev " + host_ + "; ip -6 addr add fd99::1/64 dev " + host_ +
+                " nodad; ip -6 addr add fd99::3/64 dev " + host_ + " nodad; ip link set " + host_ + " up; ip link set lo up'" +
+                "; nsenter -t " + sb + " -n sh -c 'ip addr add 10.250.0.2/24 dev " + peer_ + "; ip -6 addr add fd99::2/64 dev " +
+                peer_ + " nodad; ip link set " + peer_ + " up' 2>&1",
+            &st);
+    REQUIRE(st == 0);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int quit_ = -1;
+  std::string host_, peer_;
+};
+
+inline pid_t init_pid_of(sandlet::Sandbox& sb) {
+  const std::string json = sb.info_json();
+  const auto pos = json.find("\"init_pid\":");
+  REQUIRE(pos != std::string::npos);
+  return std::atoi(json.c_str() + pos + 11);
+}
+
+inline bool have_tools() {
+  int st = 0;
+  host_sh("command -v ip >/dev/null && command -v nsenter >/dev/null", &st);
+  return st == 0;
+}
+
+// One probe command inside the sandbox; its one-line result.
+inline std::string probe(sandlet::Sandbox& sb, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"/tmp/net-probe"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  sandlet::ExecOptions o(argv);
+  o.timeout_s = 20;
+  auto r = sb.exec(o);
+  INFO("probe stderr: " << r.stderr_data);
+  REQUIRE(r.exit_code == 0);
+  std::string out = r.stdout_data;
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+inline sandlet::Sandbox create_with(Harness& h, const std::string& policy) {
+  auto sb = h.rt().create(Harness::spec().network_json(policy));
+  sb.write_file("/tmp/net-probe", slurp(SANDLET_NET_PROBE), 0755);
+  return sb;
+}
+
+inline uint64_t counter(const std::string& stats, const std::string& name) {
+  const auto pos = stats.find("\"" + name + "\":");
+  return pos == std::string::npos ? 0 : std::strtoull(stats.c_str() + pos + name.size() + 3, nullptr, 10);
+}
+
+}  // namespace net_world

@@ -1,0 +1,137 @@
+// DNS messages written byte by byte for the tests (independent of the builder under test), and a small
+// DNS server on loopback answering from a table, for the name gate's tests.
+#pragma once
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <array>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/dns_message.hpp"
+
+namespace dns_test {
+
+using Bytes = std::vector<uint8_t>;
+
+inline void u16(Bytes& b, uint16_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 8));
+  b.push_back(static_cast<uint8_t>(v));
+}
+inline void u32(Bytes& b, uint32_t v) {
+  u16(b, static_cast<uint16_t>(v >> 16));
+  u16(b, static_cast<uint16_t>(v));
+}
+// "a.b" -> 1 'a' 1 'b' 0
+inline Bytes wire(const std::string& name) {
+  Bytes b;
+  size_t start = 0;
+  while (start < name.size()) {
+    size_t dot = name.find('.', start);
+    if (dot == std::string::npos) dot = name.size();
+    b.push_back(static_cast<uint8_t>(dot - start));
+    b.insert(b.end(), name.begin() + static_cast<long>(start), name.begin() + static_cast<long>(dot));
+    start = dot + 1;
+  }
+  b.push_back(0);
+  return b;
+}
+inline Bytes header(uint16_t id, uint16_t flags, uint16_t qd, uint16_t an, uint16_t ns = 0, uint16_t ar = 0) {
+  Bytes b;
+  for (uint16_t v : {id, flags, qd, an, ns, ar}) u16(b, v);
+  return b;
+}
+inline void append(Bytes& b, const Bytes& more) { b.insert(b.end(), more.begin(), more.end()); }
+inline void question(Bytes& b, const std::string& name, uint16_t type, uint16_t klass = 1) {
+  append(b, wire(name));
+  u16(b, type);
+  u16(b, klass);
+}
+inline Bytes query(uint16_t id, const std::string& name, uint16_t type) {
+  Bytes b = header(id, 0x0100, 1, 0);
+  question(b, name, type);
+  return b;
+}
+// A resource record with an owner given as wire bytes (a name or a pointer).
+inline void rr(Bytes& b, const Bytes& owner, uint16_t type, uint32_t ttl, const Bytes& rdata, uint16_t klass = 1) {
+  append(b, owner);
+  u16(b, type);
+  u16(b, klass);
+  u32(b, ttl);
+  u16(b, static_cast<uint16_t>(rdata.size()));
+  append(b, rdata);
+}
+inline Bytes ptr(uint16_t offset) { return {static_cast<uint8_t>(0xC0 | offset >> 8), static_cast<uint8_t>(offset)}; }
+inline Bytes v4(const char* text) {
+  Bytes b(4);
+  inet_pton(AF_INET, text, b.data());
+  return b;
+}
+inline Bytes v6(const char* text) {
+  Bytes b(16);
+  inet_pton(AF_INET6, text, b.data());
+  return b;
+}
+inline std::string text_of(int family, const std::array<uint8_t, 16>& a) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family == 4 ? AF_INET : AF_INET6, a.data(), buf, sizeof buf);
+  return buf;
+}
+
+// A UDP DNS server on 127.0.0.1 (a port of the kernel's choosing), run on its own thread until destroyed.
+// `answer` gets each query's bytes and returns the datagrams to send back (none: stay silent).
+class FakeDns {
+ public:
+  using Answer = std::function<std::vector<Bytes>(const Bytes& query)>;
+  explicit FakeDns(Answer answer) : answer_(std::move(answer)) {
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind");
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FakeDns() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  int queries() const { return queries_; }
+
+ private:
+  void run() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      Bytes buf(65536);
+      sockaddr_in from{};
+      socklen_t fl = sizeof from;
+      const ssize_t n = ::recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+      if (n <= 0) continue;
+      buf.resize(static_cast<size_t>(n));
+      ++queries_;
+      for (const Bytes& out : answer_(buf))
+        ::sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);
+    }
+  }
+  Answer answer_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> queries_{0};
+  std::thread thread_;
+};
+
+}  // namespace dns_test
