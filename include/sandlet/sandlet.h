@@ -403,6 +403,12 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_net_update(sandlet_sandbox_t *sb, c
    the last 64 as {"seq": N, "address": "10.0.0.1", "port": 80, "protocol": "tcp"|"udp"|"icmp"|"other",
    "hook": "connect"|"sendmsg"|"egress"}, oldest first. Free *out with sandlet_free. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_net_stats_json(sandlet_sandbox_t *sb, char **out);
+/* *out: {"counted": bool, "denied": N, "by_syscall": {"mount": N, ...}, "records": [...]}, the system calls
+   the sandbox's seccomp policy refused so far (each still failed with EPERM; "counted" false where the
+   kernel could not count them). "records" holds the last 64 as {"seq": N, "syscall": "mount", "nr": 165,
+   "pid": N (inside the sandbox), "time_ns": N (Unix time)}, oldest first. UNIMPLEMENTED for a backend that
+   does not count (docs/POLICY.md). Free *out with sandlet_free. */
+SANDLET_API sandlet_error_t *sandlet_sandbox_seccomp_stats_json(sandlet_sandbox_t *sb, char **out);
 
 
 /* ---------------------------------------------------------------------------------------------------

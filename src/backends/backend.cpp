@@ -31,5 +31,6 @@ uint64_t BackendSandbox::snapshot(const std::function<void(const WritableLayer&)
 std::unique_ptr<BackendSandbox> BackendSandbox::fork(const BackendForkRequest&) { unimplemented("fork"); }
 void BackendSandbox::net_update(const NetworkPolicy&) { unimplemented("network update"); }
 boost::json::object BackendSandbox::net_stats() const { unimplemented("network counters"); }
+boost::json::object BackendSandbox::seccomp_stats(uint64_t) const { unimplemented("seccomp denial counters"); }
 
 }  // namespace sandlet

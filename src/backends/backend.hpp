@@ -122,6 +122,9 @@ class BackendSandbox {
   virtual void net_update(const NetworkPolicy& policy);
   // Network denial counters and the last denials (sandlet_sandbox_net_stats_json).
   virtual boost::json::object net_stats() const;
+  // Seccomp denial counters and the last denials after `after_seq` (sandlet_sandbox_seccomp_stats_json);
+  // readable after kill(), until reclaim().
+  virtual boost::json::object seccomp_stats(uint64_t after_seq = 0) const;
 
  protected:
   explicit BackendSandbox(std::string backend) : backend_(std::move(backend)) {}

@@ -143,6 +143,12 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_net_stats_json(sandlet_sandbox_t* s
   return guard([&] { *out = sandlet::capi::dup_string(sb->sb->net_stats_json()); });
 }
 
+SANDLET_API sandlet_error_t* sandlet_sandbox_seccomp_stats_json(sandlet_sandbox_t* sb, char** out) {
+  SANDLET_REQUIRE_HANDLE(sb);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(sb->sb->seccomp_stats_json()); });
+}
+
 SANDLET_API sandlet_error_t* sandlet_sandbox_resume(sandlet_sandbox_t* sb) {
   SANDLET_REQUIRE_HANDLE(sb);
   return guard([&] { sb->sb->resume(); });

@@ -59,6 +59,7 @@ int cmd_fork(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_loader(CommandContext& ctx, const std::vector<std::string>& args);  // store.cpp
 int cmd_audit(CommandContext& ctx, const std::vector<std::string>& args);   // audit.cpp
 int cmd_net(CommandContext& ctx, const std::vector<std::string>& args);     // net.cpp
+int cmd_policy(CommandContext& ctx, const std::vector<std::string>& args);  // policy.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

@@ -26,6 +26,7 @@ constexpr std::string_view kUsage =
     "  pause     Freeze every process of sandboxes (the next exec resumes them)\n"
     "  resume    Let paused sandboxes run on\n"
     "  net       Update or show a running sandbox's network allowlist\n"
+    "  policy    Show what a sandbox's policy refused so far (stats)\n"
     "  snapshot  Pack a sandbox's changes into a layer (restore it with create --layer)\n"
     "  fork      Make N sandboxes that carry on from a sandbox or a snapshot\n"
     "  gc        Remove what crashed or expired runs left behind\n"
@@ -71,6 +72,7 @@ constexpr Command kCommands[] = {
     {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork}, {"loader", cmd_loader},
     {"audit", cmd_audit},
     {"net", cmd_net},
+    {"policy", cmd_policy},
 };
 
 CommandFn find_command(std::string_view name) {

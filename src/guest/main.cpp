@@ -10,6 +10,7 @@
 #include "guest/file_rules.hpp"
 #include "guest/host_mounts.hpp"
 #include "guest/run_once.hpp"
+#include "guest/seccomp_notify.hpp"
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
@@ -83,7 +84,8 @@ int main() {
   int stdio[3];
   static int mount_fds[proto::kMaxMounts];
   int toolkit = -1;
-  s = receive_config(kSetupFd, &cfg, stdio, mount_fds, &toolkit);
+  int denial_log = -1;
+  s = receive_config(kSetupFd, &cfg, stdio, mount_fds, &toolkit, &denial_log);
   if (!s.ok()) fail(s);
   s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
   const bool own_mounts = toolkit >= 0 || (cfg.flags & (proto::kInitMaskKernelFiles | proto::kInitHasFileRules));
@@ -107,7 +109,7 @@ int main() {
   std::string bpf = std::move(cfg.seccomp_bpf);
   if (cfg.flags & proto::kInitRunOnce) {
     if (fds.listener >= 0) close(fds.listener);  // nobody connects to a one-shot sandbox
-    s = install_seccomp(bpf);
+    s = install_seccomp_counted(bpf, denial_log);
     if (!s.ok()) fail(s);
     if (!send_frame_blocking(kSetupFd, proto::InitMsg::kReady, std::string())) _exit(1);
     run_once(cfg, stdio, child_nofile);
@@ -115,7 +117,7 @@ int main() {
   Server server(std::move(cfg), fds, child_nofile);
   s = server.init();
   if (!s.ok()) fail(s);
-  s = install_seccomp(bpf);
+  s = install_seccomp_counted(bpf, denial_log);
   if (!s.ok()) fail(s);
   if (!send_frame_blocking(kSetupFd, proto::InitMsg::kReady, std::string())) {
     log_line("could not report ready (errno %d); exiting", errno);

@@ -24,7 +24,7 @@ namespace {
 
 // recvmsg() that also collects any SCM_RIGHTS fds into fds[] (they arrive with the first bytes).
 // Room for the most any set-up frame carries: a one-shot command's stdio and every host mount.
-constexpr size_t kMaxConfigFds = 3 + proto::kMaxMounts + 1;  // + the toolkit
+constexpr size_t kMaxConfigFds = 3 + proto::kMaxMounts + 2;  // + the toolkit, the denial log
 
 ssize_t recv_with_fds(int sock, char* buf, size_t len, int* fds, size_t* nfds, size_t max_fds, bool* ctrunc) {
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxConfigFds)];
@@ -254,8 +254,10 @@ Status receive_stage(int sock, InitFds* fds) {
   return Status::Ok();
 }
 
-Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds, int* toolkit_fd) {
+Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds, int* toolkit_fd,
+                      int* denial_log_fd) {
   *toolkit_fd = -1;
+  *denial_log_fd = -1;
   int got_fds[kMaxConfigFds];
   size_t nfds = 0;
   bool ctrunc = false;
@@ -273,7 +275,8 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount
   // A one-shot command's stdio, in order, for the bits set, then one per host mount; nothing else may
   // come with the frame.
   const uint32_t bits = (cfg->flags & proto::kInitRunOnce) ? cfg->run_once.stdio : 0;
-  size_t want = cfg->mounts.size() + ((cfg->flags & proto::kInitHasToolkit) ? 1 : 0);
+  size_t want = cfg->mounts.size() + ((cfg->flags & proto::kInitHasToolkit) ? 1 : 0) +
+                ((cfg->flags & proto::kInitHasDenialLog) ? 1 : 0);
   for (int i = 0; i < 3; ++i) want += (bits >> i) & 1;
   if (nfds != want || ctrunc) {
     close_fds();
@@ -284,6 +287,7 @@ Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount
     if ((bits >> i) & 1) stdio[i] = got_fds[next++];
   for (size_t i = 0; i < cfg->mounts.size(); ++i) mount_fds[i] = got_fds[next++];
   if (cfg->flags & proto::kInitHasToolkit) *toolkit_fd = got_fds[next++];
+  if (cfg->flags & proto::kInitHasDenialLog) *denial_log_fd = got_fds[next++];
   return Status::Ok();
 }
 

@@ -20,8 +20,10 @@ struct InitFds {
 // Reads the kInitStage frame and its SCM_RIGHTS fds from `sock`.
 Status receive_stage(int sock, InitFds* fds);
 // Reads the kInitConfig frame; stdio[] receives a one-shot command's descriptors (-1 where none),
-// mount_fds[] (room for proto::kMaxMounts) one per cfg->mounts entry, *toolkit_fd the toolkit's mount (or -1).
-Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds, int* toolkit_fd);
+// mount_fds[] (room for proto::kMaxMounts) one per cfg->mounts entry, *toolkit_fd the toolkit's mount and
+// *denial_log_fd the seccomp denial log (each -1 when not sent).
+Status receive_config(int sock, proto::InitConfig* cfg, int stdio[3], int* mount_fds, int* toolkit_fd,
+                      int* denial_log_fd);
 
 // Phase 1: the filesystem view (root, /proc, /dev, pivot) and the namespace counters.
 Status setup_filesystem(const InitFds& fds);

@@ -81,7 +81,8 @@ enum InitFlags : uint32_t {
   kInitHasMounts = 32,  // kConfig only: InitConfig::mounts, each with an SCM_RIGHTS fd
   kInitHasFileRules = 64,       // kConfig only: InitConfig::file_rules (guest/file_rules.hpp)
   kInitMaskKernelFiles = 128,   // kConfig only: empty read-only stand-ins over /proc's kernel files
-  kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, last: the toolkit's read-only mount
+  kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, after the mounts: the toolkit's read-only mount
+  kInitHasDenialLog = 512,      // kConfig only: one more SCM_RIGHTS fd, last: the seccomp denial log (denial_log.hpp)
 };
 constexpr int kInitUpperFd = 1000;    // where the init keeps the writable layer's mount (close-on-exec)
 constexpr int kInitToolkitFd = 1001;  // where the init keeps the toolkit's mount root (close-on-exec)

@@ -45,6 +45,21 @@ void audit_network_denials(AuditLog& audit, const SandboxRecord& rec, BackendSan
   }
 }
 
+// The same for its seccomp denials, from the denial log the init kept (the file outlives the init until
+// reclaim). A backend that does not count them has nothing to add.
+void audit_seccomp_denials(AuditLog& audit, const SandboxRecord& rec, BackendSandbox& impl,
+                           boost::json::object& destroy_fields) noexcept {
+  try {
+    boost::json::object stats = impl.seccomp_stats();
+    if (!stats["counted"].as_bool() && stats["denied"].to_number<uint64_t>() == 0) return;
+    for (const boost::json::value& d : stats["records"].as_array())
+      audit.denial(rec.id, rec.spec.labels, "seccomp", d.as_object());
+    stats.erase("records");
+    destroy_fields["seccomp"] = std::move(stats);
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
@@ -54,6 +69,7 @@ void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char*
   // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).
   if (reason) {
     audit_network_denials(*audit_, rec, impl, audit_extra);
+    audit_seccomp_denials(*audit_, rec, impl, audit_extra);
     audit_extra["reason"] = reason;
     audit_->write("destroy", rec.id, rec.spec.labels, std::move(audit_extra));
   }

@@ -296,6 +296,11 @@ std::string Sandbox::net_stats_json() const {
   return boost::json::serialize(impl_->net_stats());
 }
 
+std::string Sandbox::seccomp_stats_json() const {
+  (void)owner_checked();
+  return boost::json::serialize(impl_->seccomp_stats());
+}
+
 std::string Sandbox::info_json() const {
   SandboxRecord rec;
   {

@@ -86,6 +86,8 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   void net_update(std::string_view policy_json);
   // {"filtered": bool, "connect_denied": N, "sendmsg_denied": N, "egress_dropped": N, "denied": [...]}
   std::string net_stats_json() const;
+  // {"counted": bool, "denied": N, "by_syscall": {name: N}, "records": [...]} (docs/POLICY.md)
+  std::string seccomp_stats_json() const;
   // Packs the sandbox's changes (since it was created, or since its last snapshot) into a store layer of role
   // "diff"; its processes are frozen only while the changed data is copied. Blocks (not on the loop thread).
   SnapshotResult snapshot(const SnapshotOptions& options);

@@ -195,6 +195,9 @@ class AsyncSandbox:
     async def net_stats(self) -> Dict[str, Any]:
         return await asyncio.to_thread(self.sync.net_stats)
 
+    async def seccomp_stats(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.seccomp_stats)
+
     async def snapshot(
         self,
         *,

@@ -142,6 +142,10 @@ class Sandbox:
         """Network denials so far: connect_denied, sendmsg_denied, egress_dropped (and "filtered")."""
         return json.loads(self._h.net_stats_json())
 
+    def seccomp_stats(self) -> Dict[str, Any]:
+        """System calls the seccomp policy refused so far: "denied", "by_syscall" and the last 64 "records"."""
+        return json.loads(self._h.seccomp_stats_json())
+
     def snapshot(
         self,
         *,

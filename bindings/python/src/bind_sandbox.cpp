@@ -165,6 +165,11 @@ void bind_sandbox(py::module_& m) {
         py::gil_scoped_release release;
         return sb->net_stats_json();
       })
+      .def("seccomp_stats_json", [](SandboxHandle& h) {
+        auto sb = h.get();
+        py::gil_scoped_release release;
+        return sb->seccomp_stats_json();
+      })
       .def("resume", [](SandboxHandle& h) {
         auto sb = h.get();
         py::gil_scoped_release release;

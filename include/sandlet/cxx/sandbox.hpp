@@ -220,6 +220,12 @@ class Sandbox {
     detail::check(sandlet_sandbox_net_stats_json(sb_, &out));
     return detail::take_string(out);
   }
+  // Seccomp denial counters as JSON (sandlet_sandbox_seccomp_stats_json).
+  std::string seccomp_stats_json() {
+    char* out = nullptr;
+    detail::check(sandlet_sandbox_seccomp_stats_json(sb_, &out));
+    return detail::take_string(out);
+  }
 
   // Packs the sandbox's changes into a snapshot layer (sandlet_sandbox_snapshot); returns the result JSON.
   std::string snapshot(const SnapshotOptions& opts = {}) {

@@ -1,5 +1,6 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
+#include "backends/container/denial_log.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
 #include "backends/container/sandbox_net.hpp"
 
@@ -140,6 +141,8 @@ boost::json::object ContainerSandbox::net_stats() const {
   if (state_.net_gateway) node_->gateway().ensure_running();
   return network_counters(state_.cgroups.v2, id_);
 }
+
+boost::json::object ContainerSandbox::seccomp_stats(uint64_t after_seq) const { return read_denial_log(dir_, after_seq); }
 
 void ContainerSandbox::pause() { freeze(true); }
 void ContainerSandbox::resume() { freeze(false); }

@@ -39,6 +39,7 @@ class ContainerSandbox final : public BackendSandbox {
                     const std::function<void(const WritableLayer&)>& frozen) override;  // container_snapshot.cpp
   void net_update(const NetworkPolicy& policy) override;
   boost::json::object net_stats() const override;
+  boost::json::object seccomp_stats(uint64_t after_seq) const override;
 
  private:
   void freeze(bool frozen);

@@ -9,6 +9,7 @@
 
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
+#include "backends/container/denial_log.hpp"
 #include "backends/container/embedded_init.hpp"
 #include "backends/container/init_setup.hpp"
 #include "backends/container/kernel_support.hpp"
@@ -189,6 +190,11 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   const std::vector<sys::UniqueFd> mounts = clone_mounts(spec, s.userns.get(), config);
   const sys::UniqueFd toolkit = clone_toolkit(spec, s.userns.get(), config);
   add_file_policy(spec.policy, config);
+  sys::UniqueFd denial_log;  // denials counted by the init (guest/seccomp_notify.hpp)
+  if (!config.seccomp_bpf.empty()) {
+    denial_log = make_denial_log(dir_);
+    config.flags |= proto::kInitHasDenialLog;
+  }
   std::vector<int> passed;  // descriptors sent with the configuration
   if (one_shot) {
     config.flags |= proto::kInitRunOnce;
@@ -205,7 +211,8 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     }
   }
   for (const auto& m : mounts) passed.push_back(m.get());  // after the stdio ones (init_protocol.hpp)
-  if (toolkit) passed.push_back(toolkit.get());           // last
+  if (toolkit) passed.push_back(toolkit.get());
+  if (denial_log) passed.push_back(denial_log.get());     // last
   try {
     sys::send_with_fds(s.setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), passed);
   } catch (const Error&) {

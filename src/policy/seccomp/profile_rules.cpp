@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 #include <cstring>
 #include <set>
 
@@ -49,6 +51,14 @@ int syscall_number(std::string_view name) {
   if (name.empty()) return -1;
   const int nr = resolve(name);
   return nr == __NR_SCMP_ERROR || nr < 0 ? -1 : nr;
+}
+
+std::string syscall_name(int nr) {
+  char* name = nr >= 0 ? seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr) : nullptr;
+  if (!name) return "syscall_" + std::to_string(nr);
+  std::string out(name);
+  std::free(name);
+  return out;
 }
 
 std::string compile_seccomp_bpf(std::string_view version, std::span<const std::string> allow,

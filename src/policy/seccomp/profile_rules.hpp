@@ -23,5 +23,7 @@ std::string build_default_seccomp_bpf();
 // Whether libseccomp knows `name` as a system call of this architecture; its number there, or -1.
 bool syscall_known(std::string_view name);
 int syscall_number(std::string_view name);
+// The name of system call `nr` of this architecture; "syscall_<nr>" when libseccomp has none.
+std::string syscall_name(int nr);
 
 }  // namespace sandlet::seccomp

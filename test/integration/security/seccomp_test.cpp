@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include <boost/json.hpp>
+
 #include <csignal>
 #include <iostream>
 
@@ -166,5 +168,69 @@ TEST_CASE("a spec with a bad policy is refused before anything is made", "[secur
   } catch (const sandlet::Error& e) {
     CHECK(std::string(e.what()).find("policy.seccomp.allow[0]") != std::string::npos);
   }
+  h.check_no_leaks();
+}
+
+namespace {
+
+uint64_t json_count(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* v = o.if_contains(key);
+  return v ? v->to_number<uint64_t>() : 0;
+}
+
+}  // namespace
+
+TEST_CASE("seccomp denials are counted, recorded and audited, and still fail with EPERM", "[security][seccomp]") {
+  Harness h;
+  {
+    // Commands that make no denied call leave the counters at zero: the agent itself makes none.
+    auto quiet = probed(h, "");
+    CHECK(run_out(quiet, "echo ok; ls / > /dev/null; cat /proc/self/status > /dev/null; echo done") == "ok\ndone\n");
+    const boost::json::object s = boost::json::parse(quiet.seccomp_stats_json()).as_object();
+    INFO(boost::json::serialize(s));
+    CHECK(s.at("counted").as_bool());
+    CHECK(json_count(s, "denied") == 0);
+    CHECK(s.at("records").as_array().empty());
+  }
+  auto sb = probed(h, "");
+  ProbeOutput p = run_probe(sb, "0");
+  size_t eperm = 0;
+  for (const auto& [name, err] : p.errnos) eperm += err == EPERM;
+  REQUIRE(eperm >= 40);
+  const boost::json::object s = boost::json::parse(sb.seccomp_stats_json()).as_object();
+  INFO(boost::json::serialize(s));
+  CHECK(s.at("counted").as_bool());
+  // Each denied probe is one denial (a few EPERMs of the probe come from the kernel, not the filter).
+  CHECK(json_count(s, "denied") >= eperm - 4);
+  CHECK(json_count(s, "denied") <= p.errnos.size());
+  const boost::json::object& by = s.at("by_syscall").as_object();
+  for (const char* name : {"mount", "unshare", "setns", "bpf", "keyctl", "userfaultfd", "ioctl", "personality"}) {
+    INFO(name);
+    CHECK(json_count(by, name) >= 1);
+  }
+  CHECK(json_count(by, "ioctl") >= 7);  // the extent-swapping and clone ioctls
+  const boost::json::array& records = s.at("records").as_array();
+  REQUIRE_FALSE(records.empty());
+  CHECK(records.size() == std::min<uint64_t>(json_count(s, "denied"), 64));
+  const boost::json::object& first = records.front().as_object();
+  CHECK(first.at("seq").to_number<uint64_t>() >= 1);
+  CHECK(first.at("pid").to_number<uint64_t>() > 1);  // the probe, not the init
+  CHECK(first.at("time_ns").to_number<uint64_t>() > 1'600'000'000'000'000'000ull);
+  const std::string id = sb.id();
+  const uint64_t denied = json_count(s, "denied");
+  sb.destroy();
+  // The last denials reach the audit log when the sandbox ends, with the totals in its destroy record.
+  auto reader = sandlet::AuditReader::open(h.rt().audit_path(), sandlet::AuditFilter{id});
+  size_t audited = 0;
+  bool totals = false;
+  while (auto line = reader.next()) {
+    if (line->find(R"("event":"denial")") != std::string::npos && line->find(R"("kind":"seccomp")") != std::string::npos)
+      ++audited;
+    if (line->find(R"("event":"destroy")") != std::string::npos &&
+        line->find(R"("seccomp":{"counted":true,"denied":)" + std::to_string(denied)) != std::string::npos)
+      totals = true;
+  }
+  CHECK(audited == std::min<uint64_t>(denied, 64));
+  CHECK(totals);
   h.check_no_leaks();
 }
