@@ -67,7 +67,8 @@ inline std::string ns_of(pid_t pid, const char* ns) {
   return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/" + ns, ec).string();
 }
 
-// Host processes running as a uid of [base, base + 65536) that are not in the pid namespace `pidns`.
+// Host processes running as a uid of [base, base + 65536) that are not in the pid namespace `pidns`, each
+// described (name, state, pid namespace) so that a failure says what it found.
 inline std::vector<std::string> escaped_processes(uint32_t base, const std::string& pidns) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -82,8 +83,8 @@ inline std::vector<std::string> escaped_processes(uint32_t base, const std::stri
       if (line.rfind("Uid:", 0) != 0) continue;
       unsigned long uid = std::stoul(line.substr(4));
       if (uid >= base && uid < base + 65536ul && ns_of(std::stoi(name), "pid") != pidns && !pidns.empty())
-        out.push_back(name + " (uid " + std::to_string(uid) + ",pidns '" + ns_of(std::stoi(name), "pid") + "'," +
-                      comm + "," + state + ", ppid " + slurp(e.path().string() + "/stat").substr(0, 80) + ")");
+        out.push_back(name + " (uid " + std::to_string(uid) + ", pid ns '" + ns_of(std::stoi(name), "pid") + "', " +
+                      comm + ", " + state + ", stat " + slurp(e.path().string() + "/stat").substr(0, 80) + ")");
       break;
     }
   }
