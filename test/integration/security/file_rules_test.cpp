@@ -156,7 +156,8 @@ TEST_CASE("file rules: a path missing in the image is refused naming the rule", 
   h.check_no_leaks();
 }
 
-TEST_CASE("masked kernel files: grep -r / ends and reads none of them", "[security][kernel-files]") {
+TEST_CASE("masked kernel files: each reads nothing, takes no write, and grep over /proc ends",
+          "[security][kernel-files]") {
   Harness h;
   auto sb = h.rt().create(Harness::spec());
   const std::string masked = "/proc/kcore /proc/kpagecgroup /proc/kpageflags /proc/kpagecount /proc/sysrq-trigger "
@@ -188,19 +189,32 @@ TEST_CASE("masked kernel files: grep -r / ends and reads none of them", "[securi
     INFO(cmd);
     CHECK(attempt(sb, cmd) != 0);
   }
-  // The whole tree but /dev (endless devices) and /proc's per-process directories (pipes under
-  // /proc/*/fd block a read), plus every top-level /proc file and /proc/sys; each bounded. (Generously:
-  // busybox's grep reads the binary once per applet link, which takes a minute under emulation.)
+  // Every top-level /proc file and /proc/sys, each bounded (the rest of the tree: the next test).
   sb.exec({"sh", "-c",
            "exec </dev/null >/tmp/grep.log 2>&1; P='no-such-string-zq'; "
-           "timeout -s KILL 300 grep -rs -e $P $(ls -d /* | grep -v '^/dev$' | grep -v '^/proc$'); a=$?; "
-           "timeout -s KILL 120 grep -s -e $P $(ls -d /proc/* | grep -v '^/proc/[0-9]' | grep -v self); b=$?; "
-           "timeout -s KILL 120 grep -rs -e $P /proc/sys; echo rc=$a$b$? > /tmp/grep.rc"});
-  // Each ran to its end (1: no match; 2 for /proc: some files refuse reading), none was killed.
+           "timeout -s KILL 60 grep -s -e $P $(ls -d /proc/* | grep -v '^/proc/[0-9]' | grep -v self); b=$?; "
+           "timeout -s KILL 60 grep -rs -e $P /proc/sys; echo rc=$b$? > /tmp/grep.rc"});
+  // Each ran to its end (1: no match; 2: some files refuse reading), none was killed.
   const std::string rc = sb.read_file("/tmp/grep.rc");
   INFO(rc);
-  CHECK((rc.size() == 7 && rc.compare(0, 4, "rc=1") == 0 && (rc[4] == '1' || rc[4] == '2') &&
-         (rc[5] == '1' || rc[5] == '2')));  // ran to the end: nothing matched, nothing crashed
+  CHECK((rc.size() == 6 && rc.compare(0, 3, "rc=") == 0 && (rc[3] == '1' || rc[3] == '2') &&
+         (rc[4] == '1' || rc[4] == '2')));  // ran to the end: nothing matched, nothing crashed
+  CHECK(run_out(sb, "echo alive") == "alive\n");
+  sb.destroy();
+  h.check_no_leaks();
+}
+
+// The whole tree but /dev (endless devices) and /proc (above; its per-process directories hold pipes
+// under /proc/*/fd that block a read). The VM guests leave this one out: busybox's grep reads its binary
+// once per applet link, which takes minutes under emulation and tests nothing of the kernel there.
+TEST_CASE("masked kernel files: grep -r over the rest of the tree ends", "[security][kernel-files][whole-tree]") {
+  Harness h;
+  auto sb = h.rt().create(Harness::spec());
+  sb.exec({"sh", "-c",
+           "exec </dev/null >/tmp/grep.log 2>&1; P='no-such-string-zq'; "
+           "timeout -s KILL 60 grep -rs -e $P $(ls -d /* | grep -v '^/dev$' | grep -v '^/proc$'); "
+           "echo rc=$? > /tmp/grep.rc"});
+  CHECK(sb.read_file("/tmp/grep.rc") == "rc=1\n");  // ran to the end: nothing matched, nothing crashed
   CHECK(run_out(sb, "echo alive") == "alive\n");
   sb.destroy();
   h.check_no_leaks();
