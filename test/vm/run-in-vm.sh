@@ -87,7 +87,8 @@ build_disk() {  # $1: the image to write
   # copied from the initramfs (so that one disk serves runs of different commands).
   cat > "$img/stage2" <<'STAGE2'
 /bin/busybox --install -s /bin
-export PATH=/bin:/usr/bin:/sbin:/usr/sbin HOME=/root
+# (Tools given with --file, e.g. iproute2's ip, come before busybox's applets of the same name.)
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -155,8 +156,8 @@ add_module() {  # $1: module name
   mv "$tmp" "$initrd/modules/$(printf '%02d' "$(wc -w <<< "$loaded")")-$name.ko"
 }
 # The disk (virtio over PCI), its filesystem, then what the product uses (loop: EROFS layers on kernels
-# whose EROFS cannot mount files).
-for m in virtio_pci virtio_blk ext4 overlay erofs loop; do add_module "$m"; done
+# whose EROFS cannot mount files) and what the tests use (veth: the network tests' fake internet).
+for m in virtio_pci virtio_blk ext4 overlay erofs loop veth; do add_module "$m"; done
 
 printf '%q ' "$@" > "$initrd/command"
 # Stage 1 (PID 1 of the initramfs): load the modules, mount the disk, re-root onto it. (The initial

@@ -124,8 +124,10 @@ void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
   // PID 1 should survive the sandbox's own OOM kills; the agent resets this for every command.
   // Best effort: lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even from root; the
   // tiny init is then still the OOM killer's last choice by size. (Written while the init execs: nothing
-  // of the sandbox runs before its configuration.)
-  (void)sys::try_write_existing("/proc/" + std::to_string(s.init.pid()) + "/oom_score_adj", "-1000");
+  // of the sandbox runs before its configuration.) Through the legacy oom_adj (-17 is -1000): a privileged
+  // write to oom_score_adj would also set the floor every descendant inherits (oom_score_adj_min), and
+  // root inside could then lower its commands back to -1000.
+  (void)sys::try_write_existing("/proc/" + std::to_string(s.init.pid()) + "/oom_adj", "-17");
   s.userns.reset(::open(("/proc/" + std::to_string(s.init.pid()) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
   if (!s.userns) throw_errno("open user namespace of sandbox init");
   state_.init_pid = s.init.pid();

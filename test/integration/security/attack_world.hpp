@@ -67,7 +67,8 @@ inline std::string ns_of(pid_t pid, const char* ns) {
   return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/" + ns, ec).string();
 }
 
-// Host processes running as a uid of [base, base + 65536) that are not in the pid namespace `pidns`.
+// Host processes running as a uid of [base, base + 65536) that are not in the pid namespace `pidns`, each
+// described (name, state, pid namespace) so that a failure says what it found.
 inline std::vector<std::string> escaped_processes(uint32_t base, const std::string& pidns) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -75,11 +76,15 @@ inline std::vector<std::string> escaped_processes(uint32_t base, const std::stri
     const std::string name = e.path().filename();
     if (name.empty() || !isdigit(static_cast<unsigned char>(name[0]))) continue;
     std::istringstream st(slurp(e.path().string() + "/status"));
+    std::string comm, state;
     for (std::string line; std::getline(st, line);) {
+      if (line.rfind("Name:", 0) == 0) comm = line.substr(5);
+      if (line.rfind("State:", 0) == 0) state = line.substr(6);
       if (line.rfind("Uid:", 0) != 0) continue;
       unsigned long uid = std::stoul(line.substr(4));
       if (uid >= base && uid < base + 65536ul && ns_of(std::stoi(name), "pid") != pidns && !pidns.empty())
-        out.push_back(name + " (uid " + std::to_string(uid) + ")");
+        out.push_back(name + " (uid " + std::to_string(uid) + ", pid ns '" + ns_of(std::stoi(name), "pid") + "', " +
+                      comm + ", " + state + ", stat " + slurp(e.path().string() + "/stat").substr(0, 80) + ")");
       break;
     }
   }
@@ -233,7 +238,7 @@ class AttackWorld {
     INFO("after " << after);
     CHECK(sentinel_state() == sentinel_files_);
     CHECK(::waitpid(sentinel_pid_, nullptr, WNOHANG) == 0);
-    CHECK(escaped_processes(attacker_base_, attacker_pidns_).empty());
+    CHECK(escaped_processes(attacker_base_, attacker_pidns_) == std::vector<std::string>{});
     CHECK(listeners_.reached() == "");
     CHECK(host_mounts() == mounts_);
     auto sums = neighbour_.exec({"md5sum", "/tmp/secret", "/dev/shm/secret", "/home/sandbox/answer", "/etc/passwd"});

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "integration/harness.hpp"
@@ -75,6 +77,16 @@ inline void serve_echo(int ready_fd, int quit_fd) {
   }
 }
 
+// iproute2's ip by its path: a busybox shell that prefers its own applets (the VM guests' /bin/sh) would run
+// busybox's ip for a bare "ip", and that one cannot make a veth pair.
+inline std::string ip_path() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && ::access((dir + "/ip").c_str(), X_OK) == 0) return dir + "/ip";
+  return "";
+}
+
 // The fake internet: 10.250.0.1 and .3, fd99::1 and ::3, a veth away from the sandbox's 10.250.0.2 /
 // fd99::2. Servers: TCP 443 and 80, UDP 53, and the kernel's own ICMP echo.
 class FakeInternet {
@@ -97,22 +109,24 @@ class FakeInternet {
     peer_ = "slt" + std::to_string(::getpid() % 100000) + "s";
   }
   ~FakeInternet() {
-    host_sh("ip link del " + host_ + " 2>/dev/null; nsenter -t " + std::to_string(pid_) + " -n ip link del " + host_ +
-            " 2>/dev/null");
+    const std::string ip = ip_path();
+    host_sh(ip + " link del " + host_ + " 2>/dev/null; nsenter -t " + std::to_string(pid_) + " -n " + ip + " link del " +
+            host_ + " 2>/dev/null");
     ::close(quit_);
     int st;
     ::waitpid(pid_, &st, 0);
   }
   // Wires the sandbox whose init is `init_pid` to this host.
   void wire(pid_t init_pid) {
-    const std::string me = std::to_string(pid_), sb = std::to_string(init_pid);
+    const std::string me = std::to_string(pid_), sb = std::to_string(init_pid), ip = ip_path();
     int st = 0;
-    host_sh("set -e; ip link add " + host_ + " type veth peer name " + peer_ + "; ip link set " + host_ + " netns " + me +
-                "; ip link set " + peer_ + " netns " + sb + "; nsenter -t " + me + " -n sh -c 'ip addr add 10.250.0.1/24 dev " +
-                host_ + "; ip addr add 10.250.0.3/24 dev " + host_ + "; ip -6 addr add fd99::1/64 dev " + host_ +
-                " nodad; ip -6 addr add fd99::3/64 dev " + host_ + " nodad; ip link set " + host_ + " up; ip link set lo up'" +
-                "; nsenter -t " + sb + " -n sh -c 'ip addr add 10.250.0.2/24 dev " + peer_ + "; ip -6 addr add fd99::2/64 dev " +
-                peer_ + " nodad; ip link set " + peer_ + " up' 2>&1",
+    host_sh("set -e; " + ip + " link add " + host_ + " type veth peer name " + peer_ + "; " + ip + " link set " + host_ +
+                " netns " + me + "; " + ip + " link set " + peer_ + " netns " + sb + "; nsenter -t " + me + " -n sh -c '" +
+                ip + " addr add 10.250.0.1/24 dev " + host_ + "; " + ip + " addr add 10.250.0.3/24 dev " + host_ + "; " + ip +
+                " -6 addr add fd99::1/64 dev " + host_ + " nodad; " + ip + " -6 addr add fd99::3/64 dev " + host_ +
+                " nodad; " + ip + " link set " + host_ + " up; " + ip + " link set lo up'" + "; nsenter -t " + sb +
+                " -n sh -c '" + ip + " addr add 10.250.0.2/24 dev " + peer_ + "; " + ip + " -6 addr add fd99::2/64 dev " +
+                peer_ + " nodad; " + ip + " link set " + peer_ + " up' 2>&1",
             &st);
     REQUIRE(st == 0);
   }
@@ -130,10 +144,22 @@ inline pid_t init_pid_of(sandlet::Sandbox& sb) {
   return std::atoi(json.c_str() + pos + 11);
 }
 
-inline bool have_tools() {
+// Why the fake internet cannot be wired here ("" when it can): the tools, then a veth pair made for real in
+// a throw-away network namespace (a kernel without veth, or a busybox ip that cannot make one, says so).
+inline std::string why_no_fake_internet() {
   int st = 0;
-  host_sh("command -v ip >/dev/null && command -v nsenter >/dev/null", &st);
-  return st == 0;
+  host_sh("command -v nsenter >/dev/null && command -v unshare >/dev/null", &st);
+  if (ip_path().empty() || st != 0) return "needs ip, nsenter and unshare on the host";
+  std::string out = host_sh("unshare -n " + ip_path() + " link add sltprobe0 type veth peer name sltprobe1 2>&1", &st);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  if (st != 0) return "cannot make a veth pair here (ip link add ... type veth: " + out.substr(0, 200) + ")";
+  return "";
+}
+
+inline bool have_fake_internet() {
+  static const std::string why = why_no_fake_internet();
+  if (!why.empty()) std::cout << "SANDLET-SKIP: " << why << std::endl;
+  return why.empty();
 }
 
 // One probe command inside the sandbox; its one-line result.

@@ -53,10 +53,7 @@ sandlet::NetAllowRule mirror_rule() {
 }  // namespace
 
 TEST_CASE("network by name: resolved addresses open the rule's ports, beside the static rules", "[network][dns]") {
-  if (!have_tools()) {
-    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
-    return;
-  }
+  if (!have_fake_internet()) return;
   FakeInternet inet;
   FakeDns dns(answer);
   Harness h;

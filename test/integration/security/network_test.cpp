@@ -8,10 +8,7 @@
 using namespace net_world;
 
 TEST_CASE("network allowlist: allowed connects work, everything else is denied", "[network][net]") {
-  if (!have_tools()) {
-    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
-    return;
-  }
+  if (!have_fake_internet()) return;
   FakeInternet inet;
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"cidr": "10.250.0.1/32", "ports": "443", "protocol": "tcp"}]})");
@@ -66,10 +63,7 @@ TEST_CASE("network allowlist: allowed connects work, everything else is denied",
 }
 
 TEST_CASE("network allowlist: IPv6 and UDP rules, and root inside cannot lift the filter", "[network][net]") {
-  if (!have_tools()) {
-    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
-    return;
-  }
+  if (!have_fake_internet()) return;
   FakeInternet inet;
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"cidr": "fd99::/64", "ports": "443-444", "protocol": "tcp"},
@@ -93,10 +87,7 @@ TEST_CASE("network allowlist: IPv6 and UDP rules, and root inside cannot lift th
 }
 
 TEST_CASE("network update: atomic replace; open connections stay but their packets are checked", "[network][net]") {
-  if (!have_tools()) {
-    std::cout << "SANDLET-SKIP: needs ip and nsenter on the host" << std::endl;
-    return;
-  }
+  if (!have_fake_internet()) return;
   FakeInternet inet;
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"cidr": "10.250.0.1", "ports": "443", "protocol": "tcp"}]})");
