@@ -80,8 +80,15 @@ typedef struct sandlet_build_options {
                                         build fails with CANCELLED. Only polled, never read */
   int no_default_excludes;           /* non-zero: step layers keep /tmp/ and the other paths a snapshot leaves
                                         out by default */
+  const char *const *secrets;        /* NULL-terminated build secrets for RUN --mount=type=secret,id=NAME: each
+                                        "id=NAME,src=FILE" (the file's bytes) or "id=NAME,env=VAR" (the calling
+                                        process's variable), at most 64 of at most 512 KiB, read when the build
+                                        starts; may be NULL. A value is seen only by the RUN steps that mount it,
+                                        as a read-only file, and never enters a layer, the build cache, the
+                                        audit log, progress or an error (docs/BUILD.md). Newer than the first
+                                        version: SANDLET_HAS_FIELD(sandlet_build_options_t, secrets, size) */
 } sandlet_build_options_t;
-#define SANDLET_BUILD_OPTIONS_INIT {sizeof(sandlet_build_options_t), 0, 0, 0, 0, 0, -1, 0}
+#define SANDLET_BUILD_OPTIONS_INIT {sizeof(sandlet_build_options_t), 0, 0, 0, 0, 0, -1, 0, 0}
 
 /* Builds `recipe_path` (a file) with `context_dir` as the context COPY reads from; `opts` may be NULL.
    Blocks the calling thread (not a completion callback's) until the build ends. *result_json (may be

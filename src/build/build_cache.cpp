@@ -10,7 +10,8 @@
 
 namespace sandlet::build {
 
-std::string cache_key(const std::vector<std::string>& layers, const Step& step, const std::string& inputs) {
+std::string cache_key(const std::vector<std::string>& layers, const Step& step, const std::string& inputs,
+                      const std::vector<std::string>& secrets_given) {
   image::Sha256 h;
   // Length-prefixed fields: no two different steps hash the same bytes.
   auto field = [&](const std::string& tag, const std::string& s) {
@@ -22,6 +23,12 @@ std::string cache_key(const std::vector<std::string>& layers, const Step& step, 
   field("kind", std::to_string(static_cast<int>(step.kind)));
   for (const auto& a : step.argv) field("argv", a);
   for (const auto& a : step.arg_env) field("arg", a);
+  // A secret mount by id and placement only: its value never enters the key (a changed secret does not
+  // re-run a step, as in Docker; --no-cache does).
+  for (const auto& m : step.secrets)
+    field("secret", m.id + " " + m.target + " " + std::to_string(m.mode) + " " + std::to_string(m.uid) + ":" +
+                        std::to_string(m.gid) + (m.required ? " required" : ""));
+  for (const auto& id : secrets_given) field("secret-given", id);
   for (const auto& s : step.sources) field("source", s);
   field("dest", step.dest);
   field("chown", step.chown);

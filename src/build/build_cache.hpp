@@ -12,7 +12,10 @@
 namespace sandlet::build {
 
 // The key of a step run on `layers` (digests, lowest first); `inputs` = CopyInputs::digest ("" for RUN).
-std::string cache_key(const std::vector<std::string>& layers, const Step& step, const std::string& inputs);
+// `secrets_given`: the ids of the step's secret mounts that had a value (a step run without an optional
+// secret is not the same step as one run with it); values never enter the key.
+std::string cache_key(const std::vector<std::string>& layers, const Step& step, const std::string& inputs,
+                      const std::vector<std::string>& secrets_given = {});
 
 class BuildCache final {
  public:

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sandlet::build {
 
@@ -26,6 +27,8 @@ struct BuildOptions {
   std::string context;  // the context directory COPY reads from
   std::string tag;      // "" = no environment; else its name (a new version each build)
   std::map<std::string, std::string> build_args;
+  // `--secret` sources: "id=NAME,src=FILE" or "id=NAME,env=VAR" (secrets.hpp), read when the build starts.
+  std::vector<std::string> secrets;
   bool no_cache = false;
   bool default_excludes = true;  // step snapshots leave out SnapshotOptions' default excludes (/tmp/*...)
   // Called on the building thread (never the runtime's event-loop thread); must not throw.

@@ -10,6 +10,8 @@
 
 #include "build/build_cache.hpp"
 #include "build/context.hpp"
+#include "build/secret_stage.hpp"
+#include "build/secrets.hpp"
 #include "build/steps.hpp"
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
@@ -66,6 +68,11 @@ class Builder {
       if (st.kind == Kind::kCopy || st.kind == Kind::kAdd) inputs[i] = collect_copy(context, st, recipe.name);
     }
 
+    secrets_ = load_secrets(o_.secrets);
+    for (const auto& st : plan.steps)
+      for (const auto& m : st.secrets)
+        if (m.required && !secrets_.count(m.id))
+          refuse(recipe.name, st.line, "RUN needs secret " + m.id + " (required=true), which the build was not given (--secret id=" + m.id + ",src=FILE)");
     result_.recipe = recipe.name;
     result_.notes = recipe.notes;
     result_.unused_build_args = plan.unused_build_args;
@@ -138,7 +145,10 @@ class Builder {
       result_.steps.push_back(report);
       return;
     }
-    const std::string key = cache_key(layers, st, inputs ? inputs->digest : "");
+    std::vector<std::string> given;
+    for (const auto& m : st.secrets)
+      if (secrets_.count(m.id)) given.push_back(m.id);
+    const std::string key = cache_key(layers, st, inputs ? inputs->digest : "", given);
     if (!o_.no_cache) {
       if (auto hit = cached(key, layers)) {
         announce(run, st, true);
@@ -160,9 +170,15 @@ class Builder {
       spec.workdir = st.state.workdir;
       spec.user = st.state.user;
     }
+    // Staged before the sandbox and closed after its snapshot: only this step's sandbox ever mounts them.
+    std::optional<SecretStage> stage;
+    if (!st.secrets.empty()) {
+      stage.emplace(st.secrets, secrets_, run.where(st));
+      stage->add_mounts(spec);
+    }
     SnapshotResult snap;
     {
-      StepSandbox sb(rt_.create(spec));
+      StepSandbox sb(create_step_sandbox(spec, run, st, stage.has_value() && !stage->empty()));
       ++result_.sandboxes;
       if (st.kind == Kind::kRun) run_step(*sb, st, run);
       else if (st.kind == Kind::kWorkdir) workdir_step(*sb, st, run);
@@ -171,6 +187,8 @@ class Builder {
       try {
         SnapshotOptions so;
         so.default_excludes = o_.default_excludes;
+        // The secrets' mount points (directories the init made to mount them on) stay out of the layer.
+        if (stage) so.exclude = stage->excludes();
         snap = sb->snapshot(so);
       } catch (const Error& e) {
         throw Error(e.code(), run.where(st) + ": snapshot: " + e.what(), e.err_no());
@@ -184,6 +202,18 @@ class Builder {
     layers.push_back(digest);
     report.layer = digest;
     result_.steps.push_back(report);
+  }
+
+  std::shared_ptr<Sandbox> create_step_sandbox(const Spec& spec, const StepRun& run, const Step& st, bool secrets) {
+    if (!secrets) return rt_.create(spec);
+    try {
+      return rt_.create(spec);
+    } catch (const Error& e) {
+      // Cloning a detached mount (the staged tmpfs) needs a kernel that allows it.
+      if (e.err_no() == EINVAL && std::string(e.what()).find("open_tree") != std::string::npos)
+        throw Error(Code::kUnimplemented, run.where(st) + ": secret mounts need a kernel that can copy a detached mount (open_tree of an fsmount: " + e.what() + ")", e.err_no());
+      throw;
+    }
   }
 
   // The cached layer for `key`, if the store still has it and it goes on exactly `layers`.
@@ -238,6 +268,7 @@ class Builder {
   image::LayerStore& store_;
   BuildCache cache_;
   BuildResult result_;
+  std::map<std::string, std::string> secrets_;  // id -> value; only ever written into a SecretStage
   std::vector<std::string> made_;       // layers this build added to the store
   std::vector<std::string> made_keys_;  // cache entries it wrote
 };

@@ -24,6 +24,7 @@ struct Step {
   // RUN: the command and the ARG values it sees ("K=V", those ENV does not set).
   std::vector<std::string> argv;
   std::vector<std::string> arg_env;
+  std::vector<SecretMount> secrets;  // RUN --mount=type=secret: ids and where they appear, never values
   // COPY / ADD: context paths (patterns) and the destination, absolute (a trailing '/' kept).
   std::vector<std::string> sources;
   std::string dest;

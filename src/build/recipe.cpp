@@ -127,6 +127,7 @@ class Parser {
 
     auto flags = take_flags(rest);
     for (const auto& [flag, value] : flags) accept_flag(in, flag, value);
+    if (!in.secrets.empty()) check_secret_mounts(in.secrets, where(line) + "RUN --mount");
     in.rest = std::string(rest);
     if (rest.empty()) refuse(name_, line, kw + " needs arguments");
 
@@ -171,10 +172,14 @@ class Parser {
       in.chmod = value;
       return;
     }
+    if (in.kind == Kind::kRun && flag == "mount") {
+      in.secrets.push_back(parse_secret_mount(value, where(in.line) + "RUN --mount=" + value));
+      return;
+    }
     std::string why;
     if (flag == "from") why = "multi-stage builds: copy from the context only";
     else if (flag == "platform") why = "a build runs on this host's platform";
-    else if (flag == "mount") why = "no build mounts; COPY what a step needs";
+    else if (flag == "mount") why = "only RUN takes --mount (type=secret)";
     else if (flag == "network") why = "build steps always run with network \"none\"";
     else if (flag == "security") why = "build steps run with the sandbox's own isolation";
     else why = "unknown flag";

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "build/secrets.hpp"
+
 namespace sandlet::build {
 
 enum class Kind { kArg, kFrom, kRun, kCopy, kAdd, kEnv, kWorkdir, kUser, kLabel, kIgnored };
@@ -23,6 +25,7 @@ struct Instruction {
   // RUN: exec form (a JSON array) or shell form (rest is the command for /bin/sh -c).
   bool exec_form = false;
   std::vector<std::string> argv;  // exec form only
+  std::vector<SecretMount> secrets;  // RUN --mount=type=secret,...
   // COPY/ADD: the words (sources..., dest) unsubstituted; --chown / --chmod values.
   std::vector<std::string> words;
   bool json_form = false;  // COPY/ADD given as a JSON array

@@ -32,6 +32,8 @@ sandlet::build::BuildOptions to_options(const char* recipe, const char* context,
       o.build_args[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
   }
+  if (const char* const* secrets = field_or(*opts, &T::secrets, nullptr))
+    for (auto sp = secrets; *sp; ++sp) o.secrets.emplace_back(*sp);
   o.cancel_fd = field_or(*opts, &T::cancel_fd, -1);
   o.default_excludes = field_or(*opts, &T::no_default_excludes, 0) == 0;
   if (sandlet_build_progress_fn fn = field_or(*opts, &T::progress, nullptr)) {

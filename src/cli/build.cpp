@@ -25,7 +25,11 @@ constexpr std::string_view kBuildUsage =
     "Options:\n"
     "  -f, --file RECIPE      The recipe (default: CONTEXT/Dockerfile)\n"
     "  -t, --tag NAME         Make environment NAME of the result (a new version each build)\n"
-    "      --build-arg K=V    Value of ARG K (repeatable; a bare K copies it from here)\n"
+    "      --build-arg K=V    Value of ARG K (repeatable; a bare K copies it from here). Not secret:\n"
+    "                         RUN sees it in its environment and the audit log may show it\n"
+    "      --secret id=NAME,src=FILE | id=NAME,env=VAR\n"
+    "                         A secret for RUN --mount=type=secret,id=NAME (repeatable): a read-only\n"
+    "                         file in that step only, never in a layer, the cache or the audit log\n"
     "      --no-cache         Run every step, whatever the build cache holds\n"
     "      --keep-tmp         Keep /tmp and the other paths a snapshot leaves out by default\n"
     "  -q, --quiet            No progress on stderr\n"
@@ -53,7 +57,7 @@ struct Progress {
 }  // namespace
 
 int cmd_build(CommandContext& ctx, const std::vector<std::string>& args) {
-  static const std::vector<OptionDef> kDefs = {{"file", 'f', true},      {"tag", 't', true},      {"build-arg", 0, true},
+  static const std::vector<OptionDef> kDefs = {{"file", 'f', true},      {"tag", 't', true},      {"build-arg", 0, true},  {"secret", 0, true},
                                                {"no-cache", 0, false},   {"keep-tmp", 0, false},  {"quiet", 'q', false},
                                                {"json", 0, false}};
   ParsedArgs a;
@@ -69,12 +73,18 @@ int cmd_build(CommandContext& ctx, const std::vector<std::string>& args) {
   for (const auto& b : build_args) c_args.push_back(b.c_str());
   c_args.push_back(nullptr);
 
+  std::vector<std::string> secrets = a.all("secret");
+  std::vector<const char*> c_secrets;
+  for (const auto& sct : secrets) c_secrets.push_back(sct.c_str());
+  c_secrets.push_back(nullptr);
+
   Progress progress;
   progress.quiet = a.has("quiet");
   SignalGuard guard;  // Ctrl-C makes its pipe readable: the library cancels the build and cleans up
   sandlet_build_options_t opts = SANDLET_BUILD_OPTIONS_INIT;
   opts.tag = a.last("tag") ? a.last("tag")->c_str() : nullptr;
   opts.build_args = c_args.data();
+  opts.secrets = c_secrets.data();
   opts.no_cache = a.has("no-cache") ? 1 : 0;
   opts.no_default_excludes = a.has("keep-tmp") ? 1 : 0;
   opts.progress = &Progress::callback;

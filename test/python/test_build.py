@@ -3,6 +3,7 @@ cache on the second build, a failing step and bad input leaving nothing behind, 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -75,6 +76,34 @@ def test_build_failure_and_bad_input_leave_nothing(rt: sandlet.Runtime, rootfs: 
         rt.build(path, ctx, build_args={"A=B": "x"})
     assert layer_count(rt) == before
     assert rt.list() == []
+
+
+def test_build_secret_reaches_its_step_only(rt: sandlet.Runtime, rootfs: str, ctx: Path, tmp_path: Path) -> None:
+    rt.layer_import(rootfs, name="busybox")
+    value = f"py-secret-{os.getpid()}-{id(rt)}"
+    (tmp_path / "token").write_text(value)
+    os.environ["SANDLET_PY_TEST_SECRET"] = value + "-env"
+    try:
+        path = recipe(ctx, "FROM busybox\n"
+                           "RUN --mount=type=secret,id=tok --mount=type=secret,id=e,target=/etc/e "
+                           "sha256sum /run/secrets/tok /etc/e | cut -d' ' -f1 > /sums\n"
+                           "RUN (test -e /run/secrets/tok && echo visible || echo absent) > /later\n")
+        events: List[sandlet.BuildEvent] = []
+        r = rt.build(path, ctx, tag="sec", progress=events.append,
+                     secrets=[f"id=tok,src={tmp_path / 'token'}", "id=e,env=SANDLET_PY_TEST_SECRET"])
+        assert value not in repr(r) and all(value.encode() not in e.data for e in events)
+        want = [hashlib.sha256(v.encode()).hexdigest() for v in (value, value + "-env")]
+        with rt.create(environment="sec") as sb:
+            assert sb.exec("cat /sums /later").stdout.decode().split() == want + ["absent"]
+        # The mapping form; a missing required one is refused before any sandbox.
+        again = rt.build(path, ctx, secrets={"tok": tmp_path / "token", "e": tmp_path / "token"})
+        assert again["cached_steps"] == 2
+        with pytest.raises(sandlet.InvalidArgument, match=r":2: RUN needs secret x \(required=true\)"):
+            rt.build(recipe(ctx, "FROM busybox\nRUN --mount=type=secret,id=x,required=true true\n"), ctx)
+        with pytest.raises(sandlet.InvalidArgument, match=r"secrets\[0\]'.*needs exactly one of src=FILE"):
+            rt.build(path, ctx, secrets=["id=tok"])
+    finally:
+        del os.environ["SANDLET_PY_TEST_SECRET"]
 
 
 def test_build_async_progress_on_the_loop_and_cancel(root_dir: str, rootfs: str, ctx: Path) -> None:

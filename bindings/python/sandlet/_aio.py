@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import _sandlet
 from ._common import Command, SpecLike, build_spec, exec_args, run_args
 from ._errors import Error, FailedPrecondition, command_error, os_flavoured
-from ._build import BuildProgressFn, build_call_args, handle as build_handle
+from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
 from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_result, snapshot_args,
                     snapshot_fork_args)
 from ._store import StoreURL
@@ -492,7 +492,8 @@ class AsyncRuntime:
 
     async def build(self, recipe: PathLike, context: PathLike = ".", *, tag: Optional[str] = None,
                     build_args: Optional[Mapping[str, str]] = None, no_cache: bool = False, keep_tmp: bool = False,
-                    progress: Optional[BuildProgressFn] = None) -> Dict[str, Any]:
+                    progress: Optional[BuildProgressFn] = None,
+                    secrets: Optional[SecretsArg] = None) -> Dict[str, Any]:
         """Runtime.build without blocking the event loop: the build runs on a thread of the library's and
         ``progress`` is called on this loop. Cancelling the awaiting task cancels the build."""
         loop, bridge = _bridge()
@@ -512,7 +513,7 @@ class AsyncRuntime:
         try:
             try:
                 build_call_args(self.sync._h, recipe, context, tag, build_args, no_cache, keep_tmp, cancel_r,
-                                progress is not None)(bridge.queue, token)
+                                progress is not None, secrets)(bridge.queue, token)
             except BaseException:
                 bridge.forget(token)
                 raise

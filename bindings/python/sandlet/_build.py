@@ -5,7 +5,7 @@ and the layers it made are removed)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
 from ._errors import InvalidArgument
@@ -28,10 +28,35 @@ class BuildEvent(NamedTuple):
 BuildProgressFn = Callable[[BuildEvent], None]
 
 
+# Build secrets: {"id": path} (the file's bytes), or the CLI's "id=NAME,src=FILE" / "id=NAME,env=VAR" strings.
+SecretsArg = Union[Mapping[str, PathLike], Sequence[str]]
+
+
+def secret_args(secrets: Optional[SecretsArg]) -> List[str]:
+    """The library's "id=NAME,src=FILE" form of ``secrets`` (values are read by the library, never here)."""
+    if secrets is None:
+        return []
+    if isinstance(secrets, str):
+        raise InvalidArgument("invalid build field 'secrets': a list of 'id=NAME,src=FILE' strings or a mapping id -> file")
+    if isinstance(secrets, Mapping):
+        out = []
+        for k, v in secrets.items():
+            if not isinstance(k, str) or not k or "," in k or "=" in k:
+                raise InvalidArgument(f"invalid build field 'secrets': bad secret id {k!r}")
+            path = os.fspath(v)
+            if "," in path:
+                raise InvalidArgument(f"invalid build field 'secrets': secret {k}: a path with ',' is not supported")
+            out.append(f"id={k},src={path}")
+        return out
+    return [str(s) for s in secrets]
+
+
 def build_call_args(runtime: Any, recipe: PathLike, context: PathLike, tag: Optional[str],
                     build_args: Optional[Mapping[str, str]], no_cache: bool, keep_tmp: bool,
-                    cancel_fd: int, progress: bool) -> Callable[[_sandlet.CompletionQueue, int], None]:
+                    cancel_fd: int, progress: bool,
+                    secrets: Optional[SecretsArg] = None) -> Callable[[_sandlet.CompletionQueue, int], None]:
     """The call that starts the build on ``queue`` with ``token``."""
+    secret_sources = secret_args(secrets)
     args: List[str] = []
     for k, v in (build_args or {}).items():
         if not isinstance(k, str) or not k or "=" in k:
@@ -40,7 +65,8 @@ def build_call_args(runtime: Any, recipe: PathLike, context: PathLike, tag: Opti
     r, c = os.fspath(recipe), os.fspath(context)
 
     def begin(queue: _sandlet.CompletionQueue, token: int) -> None:
-        runtime.build_async(queue, token, r, c, tag or "", args, no_cache, keep_tmp, cancel_fd, progress)
+        runtime.build_async(queue, token, r, c, tag or "", args, no_cache, keep_tmp, cancel_fd, progress,
+                            secret_sources)
     return begin
 
 

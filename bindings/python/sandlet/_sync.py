@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from . import _audit, _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
                       listed, run_args)
-from ._build import BuildProgressFn, build_call_args, handle as build_handle
+from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
 from ._store import StoreURL, call_store, lazy_flag, open_kwargs
@@ -540,18 +540,19 @@ class Runtime:
 
     def build(self, recipe: PathLike, context: PathLike = ".", *, tag: Optional[str] = None,
               build_args: Optional[Mapping[str, str]] = None, no_cache: bool = False, keep_tmp: bool = False,
-              progress: Optional[BuildProgressFn] = None) -> Dict[str, Any]:
+              progress: Optional[BuildProgressFn] = None, secrets: Optional[SecretsArg] = None) -> Dict[str, Any]:
         """Builds an environment from ``recipe`` (a Dockerfile subset: docs/BUILD.md) with ``context`` as the
         directory COPY reads from, and returns the result (see sandlet.h: "layers", "environment" when
         ``tag`` names one, "env", "workdir", "user", "labels", "steps", "cached_steps", "sandboxes", ...).
         ``progress(BuildEvent)`` runs on this thread as each step begins and with each RUN's output. Bad input
         raises InvalidArgument before any sandbox is made; a failing step raises Aborted naming it. Ctrl-C
-        cancels the build (nothing it made is left) and then raises KeyboardInterrupt."""
+        cancels the build (nothing it made is left) and then raises KeyboardInterrupt. ``secrets``: {"id": file}
+        or ["id=NAME,src=FILE", "id=NAME,env=VAR"] for RUN --mount=type=secret,id=NAME (docs/BUILD.md)."""
         queue = _sandlet.CompletionQueue()
         cancel_r, cancel_w = os.pipe()
         try:
             build_call_args(self._h, recipe, context, tag, build_args, no_cache, keep_tmp, cancel_r,
-                            progress is not None)(queue, 1)
+                            progress is not None, secrets)(queue, 1)
             final: Any = None
             try:
                 while final is None:

@@ -198,10 +198,11 @@ void bind_runtime(py::module_& m) {
       .def("build_async",
            [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const std::string& recipe,
               const std::string& context, const std::string& tag, std::vector<std::string> build_args, bool no_cache,
-              bool keep_tmp, int cancel_fd, bool progress) {
+              bool keep_tmp, int cancel_fd, bool progress, std::vector<std::string> secrets) {
              sandlet::BuildOptions o;
              o.tag = tag;
              o.build_args = std::move(build_args);
+             o.secrets = std::move(secrets);
              o.no_cache = no_cache;
              o.no_default_excludes = keep_tmp;
              o.cancel_fd = cancel_fd;
@@ -219,7 +220,8 @@ void bind_runtime(py::module_& m) {
              });
            },
            py::arg("queue"), py::arg("token"), py::arg("recipe"), py::arg("context"), py::arg("tag"),
-           py::arg("build_args"), py::arg("no_cache"), py::arg("keep_tmp"), py::arg("cancel_fd"), py::arg("progress"))
+           py::arg("build_args"), py::arg("no_cache"), py::arg("keep_tmp"), py::arg("cancel_fd"), py::arg("progress"),
+           py::arg("secrets"))
       .def("fork_snapshot",
            [](RuntimeHandle& h, const std::string& snapshot, const sandlet::Spec* base, size_t n,
               std::vector<std::pair<std::string, std::string>> labels, bool copy_secrets) {

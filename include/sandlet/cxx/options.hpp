@@ -224,6 +224,7 @@ struct BuildEvent {
 struct BuildOptions {
   std::string tag;                      // empty, or the environment to make of the result
   std::vector<std::string> build_args;  // "NAME=VALUE"
+  std::vector<std::string> secrets;     // "id=NAME,src=FILE" or "id=NAME,env=VAR" (sandlet_build_options_t)
   bool no_cache = false;
   bool no_default_excludes = false;     // step layers keep /tmp and the other default snapshot excludes
   int cancel_fd = -1;                   // readable = cancel (see sandlet_build_options_t)
@@ -253,9 +254,10 @@ inline void build_progress_trampoline(void* user_data, const sandlet_build_event
 // The C view of BuildOptions; valid while `o` (and `progress`, which it points to) is alive.
 class CBuildOptions {
  public:
-  CBuildOptions(const BuildOptions& o, const std::function<void(const BuildEvent&)>* progress) : args_(o.build_args) {
+  CBuildOptions(const BuildOptions& o, const std::function<void(const BuildEvent&)>* progress) : args_(o.build_args), secrets_(o.secrets) {
     c_.tag = o.tag.empty() ? nullptr : o.tag.c_str();
     c_.build_args = args_.get_or_null();
+    c_.secrets = secrets_.get_or_null();
     c_.no_cache = o.no_cache ? 1 : 0;
     c_.no_default_excludes = o.no_default_excludes ? 1 : 0;
     c_.cancel_fd = o.cancel_fd;
@@ -270,6 +272,7 @@ class CBuildOptions {
 
  private:
   CStringArray args_;
+  CStringArray secrets_;
   sandlet_build_options_t c_ = SANDLET_BUILD_OPTIONS_INIT;
 };
 
