@@ -65,11 +65,12 @@ void audit_seccomp_denials(AuditLog& audit, const SandboxRecord& rec, BackendSan
 void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
                      boost::json::object audit_extra) {
   impl.kill();
+  // (The denial log is in the sandbox's directory, which retiring moves.)
+  if (reason) audit_seccomp_denials(*audit_, rec, impl, audit_extra);
   dirs_->retire(rec.id);
   // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).
   if (reason) {
     audit_network_denials(*audit_, rec, impl, audit_extra);
-    audit_seccomp_denials(*audit_, rec, impl, audit_extra);
     audit_extra["reason"] = reason;
     audit_->write("destroy", rec.id, rec.spec.labels, std::move(audit_extra));
   }
