@@ -8,11 +8,8 @@
 
 #include <cstring>
 
-#include "backends/container/net_gateway_client.hpp"
 #include "common/error.hpp"
-#include "sys/rtnetlink.hpp"
 #include "policy/net_filter.hpp"
-#include "policy/net_sk_lookup.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet::container {
@@ -60,34 +57,6 @@ void check_network_supported(const NetworkPolicy& policy, const std::string& fie
                                             "].host': rules by DNS name need the sandbox resolver, which this "
                                             "version does not have yet (use a cidr rule)");
   }
-}
-
-std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string& uplink_netns) {
-  sys::UniqueFd ns;
-  if (!uplink_netns.empty()) {
-    ns.reset(::open(uplink_netns.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns) throw_errno("open the network uplink namespace " + uplink_netns);
-  }
-  std::vector<policy::NetProtectedRange> out;
-  for (const sys::NetnsAddress& a : sys::netns_addresses(ns ? ns.get() : -1)) {
-    static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    // Loopback is the sandbox's own (its namespace's), always allowed and never relayed by the gateway.
-    if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
-    policy::NetProtectedRange r;
-    r.family = a.family;
-    r.addr = a.addr;
-    r.prefix = a.family == 4 ? 32 : 128;
-    bool seen = false;
-    for (const auto& o : out) seen |= o.family == r.family && o.addr == r.addr;
-    if (!seen) out.push_back(r);
-  }
-  return out;
-}
-
-void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
-                            const NetworkPolicy& policy) {
-  sys::add_anyip_routes(netns_fd, policy::kSandboxSource4, policy::kSandboxSource6);
-  gw.attach(id, netns_fd, pidfd, cgroup_fd, policy);
 }
 
 NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
