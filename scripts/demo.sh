@@ -134,6 +134,11 @@ for addr in [("10.1.2.3", 80), ("192.0.2.1", 443)]:
     try: socket.create_connection(addr, 1)
     except OSError as e: print(addr, "->", e.strerror)'
 show sandlet net stats "$id"
+show sandlet exec "$id" -- sh -c 'mount -t tmpfs none /mnt 2>&1 || true'
+echo "  \$ sandlet policy stats $id   # what the seccomp profile refused, by system call"
+sandlet policy stats "$id" | python3 -c 'import json, sys
+s = json.load(sys.stdin)["seccomp"]
+print("    denied:", s["denied"], "by system call:", s["by_syscall"])'
 echo "  \$ sandlet audit $id | cut -c1-150"
 sandlet audit "$id" | cut -c1-150 | sed 's/^/    /'
 show sandlet rm "$id"
