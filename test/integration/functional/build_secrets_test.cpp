@@ -4,10 +4,13 @@
 // progress output or the result; and a build step's user namespace maps other host ids than a sandbox made
 // from the built environment.
 #include <fcntl.h>
+#include <linux/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <iostream>
 #include <condition_variable>
 #include <mutex>
 #include <random>
@@ -92,10 +95,35 @@ const char* kSecretRecipe =
     "RUN --mount=type=secret,id=tok (cat /run/secrets/tok > /dev/null 2>&1 && echo readable || echo denied) > /out/root-0400\n"
     "RUN (test -e /run/secrets/tok && echo visible || echo absent) > /out/no-mount\n";
 
+// A secret reaches its step as a copy of a detached tmpfs (open_tree of an fsmount), which 6.1 and 6.12
+// refuse (EINVAL): the build then fails with a message saying so, and these tests have nothing to check.
+bool secret_mounts_here() {
+  static const bool ok = [] {
+    const int fs = static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC));
+    if (fs < 0) return false;
+    bool copied = false;
+    if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0) {
+      const int mnt = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0));
+      if (mnt >= 0) {
+        const int copy = static_cast<int>(
+            ::syscall(SYS_open_tree, mnt, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+        copied = copy >= 0;
+        if (copy >= 0) ::close(copy);
+        ::close(mnt);
+      }
+    }
+    ::close(fs);
+    return copied;
+  }();
+  if (!ok) std::cout << "SANDLET-SKIP: this kernel cannot copy a detached mount (secret mounts need it)" << std::endl;
+  return ok;
+}
+
 }  // namespace
 
 TEST_CASE("build: a secret is a read-only file in the steps that mount it, and in no layer, cache entry or log",
           "[build][secrets]") {
+  if (!secret_mounts_here()) return;
   SecretFixture f;
   std::mutex m;
   std::string output;
@@ -144,6 +172,7 @@ TEST_CASE("build: a secret is a read-only file in the steps that mount it, and i
 }
 
 TEST_CASE("build: a concurrent sandbox does not see a running step's secret", "[build][secrets]") {
+  if (!secret_mounts_here()) return;
   SecretFixture f;
   struct Done {
     std::mutex m;
@@ -194,6 +223,7 @@ TEST_CASE("build: a concurrent sandbox does not see a running step's secret", "[
 }
 
 TEST_CASE("build: a required secret missing fails before any sandbox; an optional one is left out", "[build][secrets]") {
+  if (!secret_mounts_here()) return;
   SecretFixture f;
   const size_t layers = json::parse(f.h.rt().layer_list()).as_array().size();
   try {
@@ -261,6 +291,7 @@ TEST_CASE("build: build args are not secret: a RUN sees them and may keep them, 
 }
 
 TEST_CASE("cli: sandlet build --secret", "[build][secrets][cli]") {
+  if (!secret_mounts_here()) return;
   SecretFixture f;
   f.recipe("FROM busybox\nRUN --mount=type=secret,id=tok,required sha256sum /run/secrets/tok | cut -d' ' -f1 > /s\n");
   f.h.rt().close();  // the CLI opens the root itself
