@@ -1,7 +1,6 @@
 // The container start pipeline: prepare (spec-independent, may run ahead in a warm pool) and finish.
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -162,9 +161,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     const std::string ns_path = "/proc/" + std::to_string(s.init.pid()) + "/ns/net";
     const sys::UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open " + ns_path);
-    const sys::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, s.init.pid(), 0)));
-    if (!pidfd) throw_errno("pidfd_open of the sandbox's init");
-    attach_network_gateway(node_->gateway(), id_, ns.get(), pidfd.get(), s.cgroup.v2_fd(), spec.network);
+    attach_network_gateway(node_->gateway(), id_, ns.get(), s.init.pidfd(), s.cgroup.v2_fd(), spec.network);
     state_.net_gateway = true;
   }
   state_.cgroups = s.cgroup.paths();
