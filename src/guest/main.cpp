@@ -87,7 +87,8 @@ int main() {
   int denial_log = -1;
   s = receive_config(kSetupFd, &cfg, stdio, mount_fds, &toolkit, &denial_log);
   if (!s.ok()) fail(s);
-  s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
+  if (s.ok() && (cfg.flags & proto::kInitResolverConf)) s = write_resolver_conf();
+  if (s.ok()) s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
   const bool own_mounts = toolkit >= 0 || (cfg.flags & (proto::kInitMaskKernelFiles | proto::kInitHasFileRules));
   if (s.ok() && own_mounts) s = allow_detached_mounts(true);
   if (s.ok() && toolkit >= 0) s = attach_toolkit(toolkit), toolkit = -1;

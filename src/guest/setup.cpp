@@ -399,6 +399,28 @@ Status setup_filesystem(const InitFds& fds) {
   return Status::Ok();
 }
 
+Status write_resolver_conf() {
+  if (mkdir("/etc", 0755) != 0 && errno != EEXIST) {
+    if (errno == EROFS) return Status::Ok();
+    return errno_status(errno, "resolver: mkdir /etc");
+  }
+  struct stat sb;
+  if (lstat("/etc/resolv.conf", &sb) == 0 && S_ISLNK(sb.st_mode) && unlink("/etc/resolv.conf") != 0 && errno != ENOENT) {
+    if (errno == EROFS) return Status::Ok();
+    return errno_status(errno, "resolver: replace the symlink /etc/resolv.conf");
+  }
+  const int fd = open("/etc/resolv.conf", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EROFS) return Status::Ok();
+    return errno_status(errno, "resolver: write /etc/resolv.conf");
+  }
+  const size_t len = std::strlen(proto::kResolverConf);
+  const bool ok = write(fd, proto::kResolverConf, len) == static_cast<ssize_t>(len) && fchmod(fd, 0644) == 0;
+  const int e = errno;
+  close(fd);
+  return ok ? Status::Ok() : errno_status(e, "resolver: write /etc/resolv.conf");
+}
+
 Status setup_identity(const proto::InitConfig& cfg) {
   if (Status s = set_hostname(cfg.hostname); !s.ok()) return s;
   if (cfg.flags & proto::kInitLoopbackUp)

@@ -30,6 +30,10 @@ Status setup_filesystem(const InitFds& fds);
 // Phase 2: hostname, detach, no_new_privs, non-dumpable. (The seccomp filter comes after the server's
 // set-up, see install_seccomp.)
 Status setup_identity(const proto::InitConfig& cfg);
+// kInitResolverConf: /etc/resolv.conf becomes proto::kResolverConf (a symlink there is replaced by the
+// file). Before the host mounts, so that a mount of the spec at that path still wins. A read-only root
+// filesystem is left as it is.
+Status write_resolver_conf();
 
 // Raises (true) the mount-namespace counter for the configuration's own detached mounts, or sets it to 0
 // for good (false; call before anything of the sandbox runs).

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "common/error.hpp"
 #include "lazy/seqpacket.hpp"
@@ -28,6 +29,47 @@ std::string text_of(const boost::json::object& o, const char* k) {
   return std::string(v->as_string());
 }
 
+uint64_t number_of(const boost::json::object& o, const char* k, uint64_t max) {
+  auto* v = field(o, k);
+  if (!v || !v->is_number()) throw Error(Code::kInvalidArgument, std::string("netgw request: '") + k + "' missing");
+  const uint64_t n = v->to_number<uint64_t>();
+  if (n > max) throw Error(Code::kInvalidArgument, std::string("netgw request: '") + k + "' out of range");
+  return n;
+}
+
+// The request's parts a `net update` may change: "exact", "resolver", "names", "dns".
+PolicyUpdate policy_of(const boost::json::object& o) {
+  PolicyUpdate u;
+  if (auto* ex = field(o, "exact"); ex && ex->is_array())
+    for (auto& e : ex->as_array()) {
+      Endpoint ep;
+      if (e.is_string() && parse_ip(std::string(e.as_string()), ep)) u.exact.push_back(ep);
+    }
+  if (auto* r = field(o, "resolver"); r && r->is_bool()) u.resolver = r->as_bool();
+  if (auto* names = field(o, "names"); names && names->is_array()) {
+    if (names->as_array().size() > kMaxNameRules) throw Error(Code::kInvalidArgument, "netgw: too many rules by name");
+    for (auto& n : names->as_array()) {
+      if (!n.is_object()) throw Error(Code::kInvalidArgument, "netgw: a rule by name is not an object");
+      const auto& no = n.as_object();
+      NetAllowRule rule;
+      rule.host = text_of(no, "host");
+      rule.protocols = static_cast<uint8_t>(number_of(no, "protocols", 255));
+      rule.port_lo = static_cast<uint16_t>(number_of(no, "port_lo", 65535));
+      rule.port_hi = static_cast<uint16_t>(number_of(no, "port_hi", 65535));
+      u.names.push_back(std::move(rule));
+    }
+  }
+  if (auto* dns = field(o, "dns"); dns && dns->is_array()) {
+    if (dns->as_array().size() > kMaxNameRules) throw Error(Code::kInvalidArgument, "netgw: too many resolvers");
+    for (auto& d : dns->as_array()) {
+      std::optional<net::DnsUpstream> up = d.is_string() ? net::dns_upstream_of(std::string(d.as_string())) : std::nullopt;
+      if (!up) throw Error(Code::kInvalidArgument, "netgw: a resolver is not an IP address");
+      u.upstreams.push_back(*up);
+    }
+  }
+  return u;
+}
+
 }  // namespace
 
 int64_t Gateway::now_ms() {
@@ -44,6 +86,26 @@ Gateway::Gateway(GatewayOptions o) : o_(std::move(o)) {
   uplink_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!uplink_) throw_errno("open the gateway's own network namespace");
   uplink_addresses_ = sys::netns_addresses(-1);
+  dns_ = std::make_unique<DnsService>(loop_);  // here: its workers start in the uplink namespace
+}
+
+std::vector<policy::NetProtectedRange> Gateway::protected_ranges() const {
+  std::vector<policy::NetProtectedRange> out;
+  for (const sys::NetnsAddress& a : uplink_addresses_) {
+    static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
+    policy::NetProtectedRange r;
+    r.family = a.family;
+    r.addr = a.addr;
+    r.prefix = a.family == 4 ? 32 : 128;
+    out.push_back(r);
+  }
+  return out;
+}
+
+SandboxPort* Gateway::find(const std::string& id) {
+  auto it = sandboxes_.find(id);
+  return it == sandboxes_.end() ? nullptr : it->second.get();
 }
 
 int Gateway::run(int ready_fd) {
@@ -132,18 +194,25 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
     out["udp_flows"] = udp_total;
   } else if (op == "detach") {
     detach(text_of(o, "id"), "detach");
+  } else if (op == "update") {
+    SandboxPort* port = find(text_of(o, "id"));
+    if (!port) throw Error(Code::kNotFound, "netgw update: sandbox " + text_of(o, "id") + " is not attached");
+    uplink_addresses_ = sys::netns_addresses(-1);
+    port->update(policy_of(o));
   } else if (op == "attach") {
-    if (fds.size() != 3) throw Error(Code::kInvalidArgument, "netgw attach: needs the netns, pidfd and cgroup fds");
+    if (fds.size() != 3 && fds.size() != 4)
+      throw Error(Code::kInvalidArgument, "netgw attach: needs the netns, pidfd and cgroup fds (and the DNS log)");
     AttachRequest r;
     r.id = text_of(o, "id");
     r.netns = std::move(fds[0]);
     r.pidfd = std::move(fds[1]);
     r.cgroup = std::move(fds[2]);
-    if (auto* ex = field(o, "exact"); ex && ex->is_array())
-      for (auto& e : ex->as_array()) {
-        Endpoint ep;
-        if (e.is_string() && parse_ip(std::string(e.as_string()), ep)) r.exact.push_back(ep);
-      }
+    if (fds.size() == 4) r.dns_log = std::move(fds[3]);
+    PolicyUpdate p = policy_of(o);
+    r.exact = std::move(p.exact);
+    r.resolver = p.resolver;
+    r.names = std::move(p.names);
+    r.upstreams = std::move(p.upstreams);
     if (auto* pub = field(o, "publish"); pub && pub->is_array()) {
       if (pub->as_array().size() > kMaxPublished) throw Error(Code::kInvalidArgument, "netgw attach: too many published ports");
       for (auto& p : pub->as_array()) {
@@ -151,8 +220,8 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
         const auto& po = p.as_object();
         Published pp;
         if (!parse_ip(text_of(po, "address"), pp.host)) throw Error(Code::kInvalidArgument, "netgw attach: bad publish address");
-        pp.host.port = static_cast<uint16_t>(po.at("host_port").to_number<int64_t>());
-        pp.inside = static_cast<uint16_t>(po.at("port").to_number<int64_t>());
+        pp.host.port = static_cast<uint16_t>(number_of(po, "host_port", 65535));
+        pp.inside = static_cast<uint16_t>(number_of(po, "port", 65535));
         r.publish.push_back(pp);
       }
     }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "net/dns_upstream.hpp"
+#include "netgw/dns_service.hpp"
 #include "netgw/event_loop.hpp"
 #include "netgw/rate_limit.hpp"
 #include "netgw/sockaddr.hpp"
@@ -40,11 +42,44 @@ struct AttachRequest {
   std::vector<Endpoint> exact;  // addresses a rule names exactly (/32, /128): the only uplink ones allowed
   std::vector<Published> publish;
   uint64_t egress_rate = 0;     // bytes/s, 0 = unlimited
+  // The resolver (a policy with `dns`): its rules by name, upstreams, and the DNS log (may be invalid).
+  bool resolver = false;
+  std::vector<NetAllowRule> names;
+  std::vector<net::DnsUpstream> upstreams;
+  sys::UniqueFd dns_log;
 };
 
-// The DNS hook (to be filled by the resolver module): the answer to `query` sent by `sandbox` to its
-// resolver address, or nothing (the query is dropped). Not built: it always answers nothing.
-std::optional<std::string> handle_dns(const SandboxPort& sandbox, const std::string& query);
+// The parts of an attach request that a `net update` may change.
+struct PolicyUpdate {
+  std::vector<Endpoint> exact;
+  bool resolver = false;
+  std::vector<NetAllowRule> names;
+  std::vector<net::DnsUpstream> upstreams;
+};
+
+// One TCP connection to the sandbox's resolver address: length-prefixed queries, each decided by the
+// name gate (DnsService) and answered in order, up to kDnsTcpQueries, closed when idle.
+class DnsTcp final : public Handler {
+ public:
+  DnsTcp(SandboxPort& owner, uint64_t serial, sys::UniqueFd fd, int64_t now_ms);
+  ~DnsTcp() override;
+  void on_event(uint32_t events) override;
+  void reply(std::vector<uint8_t> bytes);
+  void tick(int64_t now_ms);
+
+ private:
+  void next();
+  void flush();
+  void watch();  // the epoll interest for the current state
+  void finish();
+  SandboxPort& owner_;
+  uint64_t serial_;
+  sys::UniqueFd fd_;
+  std::string in_, out_;
+  bool waiting_ = false, eof_ = false, done_ = false;
+  size_t queries_ = 0;
+  int64_t deadline_ms_;
+};
 
 // One relayed TCP connection: `inner` in the sandbox's namespace, `outer` towards the destination.
 class TcpRelay final : public Handler {
@@ -97,6 +132,13 @@ class SandboxPort final : public Handler {
   size_t connections() const { return relays_.size(); }
   size_t flows() const { return flows_.size(); }
   uint64_t relayed_out = 0, relayed_in = 0, refused = 0;
+  // A `net update`: the exact rules and the resolver's policy (the kernel rules were swapped by the caller).
+  void update(PolicyUpdate u);
+  // From the DNS workers' completions (loop thread): a UDP reply to the flow `key`, a TCP one to session `serial`.
+  void dns_udp_reply(const std::pair<Endpoint, Endpoint>& key, const std::vector<uint8_t>& reply);
+  void dns_tcp_reply(uint64_t serial, std::vector<uint8_t> reply);
+  void dns_tcp_done(uint64_t serial);
+  const std::shared_ptr<DnsContext>& dns() const { return dns_; }
 
  private:
   struct Listener final : Handler {
@@ -118,6 +160,8 @@ class SandboxPort final : public Handler {
   void accept_egress(Listener& l);
   void accept_published(Listener& l);
   void on_datagram(Listener& l);
+  void accept_dns_tcp(sys::UniqueFd in);
+  void set_resolver(bool resolver, std::vector<NetAllowRule> names, std::vector<net::DnsUpstream> upstreams);
   void on_flow_reply(UdpFlow& f);
   void drop_flow(UdpFlow* f);
   void add_listener(int kind, sys::UniqueFd fd, size_t index = 0);
@@ -133,6 +177,10 @@ class SandboxPort final : public Handler {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::map<TcpRelay*, std::unique_ptr<TcpRelay>> relays_;
   std::map<std::pair<Endpoint, Endpoint>, std::unique_ptr<UdpFlow>> flows_;
+  std::shared_ptr<DnsContext> dns_;  // null: the sandbox has no resolver
+  std::map<uint64_t, std::unique_ptr<DnsTcp>> dns_tcp_;
+  uint64_t dns_tcp_serial_ = 0;
+  int64_t next_prune_ms_ = 0;
 };
 
 struct GatewayOptions {
@@ -150,6 +198,10 @@ class Gateway final : public Handler {
   EventLoop& loop() { return loop_; }
   int uplink_netns() const { return uplink_.get(); }
   const std::vector<sys::NetnsAddress>& uplink_addresses() const { return uplink_addresses_; }
+  // The uplink's own addresses as ranges no resolved address may open (loopback excepted).
+  std::vector<policy::NetProtectedRange> protected_ranges() const;
+  DnsService& dns() { return *dns_; }
+  SandboxPort* find(const std::string& id);
   size_t tcp_total = 0, udp_total = 0;
   void detach(const std::string& id, const char* why);
   static int64_t now_ms();
@@ -170,6 +222,7 @@ class Gateway final : public Handler {
   sys::UniqueFd control_;
   std::map<Client*, std::unique_ptr<Client>> clients_;
   std::map<std::string, std::unique_ptr<SandboxPort>> sandboxes_;
+  std::unique_ptr<DnsService> dns_;  // destroyed first: its workers stop before what they use goes
   int64_t idle_since_ms_ = 0;
 };
 

@@ -16,5 +16,13 @@ constexpr int kConnectTimeoutMs = 15000;     // uplink connect()
 constexpr int kUdpIdleMs = 30000;            // a flow without traffic either way is closed
 constexpr size_t kMaxDatagram = 65536;
 constexpr size_t kMaxPublished = 64;         // the spec's limit
+constexpr size_t kMaxNameRules = 256;        // the spec's limit of rules (and more than its resolvers)
+constexpr size_t kDnsWorkers = 8;            // threads deciding queries (each may wait on an upstream)
+constexpr size_t kDnsQueued = 1024;          // queries waiting for a worker, node-wide
+constexpr size_t kDnsPerSandbox = 8;         // a sandbox's queries queued or being decided
+constexpr size_t kDnsTcpPerSandbox = 16;     // TCP connections to the resolver address
+constexpr size_t kDnsTcpQueries = 16;        // queries on one such connection
+constexpr int kDnsTcpIdleMs = 10000;         // a TCP resolver connection with nothing to do is closed
+constexpr int kDnsPruneMs = 300000;          // expired resolved addresses leave the allowlist this often
 
 }  // namespace sandlet::netgw

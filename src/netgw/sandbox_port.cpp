@@ -36,14 +36,18 @@ bool is_unroutable(const Endpoint& e) {
 
 }  // namespace
 
-std::optional<std::string> handle_dns(const SandboxPort&, const std::string&) { return std::nullopt; }
-
 SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
     : gw_(gw), id_(std::move(req.id)), netns_(std::move(req.netns)), pidfd_(std::move(req.pidfd)),
       cgroup_(std::move(req.cgroup)), exact_(std::move(req.exact)), publish_(std::move(req.publish)),
       rate_(req.egress_rate) {
   filter_ = policy::NetFilter::open_attached(cgroup_.get());
   if (!filter_) throw Error(Code::kFailedPrecondition, "netgw attach " + id_ + ": the sandbox has no allowlist filter");
+  if (req.resolver) {
+    sys::UniqueFd group(::fcntl(cgroup_.get(), F_DUPFD_CLOEXEC, 3));
+    if (!group) throw_errno("netgw attach " + id_ + ": dup the cgroup fd");
+    dns_ = std::make_shared<DnsContext>(id_, std::move(group), std::move(req.dns_log));
+    set_resolver(true, std::move(req.names), std::move(req.upstreams));
+  }
   // Published ports first: a host port in use fails the attach before anything is steered.
   for (size_t i = 0; i < publish_.size(); ++i) {
     const Published& p = publish_[i];
@@ -109,6 +113,7 @@ SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
 }
 
 SandboxPort::~SandboxPort() {
+  dns_tcp_.clear();
   gw_.loop().remove(pidfd_.get());
   for (auto& l : listeners_) gw_.loop().remove(l->fd.get());
   for (auto& [k, f] : flows_) {
@@ -122,6 +127,17 @@ SandboxPort::~SandboxPort() {
 }
 
 void SandboxPort::on_event(uint32_t) { gw_.detach(id_, "sandbox ended"); }
+
+void SandboxPort::set_resolver(bool resolver, std::vector<NetAllowRule> names, std::vector<net::DnsUpstream> upstreams) {
+  if (!dns_) return;  // attached without one: an update cannot add it (the sandbox has no resolv.conf for it)
+  dns_->set_policy(resolver ? std::make_shared<const DnsPolicy>(std::move(names), std::move(upstreams)) : nullptr,
+                   gw_.protected_ranges());
+}
+
+void SandboxPort::update(PolicyUpdate u) {
+  exact_ = std::move(u.exact);
+  set_resolver(u.resolver, std::move(u.names), std::move(u.upstreams));
+}
 
 void SandboxPort::add_listener(int kind, sys::UniqueFd fd, size_t index) {
   auto l = std::make_unique<Listener>();
@@ -173,6 +189,10 @@ void SandboxPort::accept_egress(Listener& l) {
     socklen_t len = sizeof ss;
     if (::getsockname(in.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
     const Endpoint dst = endpoint_of(ss);  // the original destination: sk_lookup kept it
+    if (is_resolver(dst)) {
+      accept_dns_tcp(std::move(in));
+      continue;
+    }
     const std::string why = relays_.size() >= kTcpPerSandbox || gw_.tcp_total >= kTcpPerNode
                                 ? "too many connections"
                                 : refuse(dst, kNetTcp);
@@ -246,6 +266,13 @@ void SandboxPort::tick(int64_t now) {
   for (auto& [k, f] : flows_)
     if (now - f->last_ms > kUdpIdleMs) idle.push_back(f.get());
   for (UdpFlow* f : idle) drop_flow(f);
+  std::vector<DnsTcp*> sessions;
+  for (auto& [serial, d] : dns_tcp_) sessions.push_back(d.get());
+  for (DnsTcp* d : sessions) d->tick(now);
+  if (dns_ && now >= next_prune_ms_) {
+    if (next_prune_ms_ != 0) gw_.dns().prune(dns_);
+    next_prune_ms_ = now + kDnsPruneMs;
+  }
 }
 
 }  // namespace sandlet::netgw

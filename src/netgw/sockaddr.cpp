@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "policy/net_sk_lookup.hpp"
+
 namespace sandlet::netgw {
 
 Endpoint endpoint_of(const sockaddr_storage& ss) {
@@ -50,6 +52,12 @@ bool parse_ip(const std::string& text, Endpoint& out) {
   if (inet_pton(AF_INET, text.c_str(), out.addr.data()) == 1) return out.family = 4, true;
   if (inet_pton(AF_INET6, text.c_str(), out.addr.data()) == 1) return out.family = 6, true;
   return false;
+}
+
+bool is_resolver(const Endpoint& e) {
+  if (e.port != policy::kResolverPort) return false;
+  return e.family == 4 ? std::memcmp(e.addr.data(), policy::kResolver4, 4) == 0
+                       : std::memcmp(e.addr.data(), policy::kResolver6, 16) == 0;
 }
 
 }  // namespace sandlet::netgw

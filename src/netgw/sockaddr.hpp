@@ -24,5 +24,7 @@ socklen_t sockaddr_of(const Endpoint& e, sockaddr_storage& ss);
 std::string to_string(const Endpoint& e);
 // Parses an IP literal (no port); false when it is not one.
 bool parse_ip(const std::string& text, Endpoint& out);
+// Whether `e` is the sandbox's resolver (policy::kResolver4/6, port 53): answered, never relayed.
+bool is_resolver(const Endpoint& e);
 
 }  // namespace sandlet::netgw

@@ -1,4 +1,4 @@
-// UDP through the gateway: datagrams steered to the sandbox's UDP socket carry their original destination
+// UDP through the gateway (datagrams to the sandbox's resolver address go to the name gate instead): datagrams steered to the sandbox's UDP socket carry their original destination
 // (IP_RECVORIGDSTADDR / IPV6_RECVORIGDSTADDR). Each (source, destination) pair is a flow with a connected
 // socket in the uplink namespace and a reply socket bound to the destination inside the sandbox's
 // namespace (the address is local there thanks to the AnyIP route), so replies come from the address and
@@ -13,16 +13,6 @@
 #include "netgw/limits.hpp"
 
 namespace sandlet::netgw {
-namespace {
-
-// The per-sandbox resolver address the DNS module will answer on (not built yet: see handle_dns).
-bool is_resolver(const Endpoint& e) {
-  static const uint8_t v4[4] = {169, 254, 53, 53};
-  static const uint8_t v6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53};
-  return e.port == 53 && (e.family == 4 ? std::memcmp(e.addr.data(), v4, 4) == 0 : std::memcmp(e.addr.data(), v6, 16) == 0);
-}
-
-}  // namespace
 
 void SandboxPort::on_datagram(Listener& l) {
   static thread_local std::string buf(kMaxDatagram, '\0');
@@ -51,12 +41,10 @@ void SandboxPort::on_datagram(Listener& l) {
     if (!dst || (msg.msg_flags & MSG_TRUNC)) continue;
     const Endpoint client = endpoint_of(from);
     const std::string payload(buf.data(), static_cast<size_t>(n));
-    std::optional<std::string> answer;
     const bool dns = is_resolver(*dst);
     std::string why;
     if (dns) {
-      answer = handle_dns(*this, payload);
-      if (!answer) continue;
+      if (!dns_) why = "no resolver";
     } else {
       why = refuse(*dst, kNetUdp);
       if (why.empty() && rate_.available() < payload.size()) why = "over the egress rate";
@@ -81,7 +69,12 @@ void SandboxPort::on_datagram(Listener& l) {
         f->reply = socket_inside(dst->family == 4 ? AF_INET : AF_INET6, SOCK_DGRAM);
         const int one = 1;
         (void)::setsockopt(f->reply.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (dst->family == 6) (void)::setsockopt(f->reply.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        // IPv6 binds only to addresses assigned to an interface, not to those a local route makes local (as
+        // IPv4 does): free-bind lets the reply socket take the destination's address all the same.
+        if (dst->family == 6) {
+          (void)::setsockopt(f->reply.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+          (void)::setsockopt(f->reply.get(), IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof one);
+        }
         if (::bind(f->reply.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) continue;
         if (!dns) {
           f->outer.reset(::socket(dst->family == 4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -96,10 +89,15 @@ void SandboxPort::on_datagram(Listener& l) {
     }
     UdpFlow& f = *it->second;
     f.last_ms = Gateway::now_ms();
-    if (answer) {
-      sockaddr_storage ss;
-      const socklen_t len = sockaddr_of(client, ss);
-      (void)::sendto(f.reply.get(), answer->data(), answer->size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
+    if (dns) {
+      // Answered when a worker has decided; the flow's reply socket (bound to the resolver address)
+      // sends it, so it comes from where the sandbox sent the query.
+      Gateway* gw = &gw_;
+      const std::string id = id_;
+      (void)gw_.dns().submit(dns_, std::vector<uint8_t>(payload.begin(), payload.end()), net::DnsTransport::kUdp,
+                             [gw, id, key](std::vector<uint8_t> reply) {
+                               if (SandboxPort* p = gw->find(id)) p->dns_udp_reply(key, reply);
+                             });
       continue;
     }
     if (::send(f.outer.get(), payload.data(), payload.size(), MSG_DONTWAIT) > 0) {
@@ -107,6 +105,15 @@ void SandboxPort::on_datagram(Listener& l) {
       relayed_out += payload.size();
     }
   }
+}
+
+void SandboxPort::dns_udp_reply(const std::pair<Endpoint, Endpoint>& key, const std::vector<uint8_t>& reply) {
+  auto it = flows_.find(key);
+  if (it == flows_.end() || reply.empty()) return;
+  it->second->last_ms = Gateway::now_ms();
+  sockaddr_storage ss;
+  const socklen_t len = sockaddr_of(it->second->client, ss);
+  (void)::sendto(it->second->reply.get(), reply.data(), reply.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 void SandboxPort::on_flow_reply(UdpFlow& f) {

@@ -170,12 +170,13 @@ std::vector<NetTrieEntry> NetFilter::read_slot(uint32_t slot) const {
   return out;
 }
 
-size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set) {
+size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set,
+                        const std::vector<NetProtectedRange>& protect) {
   if (rules.size() > kMaxRuleEntries)
     throw Error(Code::kInvalidArgument, "network allowlist: more than " + std::to_string(kMaxRuleEntries) +
                                             " address ranges");
   size_t dropped = 0;
-  const std::vector<NetTrieEntry> live = merge_resolved_entries(rules, set, {}, &dropped);
+  const std::vector<NetTrieEntry> live = merge_resolved_entries(rules, set, protect, &dropped);
   if (holds_resolved()) {
     put_slot(kSlotStatic, make_trie(rules));
     std::vector<NetTrieEntry> stored;
@@ -191,15 +192,18 @@ size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vecto
   return dropped;
 }
 
-void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags) {
-  store(rules, holds_resolved() ? merge_resolved_set(resolved(), {}, net_clock_now(), keep_tags) : std::vector<NetResolved>{});
+void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags,
+                          const std::vector<NetProtectedRange>& protect) {
+  store(rules, holds_resolved() ? merge_resolved_set(resolved(), {}, net_clock_now(), keep_tags) : std::vector<NetResolved>{},
+        protect);
 }
 
-size_t NetFilter::add_resolved(const std::vector<NetResolved>& add, uint32_t now) {
+size_t NetFilter::add_resolved(const std::vector<NetResolved>& add, uint32_t now,
+                               const std::vector<NetProtectedRange>& protect) {
   if (!holds_resolved())
     throw Error(Code::kFailedPrecondition, "network allowlist: made by an older version without a resolved set "
                                            "(re-create the sandbox to use rules by name)");
-  return store(read_slot(kSlotStatic), merge_resolved_set(resolved(), add, now));
+  return store(read_slot(kSlotStatic), merge_resolved_set(resolved(), add, now), protect);
 }
 
 std::vector<NetResolved> NetFilter::resolved() const {

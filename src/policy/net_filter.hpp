@@ -43,13 +43,15 @@ class NetFilter final {
   void attach(int cgroup_fd);
   // Replaces the rules' part of the allowlist (compile_net_rules) in one step: a new trie of these and
   // the resolved addresses, swapped into the live slot by one update. Resolved addresses stay, but only
-  // those whose rule tag is in `keep_tags` when given (the rules by name of the new policy).
-  void set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags = nullptr);
+  // those whose rule tag is in `keep_tags` when given (the rules by name of the new policy). `protect`:
+  // ranges no resolved address may open (the uplink's own addresses, as given to the rules' compile).
+  void set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags = nullptr,
+                 const std::vector<NetProtectedRange>& protect = {});
   // Adds addresses resolved for rules by name (merge_resolved_set: expired ones leave, the set stays
   // bounded) and swaps in the new trie. Returns how many records could not be placed in the trie (a
   // protected range, or more than kNetEntriesPerPrefix ranges on one address). FAILED_PRECONDITION for a
   // filter made before the resolved set existed.
-  size_t add_resolved(const std::vector<NetResolved>& add, uint32_t now);
+  size_t add_resolved(const std::vector<NetResolved>& add, uint32_t now, const std::vector<NetProtectedRange>& protect = {});
   // The resolved set as stored (expired records stay until the next add or update).
   std::vector<NetResolved> resolved() const;
   // Whether this filter keeps a resolved set (filters made by older versions have only the live slot).
@@ -73,7 +75,8 @@ class NetFilter final {
   void put_slot(uint32_t slot, const sys::UniqueFd& trie);
   std::vector<NetTrieEntry> read_slot(uint32_t slot) const;
   // Writes the rules' compile and the resolved set, then the live trie made of both.
-  size_t store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set);
+  size_t store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set,
+               const std::vector<NetProtectedRange>& protect);
   uint32_t slots_ = 1;
   sys::UniqueFd template_;  // the inner map type (kept only by create)
   sys::UniqueFd rules_;     // array-of-maps: kSlots slots (one in filters of older versions)

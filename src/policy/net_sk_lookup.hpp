@@ -23,6 +23,13 @@ enum GatewaySocketSlot : uint32_t { kGwTcp4 = 0, kGwTcp6 = 1, kGwUdp4 = 2, kGwUd
 inline constexpr uint8_t kSandboxSource4[4] = {192, 0, 0, 8};
 inline constexpr uint8_t kSandboxSource6[16] = {0xfd, 0x5a, 0x6e, 0x1e, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08};
 
+// The sandbox's resolver (docs/NETWORK.md, "DNS by name"): port 53 of these, UDP and TCP, is answered by
+// the node gateway's name gate, never relayed. Link-local and the project's unique-local prefix: no
+// address a network the sandbox is allowed to reach would use.
+inline constexpr uint8_t kResolver4[4] = {169, 254, 53, 53};
+inline constexpr uint8_t kResolver6[16] = {0xfd, 0x5a, 0x6e, 0x1e, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53};
+inline constexpr uint16_t kResolverPort = 53;
+
 std::vector<bpf_insn> gateway_sk_lookup_program(int sockmap_fd);
 
 }  // namespace sandlet::policy

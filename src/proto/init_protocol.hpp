@@ -83,10 +83,15 @@ enum InitFlags : uint32_t {
   kInitMaskKernelFiles = 128,   // kConfig only: empty read-only stand-ins over /proc's kernel files
   kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, after the mounts: the toolkit's read-only mount
   kInitHasDenialLog = 512,      // kConfig only: one more SCM_RIGHTS fd, last: the seccomp denial log (denial_log.hpp)
+  kInitResolverConf = 1024,     // kConfig only: /etc/resolv.conf names the sandbox's resolver (kResolverConf)
 };
 constexpr int kInitUpperFd = 1000;    // where the init keeps the writable layer's mount (close-on-exec)
 constexpr int kInitToolkitFd = 1001;  // where the init keeps the toolkit's mount root (close-on-exec)
 constexpr const char* kToolkitPath = "/.sandlet/toolkit";
+// What kInitResolverConf writes: the resolver address the node gateway answers (policy/net_sk_lookup.hpp).
+constexpr const char* kResolverConf =
+    "# Written by sandlet: the sandbox's resolver answers the names its network policy allows.\n"
+    "nameserver 169.254.53.53\n";
 
 // A spec file rule (policy.files) as the init applies it.
 enum class FileRuleAccess : uint32_t { kReadOnly = 0, kHidden = 1, kWritable = 2 };

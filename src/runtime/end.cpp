@@ -40,6 +40,16 @@ void audit_network_denials(AuditLog& audit, const SandboxRecord& rec, BackendSan
     for (const boost::json::value& d : stats["denied"].as_array())
       audit.denial(rec.id, rec.spec.labels, "network", d.as_object());
     stats.erase("denied");
+    // The resolver's decisions (the DNS log keeps the last 64): refusals are denials, the rest `dns` events.
+    if (auto* dns = stats.if_contains("dns"); dns && dns->is_object()) {
+      boost::json::object& d = dns->as_object();
+      for (const boost::json::value& r : d["records"].as_array()) {
+        const boost::json::object& o = r.as_object();
+        if (o.at("verdict").as_string() == "refused") audit.denial(rec.id, rec.spec.labels, "dns", o);
+        else audit.write("dns", rec.id, rec.spec.labels, o);
+      }
+      d.erase("records");
+    }
     destroy_fields["network"] = std::move(stats);
   } catch (...) {
   }
@@ -65,12 +75,14 @@ void audit_seccomp_denials(AuditLog& audit, const SandboxRecord& rec, BackendSan
 void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
                      boost::json::object audit_extra) {
   impl.kill();
-  // (The denial log is in the sandbox's directory, which retiring moves.)
-  if (reason) audit_seccomp_denials(*audit_, rec, impl, audit_extra);
+  // (The denial and DNS logs are in the sandbox's directory, which retiring moves.)
+  if (reason) {
+    audit_seccomp_denials(*audit_, rec, impl, audit_extra);
+    audit_network_denials(*audit_, rec, impl, audit_extra);
+  }
   dirs_->retire(rec.id);
   // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).
   if (reason) {
-    audit_network_denials(*audit_, rec, impl, audit_extra);
     audit_extra["reason"] = reason;
     audit_->write("destroy", rec.id, rec.spec.labels, std::move(audit_extra));
   }

@@ -10,6 +10,9 @@
  *   tcp-send ADDR PORT BYTES  connect, send BYTES bytes, close the sending side, read the reply to its
  *                             end: "OK <reply>" (<= 30 s)
  *   tcp-serve PORT            listen on 127.0.0.1:PORT, answer one connection with "inside-echo" (<= 20 s)
+ *   dns SERVER NAME [tcp]     an A query for NAME to SERVER:53 ("conf": the first nameserver of
+ *                             /etc/resolv.conf), over UDP or TCP, 3 s: "OK <first address>", "NOADDR",
+ *                             "RCODE <n>", "TIMEOUT" or "ERR <errno name>"
  * ADDR is an IPv4 or IPv6 literal. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -107,6 +110,113 @@ static int tcp_connect(const char *addr, int port) {
   return s;
 }
 
+/* The first "nameserver" of /etc/resolv.conf, or NULL. */
+static const char *conf_nameserver(void) {
+  static char server[64];
+  FILE *f = fopen("/etc/resolv.conf", "r");
+  char line[256];
+  if (!f) return NULL;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "nameserver %63s", server) == 1) {
+      fclose(f);
+      return server;
+    }
+  }
+  fclose(f);
+  return NULL;
+}
+
+/* Skips a (possibly compressed) name at `at`; returns the offset after it, or 0 when it runs out. */
+static size_t skip_name(const unsigned char *m, size_t n, size_t at) {
+  while (at < n) {
+    if (m[at] == 0) return at + 1;
+    if ((m[at] & 0xc0) == 0xc0) return at + 2 <= n ? at + 2 : 0;
+    at += 1 + m[at];
+  }
+  return 0;
+}
+
+/* Prints the outcome of one A query for `name` to `server` port 53. */
+static int dns_query(const char *server, const char *name, int tcp) {
+  unsigned char q[300] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  size_t len = 12;
+  for (const char *p = name; *p;) {
+    const char *dot = strchr(p, '.');
+    size_t l = dot ? (size_t)(dot - p) : strlen(p);
+    if (l == 0 || l > 63 || len + l + 6 > sizeof q) return 2;
+    q[len++] = (unsigned char)l;
+    memcpy(q + len, p, l);
+    len += l;
+    p += l + (dot ? 1 : 0);
+  }
+  q[len++] = 0;
+  q[len++] = 0, q[len++] = 1, q[len++] = 0, q[len++] = 1; /* A, IN */
+  struct sockaddr_storage sa;
+  socklen_t sl = address(server, 53, &sa);
+  int s = socket(sa.ss_family, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+  if (s < 0 || connect(s, (struct sockaddr *)&sa, sl) < 0) {
+    printf("ERR %s\n", err_name(errno));
+    return 0;
+  }
+  unsigned char out[310];
+  size_t olen = 0;
+  if (tcp) out[0] = (unsigned char)(len >> 8), out[1] = (unsigned char)len, olen = 2;
+  memcpy(out + olen, q, len);
+  if (send(s, out, olen + len, MSG_NOSIGNAL) < 0) {
+    printf("ERR %s\n", err_name(errno));
+    return 0;
+  }
+  unsigned char m[4096];
+  size_t n = 0;
+  for (;;) {
+    struct pollfd p = {s, POLLIN, 0};
+    if (poll(&p, 1, 3000) <= 0) {
+      printf("TIMEOUT\n");
+      return 0;
+    }
+    ssize_t r = recv(s, m + n, sizeof m - n, 0);
+    if (r < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+    n += (size_t)r;
+    if (!tcp) break;
+    if (r == 0 || (n >= 2 && n >= 2 + ((size_t)m[0] << 8 | m[1]))) break;
+  }
+  const unsigned char *msg = tcp ? m + 2 : m;
+  if (tcp) n = n >= 2 ? n - 2 : 0;
+  if (n < 12 || msg[0] != 0x12 || msg[1] != 0x34) {
+    printf("ERR malformed\n");
+    return 0;
+  }
+  if (msg[3] & 0x0f) {
+    printf("RCODE %d\n", msg[3] & 0x0f);
+    return 0;
+  }
+  size_t at = skip_name(msg, n, 12);
+  if (!at || at + 4 > n) {
+    printf("ERR malformed\n");
+    return 0;
+  }
+  at += 4;
+  for (int i = 0, an = msg[6] << 8 | msg[7]; i < an; ++i) {
+    at = skip_name(msg, n, at);
+    if (!at || at + 10 > n) break;
+    const int type = msg[at] << 8 | msg[at + 1], rdlen = msg[at + 8] << 8 | msg[at + 9];
+    at += 10;
+    if (at + (size_t)rdlen > n) break;
+    if (type == 1 && rdlen == 4) {
+      char text[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, msg + at, text, sizeof text);
+      printf("OK %s\n", text);
+      return 0;
+    }
+    at += (size_t)rdlen;
+  }
+  printf("NOADDR\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (!in_user_namespace()) {
@@ -202,6 +312,14 @@ int main(int argc, char **argv) {
     }
     await_reply(s, 1000, "");
     return 0;
+  }
+  if (!strcmp(cmd, "dns") && argc > 3) {
+    const char *server = strcmp(addr, "conf") ? addr : conf_nameserver();
+    if (!server) {
+      printf("ERR no nameserver in /etc/resolv.conf\n");
+      return 0;
+    }
+    return dns_query(server, argv[3], argc > 4 && !strcmp(argv[4], "tcp"));
   }
   if (!strcmp(cmd, "icmp")) {
     struct sockaddr_storage sa;

@@ -57,9 +57,9 @@ ONLY = [
     ("src/lazy/", ("common/", "sys/", "store/", "lazy/", "image/sha256.hpp", "image/blob_builder.hpp",
                    "image/fs_tree.hpp")),
     # The DNS name gate (linked into the node's gateway): the spec's rules, the allowlist's resolved set,
-    # fds, and its own headers; never the runtime or a backend.
+    # fds, the DNS log's layout, and its own headers; never the runtime or a backend.
     ("src/net/", ("common/", "sys/fd.hpp", "spec/network_spec.hpp", "policy/net_resolved.hpp", "policy/net_rules.hpp",
-                  "net/")),
+                  "proto/dns_log.hpp", "net/")),
 ]
 
 

@@ -2,7 +2,9 @@
 // DNS server on loopback answering from a table, for the name gate's tests.
 #pragma once
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -91,11 +93,26 @@ inline std::string text_of(int family, const std::array<uint8_t, 16>& a) {
 class FakeDns {
  public:
   using Answer = std::function<std::vector<Bytes>(const Bytes& query)>;
-  explicit FakeDns(Answer answer) : answer_(std::move(answer)) {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  explicit FakeDns(Answer answer) : FakeDns(std::move(answer), "", "127.0.0.1", 0) {}
+  // On `address`:`port` (0: the kernel's choice) in the network namespace `netns` ("" = this thread's):
+  // the socket is made there and keeps it.
+  FakeDns(Answer answer, const std::string& netns, const char* address, uint16_t port) : answer_(std::move(answer)) {
+    std::thread maker([&] {
+      if (!netns.empty()) {
+        const int ns = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+        if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) return;
+        ::close(ns);
+      }
+      fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    });
+    maker.join();
+    if (fd_ < 0) throw std::runtime_error("FakeDns: socket in " + netns);
+    const int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    inet_pton(AF_INET, address, &a.sin_addr);
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind");
     socklen_t len = sizeof a;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);

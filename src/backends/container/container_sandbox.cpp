@@ -1,6 +1,7 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
+#include "backends/container/dns_log.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
 #include "backends/container/sandbox_net.hpp"
 
@@ -133,13 +134,16 @@ void ContainerSandbox::net_update(const NetworkPolicy& policy) {
   update_network_policy(state_.cgroups.v2, id_, policy,
                         state_.net_gateway ? uplink_protected_ranges(node_->net_uplink_netns)
                                            : std::vector<policy::NetProtectedRange>{});
+  if (state_.net_gateway) node_->gateway().update(id_, policy);
 }
 
 boost::json::object ContainerSandbox::net_stats() const {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
   if (state_.net_gateway) node_->gateway().ensure_running();
-  return network_counters(state_.cgroups.v2, id_);
+  boost::json::object o = network_counters(state_.cgroups.v2, id_);
+  o["dns"] = read_dns_log(dir_);
+  return o;
 }
 
 boost::json::object ContainerSandbox::seccomp_stats(uint64_t after_seq) const { return read_denial_log(dir_, after_seq); }

@@ -9,6 +9,7 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
+#include "backends/container/dns_log.hpp"
 #include "backends/container/embedded_init.hpp"
 #include "backends/container/init_setup.hpp"
 #include "backends/container/kernel_support.hpp"
@@ -145,7 +146,6 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   if (!starting_) throw Error(Code::kFailedPrecondition, "sandbox " + id_ + ": finish without prepare");
   StartingInit& s = *starting_;
   require_accepted_guarantees(host_guarantees(node_->cgroups), spec);
-  check_network_supported(spec.network);
   s.cgroup.apply_limits(spec.limits);
   // The allowlist, before anything of the sandbox's own runs (the init waits for its configuration).
   const bool gateway = !spec.network.none;
@@ -161,7 +161,9 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     const std::string ns_path = "/proc/" + std::to_string(s.init.pid()) + "/ns/net";
     const sys::UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open " + ns_path);
-    attach_network_gateway(node_->gateway(), id_, ns.get(), s.init.pidfd(), s.cgroup.v2_fd(), spec.network);
+    const sys::UniqueFd dns_log = spec.network.dns.empty() ? sys::UniqueFd() : open_dns_log(dir_, true);
+    attach_network_gateway(node_->gateway(), id_, ns.get(), s.init.pidfd(), s.cgroup.v2_fd(), spec.network,
+                           dns_log ? dns_log.get() : -1);
     state_.net_gateway = true;
   }
   state_.cgroups = s.cgroup.paths();
@@ -185,6 +187,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
   config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
+  if (!spec.network.none && !spec.network.dns.empty()) config.flags |= proto::kInitResolverConf;
   if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
   const std::vector<sys::UniqueFd> mounts = clone_mounts(spec, s.userns.get(), config);
   const sys::UniqueFd toolkit = clone_toolkit(spec, s.userns.get(), config);

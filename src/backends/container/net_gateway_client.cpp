@@ -150,25 +150,60 @@ boost::json::object NetGatewayClient::call(const boost::json::object& request, c
   throw Error(Code::kUnavailable, "the network gateway at " + netgw::control_socket_path(root_) + " does not answer");
 }
 
-void NetGatewayClient::attach(const std::string& id, int netns_fd, int pidfd, int cgroup_fd, const NetworkPolicy& policy) {
-  boost::json::object req{{"op", "attach"}, {"id", id}, {"egress_rate", policy.egress_rate}};
-  boost::json::array exact, publish;
+namespace {
+
+// What the gateway keeps of a policy and a `net update` may change: the exactly named addresses (the only
+// uplink ones it relays to) and the resolver's rules by name and upstreams.
+void put_policy(boost::json::object& req, const NetworkPolicy& policy) {
+  boost::json::array exact, names, dns;
   for (const NetAllowRule& r : policy.allow) {
-    if (r.family == 0 || r.prefix != (r.family == 4 ? 32 : 128)) continue;
+    if (r.family == 0) {
+      names.push_back({{"host", r.host}, {"protocols", r.protocols}, {"port_lo", r.port_lo}, {"port_hi", r.port_hi}});
+      continue;
+    }
+    if (r.prefix != (r.family == 4 ? 32 : 128)) continue;
     char buf[64] = {};
     ::inet_ntop(r.family == 4 ? AF_INET : AF_INET6, r.addr.data(), buf, sizeof buf);
     exact.push_back(boost::json::string(buf));
   }
+  for (const std::string& d : policy.dns) dns.push_back(boost::json::string(d));
+  req["exact"] = std::move(exact);
+  req["resolver"] = !policy.dns.empty();
+  req["names"] = std::move(names);
+  req["dns"] = std::move(dns);
+}
+
+}  // namespace
+
+void NetGatewayClient::attach(const std::string& id, int netns_fd, int pidfd, int cgroup_fd, const NetworkPolicy& policy,
+                              int dns_log_fd) {
+  boost::json::object req{{"op", "attach"}, {"id", id}, {"egress_rate", policy.egress_rate}};
+  put_policy(req, policy);
+  boost::json::array publish;
   for (const NetPublish& p : policy.publish)
     publish.push_back({{"address", p.address}, {"host_port", p.host_port}, {"port", p.port}});
-  req["exact"] = std::move(exact);
   req["publish"] = std::move(publish);
+  std::vector<int> fds{netns_fd, pidfd, cgroup_fd};
+  if (dns_log_fd >= 0) fds.push_back(dns_log_fd);
   bool started = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    call(req, {netns_fd, pidfd, cgroup_fd}, true, &started);
+    call(req, fds, true, &started);
   }
   if (started && on_restart) on_restart();
+}
+
+void NetGatewayClient::update(const std::string& id, const NetworkPolicy& policy) {
+  boost::json::object req{{"op", "update"}, {"id", id}};
+  put_policy(req, policy);
+  std::lock_guard<std::mutex> lk(mu_);
+  try {
+    call(req, {}, false, nullptr);
+  } catch (const Error& e) {
+    // No gateway, or one that does not hold the sandbox: the next start re-attaches it from its record,
+    // which has the new policy by then.
+    if (e.code() != Code::kUnavailable && e.code() != Code::kNotFound) throw;
+  }
 }
 
 void NetGatewayClient::ensure_running() {

@@ -20,8 +20,13 @@ class NetGatewayClient final {
 
   // Hands the sandbox to the gateway (starting one if needed): its network namespace, its init's pidfd
   // (the gateway drops the sandbox when it ends) and its cgroup2 directory (where the gateway reads the
-  // allowlist). A published host port in use is ALREADY_EXISTS naming the field.
-  void attach(const std::string& id, int netns_fd, int pidfd, int cgroup_fd, const NetworkPolicy& policy);
+  // allowlist), and for a policy with resolvers the sandbox's DNS log (dns_log.hpp; -1: none). A published
+  // host port in use is ALREADY_EXISTS naming the field.
+  void attach(const std::string& id, int netns_fd, int pidfd, int cgroup_fd, const NetworkPolicy& policy,
+              int dns_log_fd = -1);
+  // After a `net update` swapped the kernel rules: the gateway's copy of what it keeps of the policy (the
+  // exactly named addresses, the resolver's rules by name and upstreams). Never starts a gateway.
+  void update(const std::string& id, const NetworkPolicy& policy);
   // Starts the gateway if none answers (then on_restart runs).
   void ensure_running();
   // Best effort; never starts a gateway.

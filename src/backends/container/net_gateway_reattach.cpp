@@ -9,6 +9,7 @@
 
 #include "backends/container/container_node.hpp"
 #include "backends/container/container_state.hpp"
+#include "backends/container/dns_log.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
 #include "spec/network_spec.hpp"
 #include "sys/fs_util.hpp"
@@ -47,7 +48,8 @@ void reattach_gateway_sandboxes(ContainerNode& node) noexcept {
       if (!ns || !group || !proc_groups || v2.size() < own.size() || v2.compare(v2.size() - own.size(), own.size(), own) != 0 ||
           proc_groups->find(own) == std::string::npos || !sys::process_alive(st.init_pid, st.init_start))
         continue;
-      node.gateway().attach(id, ns.get(), pidfd.get(), group.get(), policy);
+      const sys::UniqueFd dns_log = policy.dns.empty() ? sys::UniqueFd() : open_dns_log(e.path().string(), false);
+      node.gateway().attach(id, ns.get(), pidfd.get(), group.get(), policy, dns_log ? dns_log.get() : -1);
     } catch (const std::exception&) {
       // One sandbox that cannot be attached again (e.g. its published port was taken meanwhile) does
       // not keep the others from it.

@@ -10,14 +10,33 @@
 
 #include "common/error.hpp"
 #include "policy/net_filter.hpp"
+#include "policy/net_sk_lookup.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet::container {
 namespace {
 
+// A policy with resolvers (`dns`) reaches its own resolver address (the node gateway's name gate), UDP
+// and TCP port 53: a rule of the compile only, never shown in the policy.
+std::vector<NetAllowRule> with_resolver(const NetworkPolicy& p) {
+  std::vector<NetAllowRule> rules = p.allow;
+  if (p.dns.empty()) return rules;
+  for (int family : {4, 6}) {
+    NetAllowRule r;
+    r.family = family;
+    if (family == 4) std::memcpy(r.addr.data(), policy::kResolver4, 4);
+    else std::memcpy(r.addr.data(), policy::kResolver6, 16);
+    r.prefix = family == 4 ? 32 : 128;
+    r.protocols = kNetTcp | kNetUdp;
+    r.port_lo = r.port_hi = policy::kResolverPort;
+    rules.push_back(r);
+  }
+  return rules;
+}
+
 std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field,
                                           const std::vector<policy::NetProtectedRange>& protect) {
-  return policy::compile_net_rules(p.allow, protect, field + ".allow");
+  return policy::compile_net_rules(with_resolver(p), protect, field + ".allow");
 }
 
 sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {
@@ -49,16 +68,6 @@ LockedFilter attached(const std::string& cgroup_v2, const std::string& id) {
 
 }  // namespace
 
-void check_network_supported(const NetworkPolicy& policy, const std::string& field) {
-  if (policy.none) return;
-  for (size_t i = 0; i < policy.allow.size(); ++i) {
-    if (policy.allow[i].family == 0)
-      throw Error(Code::kUnimplemented, "invalid spec field '" + field + ".allow[" + std::to_string(i) +
-                                            "].host': rules by DNS name need the sandbox resolver, which this "
-                                            "version does not have yet (use a cidr rule)");
-  }
-}
-
 NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
                              const std::vector<policy::NetProtectedRange>& protect) {
   if (policy.none) return {};
@@ -72,7 +81,6 @@ void update_network_policy(const std::string& cgroup_v2, const std::string& id, 
   if (policy.none || !policy.publish.empty() || policy.egress_rate != 0)
     throw Error(Code::kInvalidArgument, "network update of sandbox " + id +
                                             ": only \"allow\" (and \"dns\") can change while it runs");
-  check_network_supported(policy, "network");
   const std::vector<policy::NetTrieEntry> rules = compile(policy, "network", protect);
   // Addresses resolved for a rule by name stay while the new policy has the same rule (name, protocols,
   // ports); the others leave with this update.
@@ -80,7 +88,7 @@ void update_network_policy(const std::string& cgroup_v2, const std::string& id, 
   for (const NetAllowRule& r : policy.allow) {
     if (r.family == 0) keep.push_back(policy::net_rule_tag(r));
   }
-  attached(cgroup_v2, id).filter.set_rules(rules, &keep);
+  attached(cgroup_v2, id).filter.set_rules(rules, &keep, protect);
 }
 
 size_t add_resolved_addresses(const std::string& cgroup_v2, const std::string& id,

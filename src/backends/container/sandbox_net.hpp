@@ -15,9 +15,6 @@ namespace sandlet::container {
 
 class NetGatewayClient;
 
-// Refuses (UNIMPLEMENTED, naming the field) what this version cannot enforce yet, before anything is made.
-void check_network_supported(const NetworkPolicy& policy, const std::string& field = "network");
-
 struct NetIds {
   uint32_t rules_map = 0;  // bpf map ids, for the record (diagnostics; the filter is found from the group)
   uint32_t stats_map = 0;
@@ -36,9 +33,10 @@ void update_network_policy(const std::string& cgroup_v2, const std::string& id, 
 // range each: the host (or the uplink) is not opened by a wide rule such as 0.0.0.0/0.
 std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string& uplink_netns);
 // Gives the sandbox whose init is `init_pid` (its pidfd `pidfd`) connectivity through the node gateway:
-// AnyIP routes in its namespace `netns_fd`, then the gateway's attach. Before anything of the sandbox runs.
+// AnyIP routes in its namespace `netns_fd`, then the gateway's attach (with the DNS log for a policy with
+// resolvers, -1 for none). Before anything of the sandbox runs.
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
-                            const NetworkPolicy& policy);
+                            const NetworkPolicy& policy, int dns_log_fd = -1);
 // Adds addresses resolved for the sandbox's rules by name (the node's resolver calls it; policy/net_resolved.hpp
 // for the bounds and expiry) and swaps in the new allowlist; expired addresses leave at the same time (an
 // empty `add` only prunes). Returns how many records could not be placed. Safe against concurrent updates

@@ -37,9 +37,9 @@ std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string
 }
 
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
-                            const NetworkPolicy& policy) {
+                            const NetworkPolicy& policy, int dns_log_fd) {
   sys::add_anyip_routes(netns_fd, policy::kSandboxSource4, policy::kSandboxSource6);
-  gw.attach(id, netns_fd, pidfd, cgroup_fd, policy);
+  gw.attach(id, netns_fd, pidfd, cgroup_fd, policy, dns_log_fd);
 }
 
 }  // namespace sandlet::container

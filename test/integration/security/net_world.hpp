@@ -1,7 +1,7 @@
 // The network tests' world: a fake "internet" host in a network namespace of the test's own (a child
 // process serving TCP and UDP echo), wired to a sandbox's namespace by a veth pair the test makes, and a
 // probe run inside the sandbox. The traffic never leaves namespaces the test created, and the servers stop
-// by themselves. (Until the library gives allowed sandboxes their own interface, the test plays that part.)
+// by themselves. (The gateway's tests use the same servers as the uplink instead: gateway_world.hpp.)
 #pragma once
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,55 +22,68 @@
 
 namespace net_world {
 
-constexpr int kServeSeconds = 90;  // the fake host's hard stop
+constexpr int kServeSeconds = 120;  // the fake hosts' hard stop
 
-inline void serve_echo(int ready_fd, int quit_fd) {
-  ::unshare(CLONE_NEWNET);
-  std::vector<pollfd> fds;
-  std::vector<int> kinds;  // 0 tcp listener, 1 udp, 2 tcp connection, 3 quit
-  auto listen_on = [&](int type, int port) {
-    int s = ::socket(AF_INET6, type, 0);
-    int zero = 0, one = 1;
+// The echo servers of both fake worlds, in a network namespace of their own: TCP 443 and 80 answer
+// "tcp-echo" per read; TCP 9000 counts what arrives until the sender closes and answers the count; UDP 53
+// answers "udp-echo" per datagram. `setup` (a shell command, may be empty) runs once the namespace exists.
+inline void serve_echo(int ready_fd, int quit_fd, const std::string& setup = "") {
+  if (::unshare(CLONE_NEWNET) != 0) ::_exit(4);
+  if (!setup.empty() && std::system(setup.c_str()) != 0) ::_exit(6);
+  struct Fd {
+    int fd, kind;  // 0 listener echo, 1 udp, 2 echo conn, 3 quit, 4 listener count, 5 count conn
+    uint64_t count;
+  };
+  std::vector<Fd> fds;
+  auto listen_on = [&](int type, int port, int kind) {
+    int s = ::socket(AF_INET6, type, 0), zero = 0, one = 1;
     ::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
     ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in6 a{};
     a.sin6_family = AF_INET6;
     a.sin6_port = htons(static_cast<uint16_t>(port));
     if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ::_exit(5);
-    if (type == SOCK_STREAM) ::listen(s, 16);
-    fds.push_back({s, POLLIN, 0});
-    kinds.push_back(type == SOCK_STREAM ? 0 : 1);
+    if (type == SOCK_STREAM) ::listen(s, 64);
+    fds.push_back({s, kind, 0});
   };
-  listen_on(SOCK_STREAM, 443);
-  listen_on(SOCK_STREAM, 80);
-  listen_on(SOCK_DGRAM, 53);
-  fds.push_back({quit_fd, POLLIN, 0});
-  kinds.push_back(3);
+  listen_on(SOCK_STREAM, 443, 0);
+  listen_on(SOCK_STREAM, 80, 0);
+  listen_on(SOCK_STREAM, 9000, 4);
+  listen_on(SOCK_DGRAM, 53, 1);
+  fds.push_back({quit_fd, 3, 0});
   char c = 'r';
   (void)!::write(ready_fd, &c, 1);
   ::close(ready_fd);
   ::alarm(kServeSeconds);
   for (;;) {
-    if (::poll(fds.data(), fds.size(), 1000) < 0) continue;
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      char buf[256];
-      if (kinds[i] == 3) ::_exit(0);
-      if (kinds[i] == 0) {
-        int c2 = ::accept(fds[i].fd, nullptr, nullptr);
-        if (c2 >= 0) fds.push_back({c2, POLLIN, 0}), kinds.push_back(2);
-      } else if (kinds[i] == 1) {
+    std::vector<pollfd> p;
+    for (auto& f : fds) p.push_back({f.fd, POLLIN, 0});
+    if (::poll(p.data(), p.size(), 1000) <= 0) continue;
+    const size_t n = fds.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (!(p[i].revents & (POLLIN | POLLHUP)) || fds[i].fd < 0) continue;
+      char buf[16384];
+      Fd& f = fds[i];
+      if (f.kind == 3) ::_exit(0);
+      if (f.kind == 0 || f.kind == 4) {
+        int c2 = ::accept(f.fd, nullptr, nullptr);
+        if (c2 >= 0) fds.push_back({c2, f.kind == 0 ? 2 : 5, 0});
+      } else if (f.kind == 1) {
         sockaddr_in6 from{};
         socklen_t fl = sizeof from;
-        ssize_t n = ::recvfrom(fds[i].fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &fl);
-        if (n > 0) ::sendto(fds[i].fd, "udp-echo\n", 9, 0, reinterpret_cast<sockaddr*>(&from), fl);
+        if (::recvfrom(f.fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &fl) > 0)
+          ::sendto(f.fd, "udp-echo\n", 9, 0, reinterpret_cast<sockaddr*>(&from), fl);
       } else {
-        ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-        if (n <= 0) {
-          ::close(fds[i].fd);
-          fds[i].fd = -1;  // poll ignores it
-        } else {
-          (void)!::write(fds[i].fd, "tcp-echo\n", 9);
+        ssize_t r = ::read(f.fd, buf, sizeof buf);
+        if (r > 0 && f.kind == 2) (void)!::write(f.fd, "tcp-echo\n", 9);
+        if (r > 0 && f.kind == 5) f.count += static_cast<uint64_t>(r);
+        if (r <= 0) {
+          if (f.kind == 5) {
+            const std::string reply = std::to_string(f.count) + "\n";
+            (void)!::write(f.fd, reply.data(), reply.size());
+          }
+          ::close(f.fd);
+          f.fd = -1;
         }
       }
     }
@@ -163,11 +176,11 @@ inline bool have_fake_internet() {
 }
 
 // One probe command inside the sandbox; its one-line result.
-inline std::string probe(sandlet::Sandbox& sb, const std::vector<std::string>& args) {
+inline std::string probe(sandlet::Sandbox& sb, const std::vector<std::string>& args, double timeout = 20) {
   std::vector<std::string> argv{"/tmp/net-probe"};
   argv.insert(argv.end(), args.begin(), args.end());
   sandlet::ExecOptions o(argv);
-  o.timeout_s = 20;
+  o.timeout_s = timeout;
   auto r = sb.exec(o);
   INFO("probe stderr: " << r.stderr_data);
   REQUIRE(r.exit_code == 0);
