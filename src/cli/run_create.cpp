@@ -28,7 +28,9 @@ namespace {
   "      --pids N           Maximum number of processes\n"                                              \
   "      --disk SIZE        Size of the writable layer (e.g. 1G)\n"                                     \
   "      --network MODE     none (default), or a policy as JSON (docs/NETWORK.md)\n"                     \
-  "      --allow RULE       Allowed destination [PROTO:]CIDR[:PORTS] (repeatable; a policy)\n"          \
+  "      --allow RULE       Allowed destination [PROTO:]CIDR[:PORTS] (repeatable; a policy); a DNS name\n"  \
+  "                         in place of CIDR (tcp:pypi-mirror.internal:443) needs --dns\n"             \
+  "      --dns ADDR         Upstream resolver (IP) for --allow's rules by name (repeatable, <= 4)\n"   \
   "      --label K=V        Label (repeatable)\n"                                                       \
   "      --hostname H       Host name inside the sandbox\n"                                             \
   "  -e, --env K=V          Environment variable (repeatable)\n"                                       \
@@ -75,6 +77,7 @@ const std::vector<OptionDef> kSpecOptions = {
     {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
     {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
     {"environment", 0, true}, {"accept-weaker", 0, true}, {"mount", 0, true}, {"allow", 0, true},
+    {"dns", 0, true},
 };
 
 std::pair<std::string, std::string> split_label(const std::string& flag) {
@@ -161,7 +164,12 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
     if (a.has("network")) throw UsageError("--allow and --network cannot be combined");
     json::bj::array allow;
     for (const auto& r : a.all("allow")) allow.emplace_back(r);
+    json::bj::array dns;
+    for (const auto& d : a.all("dns")) dns.emplace_back(d);
     spec["network"] = json::bj::object{{"allow", std::move(allow)}};
+    if (!dns.empty()) spec["network"].as_object()["dns"] = std::move(dns);
+  } else if (a.has("dns")) {
+    throw UsageError("--dns goes with --allow (or put \"dns\" in --network's JSON)");
   }
   for (const auto& e : a.all("env"))
     if (e.find('=') != std::string::npos)

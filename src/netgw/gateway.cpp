@@ -7,12 +7,12 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 
 #include "common/error.hpp"
 #include "lazy/seqpacket.hpp"
 #include "netgw/limits.hpp"
 #include "netgw/netgw_paths.hpp"
+#include "policy/net_uplink.hpp"
 
 namespace sandlet::netgw {
 namespace {
@@ -90,17 +90,7 @@ Gateway::Gateway(GatewayOptions o) : o_(std::move(o)) {
 }
 
 std::vector<policy::NetProtectedRange> Gateway::protected_ranges() const {
-  std::vector<policy::NetProtectedRange> out;
-  for (const sys::NetnsAddress& a : uplink_addresses_) {
-    static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
-    policy::NetProtectedRange r;
-    r.family = a.family;
-    r.addr = a.addr;
-    r.prefix = a.family == 4 ? 32 : 128;
-    out.push_back(r);
-  }
-  return out;
+  return policy::protected_ranges_of(uplink_addresses_);
 }
 
 SandboxPort* Gateway::find(const std::string& id) {

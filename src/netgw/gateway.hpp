@@ -154,6 +154,7 @@ class SandboxPort final : public Handler {
     sys::UniqueFd outer;   // connected to dst from the uplink namespace
     sys::UniqueFd reply;   // bound to dst inside the sandbox's namespace: replies come from there
     int64_t last_ms = 0;
+    int dns_pending = 0;  // a resolver flow: queries not answered yet (the flow goes with the last answer)
     void on_event(uint32_t) override { port->on_flow_reply(*this); }
   };
   void on_listener(Listener& l);

@@ -94,10 +94,13 @@ void SandboxPort::on_datagram(Listener& l) {
       // sends it, so it comes from where the sandbox sent the query.
       Gateway* gw = &gw_;
       const std::string id = id_;
-      (void)gw_.dns().submit(dns_, std::vector<uint8_t>(payload.begin(), payload.end()), net::DnsTransport::kUdp,
-                             [gw, id, key](std::vector<uint8_t> reply) {
-                               if (SandboxPort* p = gw->find(id)) p->dns_udp_reply(key, reply);
-                             });
+      if (gw_.dns().submit(dns_, std::vector<uint8_t>(payload.begin(), payload.end()), net::DnsTransport::kUdp,
+                           [gw, id, key](std::vector<uint8_t> reply) {
+                             if (SandboxPort* p = gw->find(id)) p->dns_udp_reply(key, reply);
+                           }))
+        ++f.dns_pending;
+      else if (f.dns_pending == 0)
+        drop_flow(&f);
       continue;
     }
     if (::send(f.outer.get(), payload.data(), payload.size(), MSG_DONTWAIT) > 0) {
@@ -109,11 +112,15 @@ void SandboxPort::on_datagram(Listener& l) {
 
 void SandboxPort::dns_udp_reply(const std::pair<Endpoint, Endpoint>& key, const std::vector<uint8_t>& reply) {
   auto it = flows_.find(key);
-  if (it == flows_.end() || reply.empty()) return;
-  it->second->last_ms = Gateway::now_ms();
-  sockaddr_storage ss;
-  const socklen_t len = sockaddr_of(it->second->client, ss);
-  (void)::sendto(it->second->reply.get(), reply.data(), reply.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
+  if (it == flows_.end()) return;
+  UdpFlow& f = *it->second;
+  if (!reply.empty()) {
+    sockaddr_storage ss;
+    const socklen_t len = sockaddr_of(f.client, ss);
+    (void)::sendto(f.reply.get(), reply.data(), reply.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
+  }
+  // Resolver libraries use a fresh port per lookup: a flow per query would fill the sandbox's flow table.
+  if (--f.dns_pending <= 0) drop_flow(&f);
 }
 
 void SandboxPort::on_flow_reply(UdpFlow& f) {

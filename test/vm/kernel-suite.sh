@@ -36,10 +36,8 @@ section "integration tests"
 # (Not the tests that need this machine's hybrid cgroup layout; an idle node this guest is. Nor the grep of
 # the whole tree outside /proc: minutes of reading busybox once per applet link under emulation, and
 # nothing of the kernel.) A test that needs what this kernel lacks (veth for the network tests' fake
-# internet, say) SKIPs and says why. The node gateway's and the name gate's tests ([gateway], [dns]) came
-# in the same change as the guests' security suites and have run on the host only so far: they join the
-# guests once they have been run there.
-"$integration" --reporter compact "~[needs-hybrid-host]~[attacks]~[abuse]~[whole-tree]~[gateway]~[dns]" || fail=1
+# internet, say) SKIPs and says why.
+"$integration" --reporter compact "~[needs-hybrid-host]~[attacks]~[abuse]~[whole-tree]" || fail=1
 if [ "$attacks" != - ]; then
   section "attack suite and resource abuse: $attacks"
   "$integration" --reporter compact "$attacks" || fail=1

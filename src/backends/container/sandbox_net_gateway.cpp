@@ -3,12 +3,11 @@
 // allowlist alone links without the gateway client (the rules-by-name test links it that way).
 #include <fcntl.h>
 
-#include <cstring>
-
 #include "backends/container/net_gateway_client.hpp"
 #include "backends/container/sandbox_net.hpp"
 #include "common/error.hpp"
 #include "policy/net_sk_lookup.hpp"
+#include "policy/net_uplink.hpp"
 #include "sys/fd.hpp"
 #include "sys/rtnetlink.hpp"
 
@@ -20,20 +19,7 @@ std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string
     ns.reset(::open(uplink_netns.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open the network uplink namespace " + uplink_netns);
   }
-  std::vector<policy::NetProtectedRange> out;
-  for (const sys::NetnsAddress& a : sys::netns_addresses(ns ? ns.get() : -1)) {
-    static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    // Loopback is the sandbox's own (its namespace's), always allowed and never relayed by the gateway.
-    if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
-    policy::NetProtectedRange r;
-    r.family = a.family;
-    r.addr = a.addr;
-    r.prefix = a.family == 4 ? 32 : 128;
-    bool seen = false;
-    for (const auto& o : out) seen |= o.family == r.family && o.addr == r.addr;
-    if (!seen) out.push_back(r);
-  }
-  return out;
+  return policy::protected_ranges_of(sys::netns_addresses(ns ? ns.get() : -1));
 }
 
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,

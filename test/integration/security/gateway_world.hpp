@@ -21,33 +21,12 @@ namespace gateway_world {
 
 class FakeUplink {
  public:
-  FakeUplink() {
-    int ready[2], quit[2];
-    REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(quit, O_CLOEXEC) == 0);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::close(ready[0]), ::close(quit[1]);
-      const std::string ip = net_world::ip_path();
-      net_world::serve_echo(ready[1], quit[0],
-                            ip + " link set lo up && " + ip + " addr add 198.18.0.1/32 dev lo && " + ip +
-                                " addr add 198.18.0.2/32 dev lo && " + ip + " -6 addr add fd00:18::1/128 dev lo nodad && " +
-                                ip + " route add local 198.19.0.0/24 dev lo && " + ip +
-                                " -6 route add local fd00:19::/64 dev lo");
-    }
-    ::close(ready[1]), ::close(quit[0]);
-    quit_ = quit[1];
-    char c = 0;
-    const bool ok = ::read(ready[0], &c, 1) == 1;
-    ::close(ready[0]);
-    REQUIRE(ok);
-    path_ = "/proc/" + std::to_string(pid_) + "/ns/net";
-  }
-  ~FakeUplink() {
-    ::close(quit_);
-    int st;
-    ::waitpid(pid_, &st, 0);
-  }
+  FakeUplink()
+      : echo_(net_world::ip_path() + " link set lo up && " + net_world::ip_path() + " addr add 198.18.0.1/32 dev lo && " +
+              net_world::ip_path() + " addr add 198.18.0.2/32 dev lo && " + net_world::ip_path() +
+              " -6 addr add fd00:18::1/128 dev lo nodad && " + net_world::ip_path() +
+              " route add local 198.19.0.0/24 dev lo && " + net_world::ip_path() + " -6 route add local fd00:19::/64 dev lo"),
+        path_(echo_.netns()) {}
   const std::string& netns() const { return path_; }
   // Runs `fn` on a thread inside the uplink namespace (as a host-side client of a published port).
   template <class F>
@@ -63,8 +42,7 @@ class FakeUplink {
   }
 
  private:
-  pid_t pid_ = -1;
-  int quit_ = -1;
+  net_world::EchoHost echo_;
   std::string path_;
 };
 

@@ -102,36 +102,54 @@ inline std::string ip_path() {
 
 // The fake internet: 10.250.0.1 and .3, fd99::1 and ::3, a veth away from the sandbox's 10.250.0.2 /
 // fd99::2. Servers: TCP 443 and 80, UDP 53, and the kernel's own ICMP echo.
-class FakeInternet {
+// The echo servers (serve_echo) in a child process of their own, until destroyed.
+class EchoHost {
  public:
-  FakeInternet() {
+  explicit EchoHost(const std::string& setup = "") {
     int ready[2], quit[2];
     REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
     REQUIRE(::pipe2(quit, O_CLOEXEC) == 0);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::close(ready[0]), ::close(quit[1]);
-      serve_echo(ready[1], quit[0]);
+      serve_echo(ready[1], quit[0], setup);
     }
     ::close(ready[1]), ::close(quit[0]);
     quit_ = quit[1];
-    char c;
-    REQUIRE(::read(ready[0], &c, 1) == 1);
+    char c = 0;
+    const bool ok = ::read(ready[0], &c, 1) == 1;
     ::close(ready[0]);
+    REQUIRE(ok);
+  }
+  ~EchoHost() {
+    ::close(quit_);
+    int st;
+    ::waitpid(pid_, &st, 0);
+  }
+  EchoHost(const EchoHost&) = delete;
+  EchoHost& operator=(const EchoHost&) = delete;
+  pid_t pid() const { return pid_; }
+  std::string netns() const { return "/proc/" + std::to_string(pid_) + "/ns/net"; }
+
+ private:
+  pid_t pid_ = -1;
+  int quit_ = -1;
+};
+
+class FakeInternet {
+ public:
+  FakeInternet() {
     host_ = "slt" + std::to_string(::getpid() % 100000) + "h";
     peer_ = "slt" + std::to_string(::getpid() % 100000) + "s";
   }
   ~FakeInternet() {
     const std::string ip = ip_path();
-    host_sh(ip + " link del " + host_ + " 2>/dev/null; nsenter -t " + std::to_string(pid_) + " -n " + ip + " link del " +
-            host_ + " 2>/dev/null");
-    ::close(quit_);
-    int st;
-    ::waitpid(pid_, &st, 0);
+    host_sh(ip + " link del " + host_ + " 2>/dev/null; nsenter -t " + std::to_string(echo_.pid()) + " -n " + ip +
+            " link del " + host_ + " 2>/dev/null");
   }
   // Wires the sandbox whose init is `init_pid` to this host.
   void wire(pid_t init_pid) {
-    const std::string me = std::to_string(pid_), sb = std::to_string(init_pid), ip = ip_path();
+    const std::string me = std::to_string(echo_.pid()), sb = std::to_string(init_pid), ip = ip_path();
     int st = 0;
     host_sh("set -e; " + ip + " link add " + host_ + " type veth peer name " + peer_ + "; " + ip + " link set " + host_ +
                 " netns " + me + "; " + ip + " link set " + peer_ + " netns " + sb + "; nsenter -t " + me + " -n sh -c '" +
@@ -145,8 +163,7 @@ class FakeInternet {
   }
 
  private:
-  pid_t pid_ = -1;
-  int quit_ = -1;
+  EchoHost echo_;
   std::string host_, peer_;
 };
 
