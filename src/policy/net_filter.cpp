@@ -177,8 +177,10 @@ size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vecto
                                             " address ranges");
   size_t dropped = 0;
   const std::vector<NetTrieEntry> live = merge_resolved_entries(rules, set, protect, &dropped);
+  // The parts first, the live trie last: a reader of the parts never sees them older than the live one.
+  std::vector<uint32_t> slots;
+  std::vector<sys::UniqueFd> tries;
   if (holds_resolved()) {
-    put_slot(kSlotStatic, make_trie(rules));
     std::vector<NetTrieEntry> stored;
     for (const auto& [key, value] : resolved_to_store(set)) {
       NetTrieEntry e{key, {}};
@@ -186,9 +188,19 @@ size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vecto
       std::memcpy(static_cast<void*>(&e.value), &value, sizeof value);  // both trivially copyable
       stored.push_back(e);
     }
-    put_slot(kSlotResolved, make_trie(stored));
+    slots.push_back(kSlotStatic);
+    tries.push_back(make_trie(rules));
+    slots.push_back(kSlotResolved);
+    tries.push_back(make_trie(stored));
   }
-  put_slot(kSlotLive, make_trie(live));
+  slots.push_back(kSlotLive);
+  tries.push_back(make_trie(live));
+  // In one call: each replaced inner map makes the kernel wait for an RCU grace period, once per call.
+  std::vector<uint32_t> fds;
+  for (const sys::UniqueFd& t : tries) fds.push_back(static_cast<uint32_t>(t.get()));
+  if (!sys::bpf_map_update_batch(rules_.get(), slots.data(), fds.data(), static_cast<uint32_t>(slots.size()))) {
+    for (size_t i = 0; i < slots.size(); ++i) put_slot(slots[i], tries[i]);
+  }
   return dropped;
 }
 

@@ -44,6 +44,20 @@ void bpf_map_update(int map_fd, const void* key, const void* value, uint64_t fla
   if (sys_bpf(BPF_MAP_UPDATE_ELEM, attr) < 0) throw_errno("bpf map update");
 }
 
+bool bpf_map_update_batch(int map_fd, const void* keys, const void* values, uint32_t count) {
+  bpf_attr attr{};
+  attr.batch.map_fd = static_cast<uint32_t>(map_fd);
+  attr.batch.keys = ptr(keys);
+  attr.batch.values = ptr(values);
+  attr.batch.count = count;
+  if (sys_bpf(BPF_MAP_UPDATE_BATCH, attr) == 0) return true;
+  // The command or the map type has no batch (the kernel's ENOTSUPP is 524): the caller goes one by one
+  // (which also rewrites whatever a failed batch may have written before its error).
+  constexpr int kKernelNotSupp = 524;
+  if (errno == EINVAL || errno == kKernelNotSupp || errno == EOPNOTSUPP) return false;
+  throw_errno("bpf map update batch");
+}
+
 bool bpf_map_lookup(int map_fd, const void* key, void* value) {
   bpf_attr attr{};
   attr.map_fd = static_cast<uint32_t>(map_fd);

@@ -23,6 +23,10 @@ struct BpfMapSpec {
 
 UniqueFd bpf_map_create(const BpfMapSpec& spec);
 void bpf_map_update(int map_fd, const void* key, const void* value, uint64_t flags = BPF_ANY);
+// `count` keys and values in one call (BPF_MAP_UPDATE_BATCH): a map of maps then waits for the programs
+// reading it once, not once per element. False when this kernel or map type has no batch update (write
+// them one by one then); throws on other errors.
+bool bpf_map_update_batch(int map_fd, const void* keys, const void* values, uint32_t count);
 bool bpf_map_lookup(int map_fd, const void* key, void* value);  // false: no such key
 // The key after `key` (nullptr: the first) into `next`; false when there is none.
 bool bpf_map_next_key(int map_fd, const void* key, void* next);
