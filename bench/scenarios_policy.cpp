@@ -1,9 +1,10 @@
 // policy: what the default seccomp profile costs. The filter cannot be switched off in a sandlet sandbox
 // (nothing in a spec removes it, and the bench adds no way to), so the cost is measured where only the
-// filter differs: host processes of the same workload with and without the very program the library
-// embeds (the bench compiles it from the same rules; a unit test checks they are equal), paired
-// iteration by iteration. For context, the same workloads inside a sandlet sandbox, and inside bubblewrap
-// (whose default installs no seccomp filter) on the same root filesystem.
+// filter differs: host processes of the same workload with no filter, with a one-instruction allow-all
+// filter (what the kernel charges any filtered task), and with the very program the library embeds (the
+// bench compiles it from the same rules; a unit test checks they are equal), interleaved iteration by
+// iteration. For context, the same workloads inside a sandlet sandbox, and inside bubblewrap (whose
+// default installs no seccomp filter) on the same root filesystem.
 #include "capi.hpp"
 #include "peers.hpp"
 #include "report.hpp"
