@@ -59,10 +59,8 @@ int main(int argc, char **argv) {
     snprintf(n->name, sizeof n->name, "%d:%s", i, argv[0]);
     n->v = strlen(n->name) * 1.5; n->next = head; head = n;
   }
-  struct stat st; int fd = open(argv[0], O_RDONLY); if (fd >= 0 && fstat(fd, &st) == 0) printf("%ld
-", (long)st.st_size);
-  printf("%f %u
-", sum(head), (unsigned)htons(80));
+  struct stat st; int fd = open(argv[0], O_RDONLY); if (fd >= 0 && fstat(fd, &st) == 0) printf("%ld\n", (long)st.st_size);
+  printf("%f %u\n", sum(head), (unsigned)htons(80));
   return 0;
 }
 )";
