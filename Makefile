@@ -50,7 +50,8 @@ BENCH_RUNS = \
   "exec --iterations 1000 --concurrency 1" \
   "idle-density --iterations 200" \
   "workspace-provision --sandboxes 16 --workspace-mb 100" \
-  "import --workspace-mb 100 --iterations 3"
+  "import --workspace-mb 100 --iterations 3" \
+  "net --iterations 50 --sandboxes 100"
 
 bench: build
 	@failed=0; \

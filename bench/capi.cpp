@@ -36,6 +36,10 @@ void Spec::add_layer(const std::filesystem::path &dir) {
   check(sandlet_spec_add_layer(spec_, dir.c_str()), "sandlet_spec_add_layer(" + dir.string() + ")");
 }
 
+void Spec::set_network_json(const std::string &json) {
+  check(sandlet_spec_set_network_json(spec_, json.c_str()), "sandlet_spec_set_network_json(" + json + ")");
+}
+
 void Sandbox::destroy() {
   check(sandlet_sandbox_destroy(sb_), std::string("sandlet_sandbox_destroy(") + sandlet_sandbox_id(sb_) + ")");
 }
@@ -48,18 +52,25 @@ Sandbox create_sandbox(sandlet_runtime_t *rt, const Spec &spec) {
   return owned;
 }
 
-void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint64_t *run_ns) {
+namespace {
+void exec_checked(const Sandbox &sb, const std::vector<const char *> &argv, double timeout_s, std::uint64_t *run_ns,
+                  std::string *out) {
   std::vector<const char *> args(argv);
   if (args.empty() || args.back() != nullptr) args.push_back(nullptr);
   sandlet_exec_options_t opts = SANDLET_EXEC_OPTIONS_INIT;
   opts.argv = args.data();
-  opts.timeout_s = 60;
+  opts.timeout_s = timeout_s;
   sandlet_exec_result_t *res = nullptr;
   check(sandlet_sandbox_exec(sb.get(), &opts, &res), std::string("sandlet_sandbox_exec(") + args[0] + ")");
   const int code = sandlet_exec_result_exit_code(res);
   const int sig = sandlet_exec_result_signal(res);
   const bool timed_out = sandlet_exec_result_timed_out(res) != 0;
   if (run_ns != nullptr) *run_ns = sandlet_exec_result_run_ns(res);
+  if (out != nullptr) {
+    size_t len = 0;
+    const char *o = sandlet_exec_result_stdout(res, &len);
+    out->assign(o != nullptr ? o : "", o != nullptr ? len : 0);
+  }
   std::string err_text;
   if (code != 0 || sig != 0 || timed_out) {
     size_t len = 0;
@@ -71,6 +82,22 @@ void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint
     throw BenchError(std::string("exec ") + args[0] + " in sandbox: exit " + std::to_string(code) + ", signal " +
                      std::to_string(sig) + (timed_out ? ", timed out" : "") +
                      (err_text.empty() ? "" : ", stderr: " + err_text));
+}
+}  // namespace
+
+void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint64_t *run_ns) {
+  exec_checked(sb, argv, 60, run_ns, nullptr);
+}
+
+std::string exec_stdout(const Sandbox &sb, const std::vector<const char *> &argv, double timeout_s) {
+  std::string out;
+  exec_checked(sb, argv, timeout_s, nullptr, &out);
+  return out;
+}
+
+void write_file(const Sandbox &sb, const std::string &path, const std::string &data, std::uint32_t mode) {
+  check(sandlet_sandbox_write_file(sb.get(), path.c_str(), data.data(), data.size(), mode),
+        "sandlet_sandbox_write_file(" + path + ")");
 }
 
 void run_ok(sandlet_runtime_t *rt, const Spec &spec, const std::vector<const char *> &argv, std::uint64_t *run_ns) {

@@ -31,6 +31,7 @@ class Spec final {
  public:
   explicit Spec(const std::filesystem::path &rootfs);  // one read-only layer, defaults otherwise
   void add_layer(const std::filesystem::path &dir);   // one more, on top
+  void set_network_json(const std::string &json);     // "none" or a policy object (docs/NETWORK.md)
   ~Spec() { sandlet_spec_delete(spec_); }
   Spec(const Spec &) = delete;
   Spec &operator=(const Spec &) = delete;
@@ -67,6 +68,12 @@ Sandbox create_sandbox(sandlet_runtime_t *rt, const Spec &spec);
 // Runs argv in the sandbox and throws unless it exits 0. *run_ns (may be NULL) gets the in-sandbox
 // spawn-to-exit time the library reports.
 void exec_ok(const Sandbox &sb, const std::vector<const char *> &argv, std::uint64_t *run_ns = nullptr);
+
+// As exec_ok, and returns the command's stdout.
+std::string exec_stdout(const Sandbox &sb, const std::vector<const char *> &argv, double timeout_s = 60);
+
+// sandlet_sandbox_write_file; throws on failure.
+void write_file(const Sandbox &sb, const std::string &path, const std::string &data, std::uint32_t mode);
 
 // One-shot run (sandlet_run) of argv in a new sandbox, output to /dev/null; throws unless it exits 0.
 // *run_ns (may be NULL) gets the in-sandbox spawn-to-exit time.

@@ -54,6 +54,9 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"policy", scenario_policy, 30,
        "the default seccomp profile's cost: exec, find, syscall loops with and without its program on the host; "
        "the same in a sandbox; peer: bwrap (no filter)"},
+      {"net", scenario_net, 200,
+       "egress via the node gateway: connect+echo latency (peers: uplink process, veth netns), create with egress "
+       "vs none (and bwrap), memory and net_update over --sandboxes N (default 1000)"},
       {"cold-start", scenario_cold_start, 32,
        "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},
   };
@@ -87,7 +90,8 @@ void usage(std::FILE *out) {
                "  --cli PATH       the sandlet CLI for lifecycle-cli (default: next to this program)\n"
                "  --settle S       idle-density: seconds to wait before reading memory (default 2)\n"
                "  --no-peer        skip the peer comparison\n"
-               "  --sandboxes N    workspace-provision, fork: number of sandboxes / children (default 64)\n"
+               "  --sandboxes N    workspace-provision, fork: number of sandboxes / children (default 64); net: the\n"
+               "                   fleet measured for memory and net_update (default 1000)\n"
                "  --workspace-mb M workspace-provision, import: workspace size in MiB (default 500; generated\n"
                "                   once, cached under /var/cache/sandlet/bench-workspace-<M>mb/); snapshot,\n"
                "                   fork: MiB of changes (default 100)\n"

@@ -13,6 +13,10 @@
  *   dns SERVER NAME [tcp]     an A query for NAME to SERVER:53 ("conf": the first nameserver of
  *                             /etc/resolv.conf), over UDP or TCP, 3 s: "OK <first address>", "NOADDR",
  *                             "RCODE <n>", "TIMEOUT" or "ERR <errno name>"
+ *   tcp-rtt ADDR PORT N       timing for sandlet-bench net: N times connect (blocking), send "ping",
+ *                             read the echo, close: "c CONNECT_NS ECHO_NS" per round (both from before
+ *                             socket()); then N echoes on one connection: "e NS" each; last line "OK"
+ *                             (<= 60 s in all)
  * ADDR is an IPv4 or IPv6 literal. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +31,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *err_name(int e) {
@@ -217,6 +222,59 @@ static int dns_query(const char *server, const char *name, int tcp) {
   return 0;
 }
 
+static unsigned long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
+/* One "ping" and its echo on a connected blocking socket: 0, or -1 after printing the error. */
+static int ping_echo(int s) {
+  char buf[64];
+  if (send(s, "ping\n", 5, MSG_NOSIGNAL) != 5) {
+    printf("ERR send %s\n", err_name(errno));
+    return -1;
+  }
+  ssize_t n = recv(s, buf, sizeof buf, 0);
+  if (n <= 0) {
+    printf("ERR recv %s\n", n == 0 ? "eof" : err_name(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int tcp_rtt(const char *addr, int port, int rounds) {
+  struct sockaddr_storage sa;
+  socklen_t len = address(addr, port, &sa);
+  alarm(60);
+  for (int i = 0; i < rounds; ++i) {
+    const unsigned long long t0 = now_ns();
+    int s = socket(sa.ss_family, SOCK_STREAM, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, len) < 0) {
+      printf("ERR connect %s\n", err_name(errno));
+      return 0;
+    }
+    const unsigned long long t1 = now_ns();
+    if (ping_echo(s) < 0) return 0;
+    const unsigned long long t2 = now_ns();
+    close(s);
+    printf("c %llu %llu\n", t1 - t0, t2 - t0);
+  }
+  int s = socket(sa.ss_family, SOCK_STREAM, 0);
+  if (s < 0 || connect(s, (struct sockaddr *)&sa, len) < 0) {
+    printf("ERR connect %s\n", err_name(errno));
+    return 0;
+  }
+  for (int i = 0; i < rounds; ++i) {
+    const unsigned long long t0 = now_ns();
+    if (ping_echo(s) < 0) return 0;
+    printf("e %llu\n", now_ns() - t0);
+  }
+  close(s);
+  printf("OK\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (!in_user_namespace()) {
@@ -247,6 +305,7 @@ int main(int argc, char **argv) {
     await_reply(s, 2000, "SECOND ");
     return 0;
   }
+  if (!strcmp(cmd, "tcp-rtt") && argc > 4) return tcp_rtt(addr, port, atoi(argv[4]));
   if (!strcmp(cmd, "tcp-send") && argc > 4) {
     int s = tcp_connect(addr, port);
     if (s < 0) return 0;
