@@ -92,8 +92,8 @@ std::string compile_seccomp_bpf(std::string_view version, std::span<const std::s
   // A binary tree over the call numbers instead of libseccomp's linear list. The kernel's allow cache
   // answers every call allowed whatever its arguments without running the program (both layouts compare
   // only the number and the architecture there); the calls with argument rules (ioctl, clone,
-  // personality) run it every time, and the tree cuts their path from 78-189 instructions to 27-137
-  // (bench/RESULTS.md, "Seccomp policy overhead").
+  // personality) run it every time, and the tree shortens their path (bench/RESULTS.md, "Seccomp policy
+  // overhead").
   check(seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2), "binary-tree layout");
   for (std::string_view name : whole) {
     const int nr = resolve(name);
