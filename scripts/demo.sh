@@ -123,8 +123,9 @@ cat >policy.json <<JSON
  "toolkit": "$layer"}
 JSON
 show cat policy.json
-echo '  $ id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --label task=secure --max-lifetime 60)'
-id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --label task=secure --max-lifetime 60)
+echo '  $ id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --allow tcp:pypi-mirror.internal:443 --dns 10.0.0.53 --label task=secure --max-lifetime 60)'
+id=$(sandlet create --env swe-task --spec policy.json --allow tcp:10.0.0.0/8:443 --allow tcp:pypi-mirror.internal:443 \
+       --dns 10.0.0.53 --label task=secure --max-lifetime 60)
 show sandlet exec "$id" -- sh -c 'echo "hidden answers: $(ls -A /work/task/tests | wc -l) files"; touch /etc/x || true
   printf "#!/bin/dash\necho injected\n" > /bin/sh.new && chmod 755 /bin/sh.new && mv /bin/sh.new /bin/sh && echo overwrote /bin/sh'
 show sandlet exec "$id" -- sh -c 'echo harness'
@@ -133,6 +134,14 @@ show sandlet exec "$id" -- python3 -c 'import socket
 for addr in [("10.1.2.3", 80), ("192.0.2.1", 443)]:
     try: socket.create_connection(addr, 1)
     except OSError as e: print(addr, "->", e.strerror)'
+echo "  (names resolve through the sandbox's own resolver, which answers only the names of its rules:"
+echo "   a name in no rule is refused at once, and no resolver outside is reachable directly)"
+show sandlet exec "$id" -- python3 -c 'import socket
+print(open("/etc/resolv.conf").read().splitlines()[-1])
+try: socket.getaddrinfo("exfil.example.com", 443)
+except OSError as e: print("exfil.example.com ->", e.strerror)
+try: socket.create_connection(("10.0.0.53", 53), 1)
+except OSError as e: print("10.0.0.53:53 ->", e.strerror)'
 show sandlet net stats "$id"
 show sandlet exec "$id" -- sh -c 'mount -t tmpfs none /mnt 2>&1 || true'
 echo "  \$ sandlet policy stats $id   # what the seccomp profile refused, by system call"
