@@ -42,6 +42,8 @@ struct GateResult {
   std::vector<uint8_t> reply;        // to send back on the same transport; empty: send nothing
   std::vector<NameGateAllow> allow;  // addresses to add (empty unless the reply carries addresses)
   std::string outcome;               // one line for logs and the audit: what was decided and why
+  std::string name;                  // the question, when the query was well formed ("" and 0 otherwise)
+  uint16_t type = 0;
 };
 
 class NameGate final {
@@ -57,6 +59,7 @@ class NameGate final {
   std::vector<size_t> rules_for(std::string_view name) const;
 
  private:
+  GateResult decide(const DnsParse& parsed, DnsTransport transport) const;
   std::vector<NetAllowRule> rules_;
   std::vector<DnsUpstream> upstreams_;
   NameGateOptions options_;

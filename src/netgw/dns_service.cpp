@@ -141,11 +141,9 @@ void DnsService::work() {
 void DnsService::decide(Job& job) {
   DnsContext& ctx = *job.ctx;
   const std::shared_ptr<const DnsPolicy> policy = ctx.policy();
-  const net::DnsParse asked = net::parse_dns(job.query, job.transport);
-  const std::string name = asked.message.questions.empty() ? "" : asked.message.questions.front().name;
-  const uint16_t qtype = asked.message.questions.empty() ? 0 : asked.message.questions.front().type;
-  net::GateResult r = policy ? policy->gate.handle(job.query, job.transport)
-                             : net::GateResult{{}, {}, "dropped: the sandbox has no resolver"};
+  net::GateResult r;
+  if (policy) r = policy->gate.handle(job.query, job.transport);
+  else r.outcome = "dropped: the sandbox has no resolver";
   size_t opened = 0;
   if (!r.allow.empty()) {
     try {
@@ -155,12 +153,12 @@ void DnsService::decide(Job& job) {
       if (lost) r.outcome += "; " + std::to_string(lost) + " not placed in the allowlist (protected or full)";
     } catch (const std::exception& e) {
       // An answer the allowlist does not hold would only make the sandbox's connect fail: say SERVFAIL.
-      r.reply = net::build_dns_reply(asked.message, net::kDnsServFail, {}, job.transport);
+      r.reply = net::build_dns_reply(net::parse_dns(job.query, job.transport).message, net::kDnsServFail, {}, job.transport);
       r.outcome = std::string("failed: the allowlist could not take the answer: ") + e.what();
     }
   }
-  ctx.log().record(verdict_of(rcode_of(r.reply, job.transport)), qtype, name, static_cast<uint16_t>(std::min<size_t>(opened, 65535)),
-                   r.outcome);
+  ctx.log().record(verdict_of(rcode_of(r.reply, job.transport)), r.type, r.name,
+                   static_cast<uint16_t>(std::min<size_t>(opened, 65535)), r.outcome);
   job.query = std::move(r.reply);
 }
 

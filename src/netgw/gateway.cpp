@@ -37,7 +37,7 @@ uint64_t number_of(const boost::json::object& o, const char* k, uint64_t max) {
   return n;
 }
 
-// The request's parts a `net update` may change: "exact", "resolver", "names", "dns".
+// The request's parts a `net update` may change: "exact", "names", "dns" (none: no resolver).
 PolicyUpdate policy_of(const boost::json::object& o) {
   PolicyUpdate u;
   if (auto* ex = field(o, "exact"); ex && ex->is_array())
@@ -45,7 +45,6 @@ PolicyUpdate policy_of(const boost::json::object& o) {
       Endpoint ep;
       if (e.is_string() && parse_ip(std::string(e.as_string()), ep)) u.exact.push_back(ep);
     }
-  if (auto* r = field(o, "resolver"); r && r->is_bool()) u.resolver = r->as_bool();
   if (auto* names = field(o, "names"); names && names->is_array()) {
     if (names->as_array().size() > kMaxNameRules) throw Error(Code::kInvalidArgument, "netgw: too many rules by name");
     for (auto& n : names->as_array()) {
@@ -200,7 +199,6 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
     if (fds.size() == 4) r.dns_log = std::move(fds[3]);
     PolicyUpdate p = policy_of(o);
     r.exact = std::move(p.exact);
-    r.resolver = p.resolver;
     r.names = std::move(p.names);
     r.upstreams = std::move(p.upstreams);
     if (auto* pub = field(o, "publish"); pub && pub->is_array()) {

@@ -42,8 +42,8 @@ struct AttachRequest {
   std::vector<Endpoint> exact;  // addresses a rule names exactly (/32, /128): the only uplink ones allowed
   std::vector<Published> publish;
   uint64_t egress_rate = 0;     // bytes/s, 0 = unlimited
-  // The resolver (a policy with `dns`): its rules by name, upstreams, and the DNS log (may be invalid).
-  bool resolver = false;
+  // The resolver (a policy with `dns`: upstreams given): its rules by name, upstreams, and the DNS log
+  // (may be invalid).
   std::vector<NetAllowRule> names;
   std::vector<net::DnsUpstream> upstreams;
   sys::UniqueFd dns_log;
@@ -52,7 +52,6 @@ struct AttachRequest {
 // The parts of an attach request that a `net update` may change.
 struct PolicyUpdate {
   std::vector<Endpoint> exact;
-  bool resolver = false;
   std::vector<NetAllowRule> names;
   std::vector<net::DnsUpstream> upstreams;
 };
@@ -162,7 +161,7 @@ class SandboxPort final : public Handler {
   void accept_published(Listener& l);
   void on_datagram(Listener& l);
   void accept_dns_tcp(sys::UniqueFd in);
-  void set_resolver(bool resolver, std::vector<NetAllowRule> names, std::vector<net::DnsUpstream> upstreams);
+  void set_resolver(std::vector<NetAllowRule> names, std::vector<net::DnsUpstream> upstreams);
   void on_flow_reply(UdpFlow& f);
   void drop_flow(UdpFlow* f);
   void add_listener(int kind, sys::UniqueFd fd, size_t index = 0);

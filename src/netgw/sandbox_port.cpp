@@ -42,11 +42,11 @@ SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
       rate_(req.egress_rate) {
   filter_ = policy::NetFilter::open_attached(cgroup_.get());
   if (!filter_) throw Error(Code::kFailedPrecondition, "netgw attach " + id_ + ": the sandbox has no allowlist filter");
-  if (req.resolver) {
+  if (!req.upstreams.empty()) {
     sys::UniqueFd group(::fcntl(cgroup_.get(), F_DUPFD_CLOEXEC, 3));
     if (!group) throw_errno("netgw attach " + id_ + ": dup the cgroup fd");
     dns_ = std::make_shared<DnsContext>(id_, std::move(group), std::move(req.dns_log));
-    set_resolver(true, std::move(req.names), std::move(req.upstreams));
+    set_resolver(std::move(req.names), std::move(req.upstreams));
   }
   // Published ports first: a host port in use fails the attach before anything is steered.
   for (size_t i = 0; i < publish_.size(); ++i) {
@@ -128,15 +128,15 @@ SandboxPort::~SandboxPort() {
 
 void SandboxPort::on_event(uint32_t) { gw_.detach(id_, "sandbox ended"); }
 
-void SandboxPort::set_resolver(bool resolver, std::vector<NetAllowRule> names, std::vector<net::DnsUpstream> upstreams) {
+void SandboxPort::set_resolver(std::vector<NetAllowRule> names, std::vector<net::DnsUpstream> upstreams) {
   if (!dns_) return;  // attached without one: an update cannot add it (the sandbox has no resolv.conf for it)
-  dns_->set_policy(resolver ? std::make_shared<const DnsPolicy>(std::move(names), std::move(upstreams)) : nullptr,
+  dns_->set_policy(upstreams.empty() ? nullptr : std::make_shared<const DnsPolicy>(std::move(names), std::move(upstreams)),
                    gw_.protected_ranges());
 }
 
 void SandboxPort::update(PolicyUpdate u) {
   exact_ = std::move(u.exact);
-  set_resolver(u.resolver, std::move(u.names), std::move(u.upstreams));
+  set_resolver(std::move(u.names), std::move(u.upstreams));
 }
 
 void SandboxPort::add_listener(int kind, sys::UniqueFd fd, size_t index) {

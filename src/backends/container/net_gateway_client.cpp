@@ -168,7 +168,6 @@ void put_policy(boost::json::object& req, const NetworkPolicy& policy) {
   }
   for (const std::string& d : policy.dns) dns.push_back(boost::json::string(d));
   req["exact"] = std::move(exact);
-  req["resolver"] = !policy.dns.empty();
   req["names"] = std::move(names);
   req["dns"] = std::move(dns);
 }
