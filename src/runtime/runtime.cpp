@@ -11,11 +11,12 @@
 #include "backends/registry.hpp"
 #include "common/error.hpp"
 #include "runtime/audit_records.hpp"
+#include "runtime/metrics.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
 
-Runtime::Runtime(const RuntimeOptions& options) : options_(options) {}
+Runtime::Runtime(const RuntimeOptions& options) : options_(options), metrics_(std::make_unique<Metrics>()) {}
 
 std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const RuntimeOptions& options) {
   std::string root = root_arg;
@@ -224,9 +225,10 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
   // when the *thread* that cloned it exits, and a caller's thread may be short-lived.
   std::promise<std::shared_ptr<Sandbox>> promise;
   auto future = promise.get_future();
-  in_background([this, &spec, &promise] {
+  const uint64_t requested = sys::now_monotonic_ns();
+  in_background([this, &spec, &promise, requested] {
     try {
-      promise.set_value(create_blocking(spec));
+      promise.set_value(create_measured(spec, requested));
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
@@ -239,11 +241,12 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
 void Runtime::create_async(Spec spec, CreateDone done) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   const std::string backend = spec.backend;
-  in_background([this, spec = std::move(spec), done = std::move(done)]() mutable {
+  const uint64_t requested = sys::now_monotonic_ns();
+  in_background([this, spec = std::move(spec), done = std::move(done), requested]() mutable {
     std::exception_ptr error;
     std::shared_ptr<Sandbox> sb;
     try {
-      sb = create_blocking(spec);
+      sb = create_measured(spec, requested);
     } catch (...) {
       error = std::current_exception();
     }
@@ -252,6 +255,9 @@ void Runtime::create_async(Spec spec, CreateDone done) {
   });
   if (Backend* b = backend_named(backend)) b->expect_create();
 }
+
+void Runtime::exec_began(const std::string& id) { metrics_->exec_began(id, sys::now_monotonic_ns()); }
+void Runtime::exec_ended(const std::string& id) { metrics_->exec_ended(id, sys::now_monotonic_ns()); }
 
 std::string Runtime::state_of(const SandboxRecord& rec, BackendSandbox* impl) const {
   if (rec.state == SandboxState::kCreating || rec.state == SandboxState::kPooled) return state_name(rec.state);

@@ -34,6 +34,9 @@
 
 namespace sandlet {
 
+class Metrics;  // runtime/metrics.hpp
+struct MetricFamily;
+
 struct RuntimeOptions {
   unsigned worker_threads = 2;
   bool gc_on_open = true;
@@ -97,6 +100,13 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   size_t gc(bool release_idle = true);
   // Counters of this runtime (warm pool hits and misses, ...), as JSON (documented in sandlet.h).
   std::string stats_json() const;
+  // Platform metrics (runtime/metrics_view.cpp; formats in sandlet_metrics.h): this runtime's counters and
+  // histograms, its warm pool, and the root's sandboxes of every process by state and label.
+  std::vector<MetricFamily> metrics_families();
+  std::string metrics_text();
+  std::string metrics_json();
+  // Where further metric sources register (Metrics::add_source).
+  Metrics& metrics() { return *metrics_; }
 
   // The layer store of this root and the node-wide layer mounts (src/image).
   image::LayerStore& layer_store() { return *layer_store_; }
@@ -118,6 +128,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void in_background(std::function<void()> fn) override;
   void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, const char* reason) override;
   std::shared_ptr<AuditLog> audit() override { return audit_; }
+  void exec_began(const std::string& id) override;
+  void exec_ended(const std::string& id) override;
   void forget(const std::string& id) override { registry_.forget(id); }
   void persist(const SandboxRecord& rec) override;
   void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) override;
@@ -142,6 +154,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Started start_sandbox(const Spec& spec, OneShot* one_shot);
   void audit_create_failed(const std::string& id, const Spec& spec, std::exception_ptr error) noexcept;
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
+  // create_blocking, timed for the metrics from `requested_ns` (monotonic), when the caller asked.
+  std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns);
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests);
   void watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl);
@@ -186,6 +200,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::unique_ptr<boost::asio::thread_pool> workers_;  // started once the backends are (see open)
   Registry registry_;
   std::unique_ptr<WarmPool> pool_;
+  std::unique_ptr<Metrics> metrics_;  // made by the constructor
   std::mutex persist_mutex_;
   // closed_ is set, and the workers stop taking work, under close_mutex_: what is posted to the loop or
   // the workers before is sure to run; after, callers run it themselves.

@@ -445,6 +445,15 @@ class Runtime:
         """Counters of this runtime: {"warm_pool": {"hits", "misses", "ready", ...}} (see sandlet.h)."""
         return json.loads(self._h.stats_json())
 
+    def metrics(self) -> str:
+        """The platform metrics in Prometheus text format 0.0.4 (sandlet_metrics.h): this runtime's
+        counters and histograms, and the root's sandboxes (every process) by state and label."""
+        return self._h.metrics_text()
+
+    def metrics_json(self) -> Dict[str, Any]:
+        """The same metrics as {"families": [{"name", "help", "type", "samples": [...]}]}."""
+        return json.loads(self._h.metrics_json())
+
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
         cgroups); returns how many sandboxes went."""
