@@ -26,6 +26,7 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
   if (std::strcmp(reason, end_reason::kExited) == 0) reason = inferred_exit_reason(claimed, sys::now_unix_seconds());
   retire(claimed, *obj, reason);
   metrics_->sandbox_ended(claimed.id, sys::now_monotonic_ns());
+  release_admission(claimed.id);
   in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
 

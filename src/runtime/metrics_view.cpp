@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/metrics.hpp"
+#include "runtime/admission.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 
@@ -67,6 +68,14 @@ std::vector<MetricFamily> Runtime::metrics_families() {
   metrics_->append_families(out, sys::now_monotonic_ns());
   append_pool_families(pool_ ? pool_->stats() : WarmPool::Stats(), out);
   append_record_families(list(""), LabelBounds{}, out);
+  if (std::shared_ptr<NodeAdmission> a = admission()) {
+    MetricFamily used{"sandlet_admission_in_use", "Node admission: what the root's processes hold now, by resource.", "gauge", {}};
+    for (const auto& [resource, n] : a->usage())
+      used.samples.push_back({used.name, {{"resource", resource}}, static_cast<double>(n)});
+    out.push_back(std::move(used));
+    out.push_back({"sandlet_admission_waiting", "Creates of this runtime waiting for node admission.", "gauge",
+                   {{"sandlet_admission_waiting", {}, static_cast<double>(a->waiting())}}});
+  }
   metrics_->append_sources(out);
   return out;
 }

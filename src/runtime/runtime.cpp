@@ -226,9 +226,10 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
   std::promise<std::shared_ptr<Sandbox>> promise;
   auto future = promise.get_future();
   const uint64_t requested = sys::now_monotonic_ns();
-  in_background([this, &spec, &promise, requested] {
+  const std::string key = admit(spec);  // waits here, not on a worker: workers reclaim what frees room
+  in_background([this, &spec, &promise, requested, &key] {
     try {
-      promise.set_value(create_measured(spec, requested));
+      promise.set_value(create_measured(spec, requested, key));
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
@@ -242,17 +243,31 @@ void Runtime::create_async(Spec spec, CreateDone done) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   const std::string backend = spec.backend;
   const uint64_t requested = sys::now_monotonic_ns();
-  in_background([this, spec = std::move(spec), done = std::move(done), requested]() mutable {
-    std::exception_ptr error;
-    std::shared_ptr<Sandbox> sb;
-    try {
-      sb = create_measured(spec, requested);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    // Completions run on the loop thread, like every other callback.
-    loop_.post([done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
-  });
+  auto start = [this, requested](Spec spec, CreateDone done, std::string key) {
+    in_background([this, spec = std::move(spec), done = std::move(done), requested, key]() mutable {
+      std::exception_ptr error;
+      std::shared_ptr<Sandbox> sb;
+      try {
+        sb = create_measured(spec, requested, key);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      // Completions run on the loop thread, like every other callback.
+      loop_.post([done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
+    });
+  };
+  if (admission()) {
+    // Waiting for room takes a thread of its own (never a worker, nor the loop).
+    auto shared_spec = std::make_shared<Spec>(std::move(spec));
+    auto shared_done = std::make_shared<CreateDone>(std::move(done));
+    long_call([this, shared_spec] { return admit(*shared_spec); },
+              [start, shared_spec, shared_done](std::exception_ptr error, std::string key) {
+                if (error) return (*shared_done)(error, nullptr);
+                start(std::move(*shared_spec), std::move(*shared_done), std::move(key));
+              });
+  } else {
+    start(std::move(spec), std::move(done), std::string());
+  }
   if (Backend* b = backend_named(backend)) b->expect_create();
 }
 

@@ -36,6 +36,8 @@ namespace sandlet {
 
 class Metrics;  // runtime/metrics.hpp
 struct MetricFamily;
+class NodeAdmission;  // runtime/admission.hpp
+struct AdmissionOptions;
 
 struct RuntimeOptions {
   unsigned worker_threads = 2;
@@ -107,6 +109,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::string metrics_json();
   // Where further metric sources register (Metrics::add_source).
   Metrics& metrics() { return *metrics_; }
+  // Node admission for the creates of this runtime (runtime/admission.hpp); options with no bound = off.
+  // A create waits for room before it is handed to a worker (create: in the caller's thread; create_async:
+  // on a thread of its own), latency-sensitive first (spec label "sandlet/priority" = "latency").
+  void set_admission(const AdmissionOptions& options);
 
   // The layer store of this root and the node-wide layer mounts (src/image).
   image::LayerStore& layer_store() { return *layer_store_; }
@@ -155,7 +161,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void audit_create_failed(const std::string& id, const Spec& spec, std::exception_ptr error) noexcept;
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
   // create_blocking, timed for the metrics from `requested_ns` (monotonic), when the caller asked.
-  std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns);
+  // `admission_key`: its node reservation ("" = none), released if the create fails.
+  std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key);
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests);
   void watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl);
@@ -201,6 +208,14 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Registry registry_;
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<Metrics> metrics_;  // made by the constructor
+  // Admission (runtime/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.
+  std::shared_ptr<NodeAdmission> admission() const;
+  std::string admit(const Spec& spec);  // blocks; returns the reservation key ("" when admission is off)
+  void admitted(const std::string& key, const std::string& id, bool ok);  // the create ended
+  void release_admission(const std::string& id);
+  mutable std::mutex admission_mutex_;
+  std::shared_ptr<NodeAdmission> admission_;
+  std::map<std::string, std::string> admission_keys_;  // sandbox id -> reservation key
   std::mutex persist_mutex_;
   // closed_ is set, and the workers stop taking work, under close_mutex_: what is posted to the loop or
   // the workers before is sure to run; after, callers run it themselves.

@@ -25,7 +25,11 @@ class SandletCollector:
 
     def collect(self) -> Iterator[Metric]:
         for fam in self._rt.metrics_json()["families"]:
-            metric = Metric(fam["name"], fam["help"], fam["type"])
+            name = fam["name"]
+            # prometheus_client names a counter family without its _total suffix (it adds it back on output).
+            if fam["type"] == "counter" and name.endswith("_total"):
+                name = name[: -len("_total")]
+            metric = Metric(name, fam["help"], fam["type"])
             for s in fam["samples"]:
                 metric.add_sample(s["name"], dict(s["labels"]), float(s["value"]))
             yield metric

@@ -5,7 +5,9 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "integration/functional/cli_support.hpp"
 #include "sandlet/sandlet_metrics.h"
@@ -39,8 +41,8 @@ TEST_CASE("metrics count sandboxes by state and label on the whole root", "[metr
   auto a1 = h.rt().create(Harness::spec().label("job", "a").label("tier", "x\"y"));
   auto a2 = h.rt().create(Harness::spec().label("job", "a"));
   auto b1 = h.rt().create(Harness::spec().label("job", "b"));
-  CHECK(a1.exec({"true"}).exit_code() == 0);
-  CHECK(a1.exec({"sh", "-c", "sleep 0.2"}).exit_code() == 0);
+  CHECK(a1.exec({"true"}).exit_code == 0);
+  CHECK(a1.exec({"sh", "-c", "sleep 0.2"}).exit_code == 0);
   b1.pause();
 
   const std::string text = metrics_text(h.rt());
@@ -145,4 +147,44 @@ TEST_CASE("sandlet metrics --listen serves GET /metrics over HTTP until SIGTERM"
   REQUIRE(::waitpid(pid, &st, 0) == pid);
   CHECK(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
+}
+
+TEST_CASE("node admission: a create waits for room, fails UNAVAILABLE naming it, fits after a destroy", "[metrics][admission]") {
+  Harness h;
+  sandlet_admission_options_t o = SANDLET_ADMISSION_OPTIONS_INIT;
+  o.max_sandboxes = 1;
+  o.timeout_s = 0.3;
+  sandlet::detail::check(sandlet_runtime_set_admission(h.rt().get(), &o));
+  auto first = h.rt().create(Harness::spec().label("sandlet/priority", "latency"));
+  // A second runtime on the root (its own budget object, the same node-wide file) sees the reservation.
+  sandlet::RuntimeOptions ro;
+  ro.disable_warm_pool = true;
+  auto other = sandlet::Runtime::open(h.root(), ro);
+  sandlet::detail::check(sandlet_runtime_set_admission(other.get(), &o));
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    other.create(Harness::spec());
+    FAIL("the second create was admitted");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_UNAVAILABLE);
+    CHECK(std::string(e.what()).find("sandboxes (1 of 1 in use)") != std::string::npos);
+  }
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= 0.29);
+  const std::string text = metrics_text(h.rt());
+  CHECK(has_line(text, "sandlet_admission_in_use{resource=\"sandboxes\"} 1"));
+  CHECK(has_line(text, "sandlet_admission_wait_seconds_count 1"));
+
+  // A create that waits gets in once the first is destroyed.
+  o.timeout_s = 10;
+  sandlet::detail::check(sandlet_runtime_set_admission(other.get(), &o));
+  std::thread destroyer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    first.destroy();
+  });
+  auto second = other.create(Harness::spec());
+  destroyer.join();
+  CHECK(second.exec({"true"}).exit_code == 0);
+  CHECK_THROWS_WITH(h.rt().create(Harness::spec().label("sandlet/priority", "soon")), Catch::Contains("sandlet/priority"));
+  second.destroy();
+  sandlet::detail::check(sandlet_runtime_set_admission(h.rt().get(), nullptr));
 }
