@@ -121,6 +121,7 @@ double NodeAdmission::admit(const AdmissionRequest& req) {
   const int64_t pid = ::getpid();
   const uint64_t start = sys::own_start_time();
   std::unique_lock lock(mutex_);
+  if (cancelled_) throw Error(Code::kFailedPrecondition, "node admission: the runtime is closing");
   if (queue_.size() >= options_.max_queue)
     throw Error(Code::kUnavailable, "node admission: the queue is full (" + std::to_string(queue_.size()) +
                                         " requests waiting in this process)");
@@ -165,6 +166,16 @@ double NodeAdmission::admit(const AdmissionRequest& req) {
       }
     } else {
       reason = std::to_string(std::distance(queue_.begin(), queue_.find(slot))) + " earlier requests of this process";
+    }
+    if (cancelled_) {
+      queue_.erase(slot);
+      changed_.notify_all();
+      lock.unlock();
+      try {
+        forget_waiting();
+      } catch (...) {
+      }
+      throw Error(Code::kFailedPrecondition, "node admission: the runtime closed while the create waited");
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       queue_.erase(slot);
@@ -215,6 +226,12 @@ std::map<std::string, uint64_t> NodeAdmission::usage() {
     return false;
   });
   return out;
+}
+
+void NodeAdmission::cancel() {
+  std::lock_guard lock(mutex_);
+  cancelled_ = true;
+  changed_.notify_all();
 }
 
 size_t NodeAdmission::waiting() const {

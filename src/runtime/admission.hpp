@@ -54,6 +54,8 @@ class NodeAdmission final {
   // Node-wide use now: {"sandboxes", "memory", "pids", "initializing", "waiting_latency"} (dead entries dropped).
   std::map<std::string, uint64_t> usage();
   size_t waiting() const;
+  // Every waiting and later admit fails with FAILED_PRECONDITION (the runtime is closing).
+  void cancel();
   const AdmissionOptions& options() const { return options_; }
 
  private:
@@ -76,6 +78,7 @@ class NodeAdmission final {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t next_ticket_ = 0;
+  bool cancelled_ = false;
   std::map<std::pair<int, uint64_t>, std::string> queue_;  // (priority, ticket) -> key: this process's waiters
 };
 

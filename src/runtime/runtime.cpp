@@ -11,6 +11,7 @@
 #include "backends/registry.hpp"
 #include "common/error.hpp"
 #include "runtime/audit_records.hpp"
+#include "runtime/admission.hpp"
 #include "runtime/metrics.hpp"
 #include "sys/fs_util.hpp"
 
@@ -145,6 +146,8 @@ void Runtime::close() noexcept {
   }
   try {
     if (pool_) pool_->stop();
+    // Creates waiting for node admission give up now (their long calls are joined next).
+    if (std::shared_ptr<NodeAdmission> a = admission()) a->cancel();
     // Long calls (snapshots, forks) end first: they may wait for creates on the workers and the loop.
     std::vector<LongCall> long_calls;
     {

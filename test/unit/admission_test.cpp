@@ -188,3 +188,19 @@ TEST_CASE("admission: two processes share the budget; a dead one's reservation i
   CHECK(b.usage().at("sandboxes") == 1);
   for (int fd : {ready[0], ready[1], go[0], go[1]}) ::close(fd);
 }
+
+TEST_CASE("admission: cancel ends every wait at once", "[admission]") {
+  TempDir d;
+  AdmissionOptions o;
+  o.max_sandboxes = 1;
+  o.timeout_s = 30;
+  NodeAdmission a(d.path + "/admission", o);
+  a.admit(req("a"));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread waiter([&] { CHECK_THROWS_WITH(a.admit(req("b", AdmissionPriority::kLatency)), Catch::Contains("closed")); });
+  while (a.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  a.cancel();
+  waiter.join();
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
+  CHECK(a.usage().at("waiting_latency") == 0);  // its waiting entry is gone from the file
+}
