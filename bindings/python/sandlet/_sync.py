@@ -446,12 +446,10 @@ class Runtime:
         return json.loads(self._h.stats_json())
 
     def metrics(self) -> str:
-        """The platform metrics in Prometheus text format 0.0.4 (sandlet_metrics.h): this runtime's
-        counters and histograms, and the root's sandboxes (every process) by state and label."""
+        """Platform metrics, Prometheus text 0.0.4 (docs/METRICS.md); ``metrics_json``: the same as dicts."""
         return self._h.metrics_text()
 
     def metrics_json(self) -> Dict[str, Any]:
-        """The same metrics as {"families": [{"name", "help", "type", "samples": [...]}]}."""
         return json.loads(self._h.metrics_json())
 
     def gc(self) -> int:
