@@ -2,7 +2,8 @@
  * sandlet — the C ABI of the platform metrics. The conventions at the top of sandlet.h apply.
  *
  * What is reported (every name starts with sandlet_; docs/METRICS.md lists each family):
- *   - counted by this runtime handle since it was opened (other processes' runtimes count their own):
+ *   - counted by this runtime handle since it was opened (other processes' runtimes count their own;
+ *     the _node_ variants below sum them):
  *     creates by result, execs, destroys; histograms of the scheduling latency (create request to usable
  *     sandbox) and of the queue wait (request to a worker taking it), in seconds; busy time (an exec in
  *     flight) and utilisation (busy time / lifetime) of the sandboxes created here; the warm pool's size,
@@ -30,6 +31,12 @@ SANDLET_API sandlet_error_t *sandlet_runtime_metrics_text(sandlet_runtime_t *rt,
    _bucket/_sum/_count for histograms and summaries). A value that is not finite is the string "+Inf",
    "-Inf" or "NaN". *out is owned by the caller (free with sandlet_free). */
 SANDLET_API sandlet_error_t *sandlet_runtime_metrics_json(sandlet_runtime_t *rt, char **out);
+
+/* The same two, with the counters and histograms summed over every live runtime on the root: each
+   runtime publishes its own under <root>/metrics at most once a second after a change (so these lag by up
+   to a second), and removes them when it closes. What `sandlet metrics` prints. */
+SANDLET_API sandlet_error_t *sandlet_runtime_metrics_node_text(sandlet_runtime_t *rt, char **out);
+SANDLET_API sandlet_error_t *sandlet_runtime_metrics_node_json(sandlet_runtime_t *rt, char **out);
 
 /* Node admission: a budget shared by every process that opens a runtime on the same root (kept in
    <root>/admission.json under flock; what a process reserved is dropped when it dies, so a detached

@@ -20,6 +20,18 @@ SANDLET_API sandlet_error_t* sandlet_runtime_metrics_json(sandlet_runtime_t* rt,
   return guard([&] { *out = sandlet::capi::dup_string(rt->rt->metrics_json()); });
 }
 
+SANDLET_API sandlet_error_t* sandlet_runtime_metrics_node_text(sandlet_runtime_t* rt, char** out) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(rt->rt->metrics_text(/*node=*/true)); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_runtime_metrics_node_json(sandlet_runtime_t* rt, char** out) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(out);
+  return guard([&] { *out = sandlet::capi::dup_string(rt->rt->metrics_json(/*node=*/true)); });
+}
+
 SANDLET_API sandlet_error_t* sandlet_runtime_set_admission(sandlet_runtime_t* rt, const sandlet_admission_options_t* opts) {
   SANDLET_REQUIRE_HANDLE(rt);
   return guard([&] {

@@ -1,7 +1,7 @@
 // `sandlet metrics`: the platform metrics as Prometheus text, printed once or served over HTTP
-// (`--listen ADDR:PORT`, GET /metrics). The runtime this command opens reads the root's records, so the
-// per-state and per-label counts cover every process on the root; the counters and histograms of
-// sandlet_metrics.h are those of this process's own runtime (see docs/METRICS.md).
+// (`--listen ADDR:PORT`, GET /metrics): node-wide — the per-state and per-label counts from the root's
+// records, the counters and histograms summed over every live runtime on the root (each publishes its own,
+// up to a second behind; see docs/METRICS.md).
 #include <unistd.h>
 
 #include <boost/asio/buffer.hpp>
@@ -27,9 +27,9 @@ namespace {
 constexpr std::string_view kMetricsUsage =
     "Usage: sandlet metrics [--json] [--listen ADDR:PORT]\n"
     "\n"
-    "Print the platform metrics in Prometheus text format 0.0.4 (--json: as JSON). Sandbox counts by\n"
-    "state and label come from the root's records (every process); counters and histograms are those of\n"
-    "this command's own runtime.\n"
+    "Print the platform metrics in Prometheus text format 0.0.4 (--json: as JSON), node-wide: sandbox\n"
+    "counts by state and label from the root's records, counters and histograms summed over every live\n"
+    "runtime on the root (each publishes its own at most once a second).\n"
     "\n"
     "  --listen ADDR:PORT  serve GET /metrics over HTTP until SIGINT or SIGTERM (ADDR defaults to\n"
     "                      127.0.0.1; PORT 0 picks a free one; the address served is printed first)\n"
@@ -43,13 +43,13 @@ using asio::ip::tcp;
 
 std::string metrics_text(Runtime& rt) {
   char* out = nullptr;
-  detail::check(sandlet_runtime_metrics_text(rt.get(), &out));
+  detail::check(sandlet_runtime_metrics_node_text(rt.get(), &out));
   return detail::take_string(out);
 }
 
 std::string metrics_json(Runtime& rt) {
   char* out = nullptr;
-  detail::check(sandlet_runtime_metrics_json(rt.get(), &out));
+  detail::check(sandlet_runtime_metrics_node_json(rt.get(), &out));
   return detail::take_string(out);
 }
 

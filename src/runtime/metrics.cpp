@@ -147,6 +147,49 @@ LabelCounts bound_label_counts(const LabelCounts& counts, const LabelBounds& bou
   return bounded;
 }
 
+std::vector<MetricFamily> parse_metrics_json(const std::string& text) {
+  std::vector<MetricFamily> out;
+  const boost::json::object root = boost::json::parse(text).as_object();
+  for (const boost::json::value& fv : root.at("families").as_array()) {
+    const boost::json::object& f = fv.as_object();
+    MetricFamily fam{std::string(f.at("name").as_string()), std::string(f.at("help").as_string()),
+                     std::string(f.at("type").as_string()), {}};
+    for (const boost::json::value& sv : f.at("samples").as_array()) {
+      const boost::json::object& so = sv.as_object();
+      MetricSample sample{std::string(so.at("name").as_string()), {}, 0};
+      for (const auto& kv : so.at("labels").as_object())
+        sample.labels.emplace_back(std::string(kv.key()), std::string(kv.value().as_string()));
+      const boost::json::value& v = so.at("value");
+      // strtod reads the text format's "+Inf", "-Inf" and "NaN".
+      sample.value = v.is_string() ? std::strtod(std::string(v.as_string()).c_str(), nullptr) : v.to_number<double>();
+      fam.samples.push_back(std::move(sample));
+    }
+    out.push_back(std::move(fam));
+  }
+  return out;
+}
+
+void add_metric_families(std::vector<MetricFamily>& into, const std::vector<MetricFamily>& more, size_t sets) {
+  for (const MetricFamily& m : more) {
+    auto f = std::find_if(into.begin(), into.end(), [&](const MetricFamily& x) { return x.name == m.name; });
+    if (f == into.end()) {
+      into.push_back(m);
+      continue;
+    }
+    const bool mean = f->type == "gauge" && f->name.size() > 5 && f->name.compare(f->name.size() - 5, 5, "_mean") == 0;
+    for (const MetricSample& s : m.samples) {
+      auto t = std::find_if(f->samples.begin(), f->samples.end(),
+                            [&](const MetricSample& x) { return x.name == s.name && x.labels == s.labels; });
+      if (t == f->samples.end())
+        f->samples.push_back(s);
+      else if (mean)
+        t->value = (t->value * static_cast<double>(sets) + s.value) / static_cast<double>(sets + 1);
+      else
+        t->value += s.value;
+    }
+  }
+}
+
 Metrics::Metrics() : scheduling_(latency_bounds()), queue_wait_(latency_bounds()), admission_(latency_bounds()) {}
 
 void Metrics::create_started(uint64_t requested_ns, uint64_t now_ns) {
@@ -155,15 +198,15 @@ void Metrics::create_started(uint64_t requested_ns, uint64_t now_ns) {
 }
 
 void Metrics::create_done(uint64_t requested_ns, uint64_t now_ns, bool ok, const std::string& id) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (!ok) {
     ++creates_failed_;
-    return;
+  } else {
+    ++creates_ok_;
+    scheduling_.observe(seconds(now_ns - std::min(requested_ns, now_ns)));
+    busy_[id].born_ns = now_ns;
   }
-  ++creates_ok_;
-  scheduling_.observe(seconds(now_ns - std::min(requested_ns, now_ns)));
-  Busy& b = busy_[id];
-  b.born_ns = now_ns;
+  changed(lock);
 }
 
 void Metrics::admission_wait(double s) {
@@ -180,7 +223,7 @@ void Metrics::exec_began(const std::string& id, uint64_t now_ns) {
 }
 
 void Metrics::exec_ended(const std::string& id, uint64_t now_ns) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   auto it = busy_.find(id);
   if (it == busy_.end() || it->second.in_flight == 0) return;
   if (--it->second.in_flight == 0) {
@@ -188,6 +231,7 @@ void Metrics::exec_ended(const std::string& id, uint64_t now_ns) {
     it->second.busy_ns += d;
     busy_total_ns_ += d;
   }
+  changed(lock);
 }
 
 double Metrics::utilisation(const Busy& b, uint64_t now_ns) {
@@ -199,14 +243,34 @@ double Metrics::utilisation(const Busy& b, uint64_t now_ns) {
 }
 
 void Metrics::sandbox_ended(const std::string& id, uint64_t now_ns) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   ++destroys_;
   auto it = busy_.find(id);
-  if (it == busy_.end()) return;
-  if (it->second.in_flight) busy_total_ns_ += now_ns - std::min(it->second.since_ns, now_ns);
-  ended_util_sum_ += utilisation(it->second, now_ns);
-  ++ended_util_count_;
-  busy_.erase(it);
+  if (it != busy_.end()) {
+    if (it->second.in_flight) busy_total_ns_ += now_ns - std::min(it->second.since_ns, now_ns);
+    ended_util_sum_ += utilisation(it->second, now_ns);
+    ++ended_util_count_;
+    busy_.erase(it);
+  }
+  changed(lock);
+}
+
+void Metrics::changed(std::unique_lock<std::mutex>& lock) {
+  if (publish_pending_ || !on_change_) return;
+  publish_pending_ = true;
+  std::function<void()> fn = on_change_;
+  lock.unlock();
+  fn();
+}
+
+void Metrics::set_on_change(std::function<void()> fn) {
+  std::lock_guard lock(mutex_);
+  on_change_ = std::move(fn);
+}
+
+void Metrics::mark_published() {
+  std::lock_guard lock(mutex_);
+  publish_pending_ = false;
 }
 
 void Metrics::append_families(std::vector<MetricFamily>& out, uint64_t now_ns) const {

@@ -47,6 +47,12 @@ class Histogram final {
 std::string render_metrics_text(const std::vector<MetricFamily>& families);
 // {"families":[{"name","help","type","samples":[{"name","labels":{...},"value"}]}]}
 std::string render_metrics_json(const std::vector<MetricFamily>& families);
+// Parses what render_metrics_json wrote (another process's published counters); throws on malformed input.
+std::vector<MetricFamily> parse_metrics_json(const std::string& text);
+// Adds `more` into `into`, sample by sample (same name and labels): counters, histograms and summaries are
+// summed; gauges too, except those named *_mean, which become the mean over the sets added (`sets`: how
+// many sets `into` already holds).
+void add_metric_families(std::vector<MetricFamily>& into, const std::vector<MetricFamily>& more, size_t sets);
 // Label value escaping of the text format (backslash, double quote, newline).
 std::string escape_label_value(const std::string& v);
 // A number as the text format writes it (+Inf, -Inf, NaN, integers without exponent).
@@ -81,6 +87,11 @@ class Metrics final {
   // The families this object counts (not the record- or pool-based ones).
   void append_families(std::vector<MetricFamily>& out, uint64_t now_ns) const;
 
+  // Called (outside the lock) on the first change after mark_published: the runtime publishes its counters
+  // for `sandlet metrics` in other processes (runtime/metrics_publish.cpp).
+  void set_on_change(std::function<void()> fn);
+  void mark_published();
+
   // Further sources (the lead wires e.g. FnCall pools or job pause here): each appends its families.
   using Source = std::function<void(std::vector<MetricFamily>&)>;
   void add_source(const std::string& name, Source source);
@@ -106,6 +117,9 @@ class Metrics final {
   double ended_util_sum_ = 0;  // utilisation of sandboxes that ended, for the summary
   uint64_t ended_util_count_ = 0;
   std::map<std::string, Source> sources_;
+  std::function<void()> on_change_;
+  bool publish_pending_ = false;
+  void changed(std::unique_lock<std::mutex>& lock);
 };
 
 }  // namespace sandlet

@@ -63,9 +63,10 @@ void append_pool_families(const WarmPool::Stats& s, std::vector<MetricFamily>& o
 
 }  // namespace
 
-std::vector<MetricFamily> Runtime::metrics_families() {
+std::vector<MetricFamily> Runtime::metrics_families(bool node) {
   std::vector<MetricFamily> out;
   metrics_->append_families(out, sys::now_monotonic_ns());
+  if (node) add_published_metrics(out);
   append_pool_families(pool_ ? pool_->stats() : WarmPool::Stats(), out);
   append_record_families(list(""), LabelBounds{}, out);
   if (std::shared_ptr<NodeAdmission> a = admission()) {
@@ -80,7 +81,7 @@ std::vector<MetricFamily> Runtime::metrics_families() {
   return out;
 }
 
-std::string Runtime::metrics_text() { return render_metrics_text(metrics_families()); }
-std::string Runtime::metrics_json() { return render_metrics_json(metrics_families()); }
+std::string Runtime::metrics_text(bool node) { return render_metrics_text(metrics_families(node)); }
+std::string Runtime::metrics_json(bool node) { return render_metrics_json(metrics_families(node)); }
 
 }  // namespace sandlet

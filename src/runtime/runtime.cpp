@@ -72,6 +72,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
         });
       });
   rt->loop_.start();
+  rt->start_metrics_publishing();
   if (options.gc_on_open) rt->gc(/*release_idle=*/false);
   return rt;
 }
@@ -186,6 +187,7 @@ void Runtime::close() noexcept {
     // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
     if (layers_) layers_->release_unused();
     release_state_if_empty(state_);
+    unpublish_metrics();
     // Node-level structures (the container backend's "sandlet" parent cgroups) stay for the next runtime,
     // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go
     // with the Runtime object: a call on another thread that began before this close may still use them.

@@ -104,9 +104,11 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::string stats_json() const;
   // Platform metrics (runtime/metrics_view.cpp; formats in sandlet_metrics.h): this runtime's counters and
   // histograms, its warm pool, and the root's sandboxes of every process by state and label.
-  std::vector<MetricFamily> metrics_families();
-  std::string metrics_text();
-  std::string metrics_json();
+  // `node`: this runtime's counters and histograms summed with those every other live runtime on the root
+  // published (runtime/metrics_publish.cpp: each writes its own at most once a second).
+  std::vector<MetricFamily> metrics_families(bool node = false);
+  std::string metrics_text(bool node = false);
+  std::string metrics_json(bool node = false);
   // Where further metric sources register (Metrics::add_source).
   Metrics& metrics() { return *metrics_; }
   // Node admission for the creates of this runtime (runtime/admission.hpp); options with no bound = off.
@@ -208,6 +210,12 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Registry registry_;
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<Metrics> metrics_;  // made by the constructor
+  // Publishing this runtime's counters under <root>/metrics (runtime/metrics_publish.cpp).
+  void start_metrics_publishing();
+  void publish_metrics() noexcept;
+  void unpublish_metrics() noexcept;
+  void add_published_metrics(std::vector<MetricFamily>& into);
+  std::string metrics_file_;  // <root>/metrics/<pid>-<start>-<n>.json
   // Admission (runtime/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.
   std::shared_ptr<NodeAdmission> admission() const;
   std::string admit(const Spec& spec);  // blocks; returns the reservation key ("" when admission is off)

@@ -90,3 +90,25 @@ TEST_CASE("metrics busy time: utilisation of a sandbox is busy / lifetime", "[me
   CHECK(has(text, "sandlet_queue_wait_seconds_sum 0.5\n"));
   CHECK(has(text, "sandlet_scheduling_latency_seconds_sum 1\n"));
 }
+
+TEST_CASE("metrics json reads back and sums: counters and buckets add, *_mean gauges average", "[metrics]") {
+  std::vector<MetricFamily> a{{"sandlet_c_total", "c", "counter", {{"sandlet_c_total", {{"r", "ok"}}, 2}}},
+                              {"sandlet_u_mean", "u", "gauge", {{"sandlet_u_mean", {}, 0.2}}}};
+  std::vector<MetricFamily> b{{"sandlet_c_total", "c", "counter",
+                               {{"sandlet_c_total", {{"r", "ok"}}, 3}, {"sandlet_c_total", {{"r", "error"}}, 1}}},
+                              {"sandlet_u_mean", "u", "gauge", {{"sandlet_u_mean", {}, 0.4}}}};
+  sandlet::Histogram h({1});
+  h.observe(0.5);
+  MetricFamily hf{"sandlet_h_seconds", "h", "histogram", {}};
+  h.append_to(hf);
+  b.push_back(hf);
+  auto parsed = sandlet::parse_metrics_json(sandlet::render_metrics_json(b));
+  REQUIRE(parsed.size() == 3);
+  CHECK(parsed[2].samples[1].value == 1);  // le="+Inf" came back as a number
+  sandlet::add_metric_families(a, parsed, 1);
+  const std::string text = sandlet::render_metrics_text(a);
+  CHECK(has(text, "sandlet_c_total{r=\"ok\"} 5\n"));
+  CHECK(has(text, "sandlet_c_total{r=\"error\"} 1\n"));
+  CHECK(has(text, "sandlet_u_mean 0.3"));
+  CHECK(has(text, "sandlet_h_seconds_bucket{le=\"+Inf\"} 1\n"));
+}

@@ -77,9 +77,14 @@ TEST_CASE("metrics count sandboxes by state and label on the whole root", "[metr
     CHECK(has_line(t2, "sandlet_creates_total{result=\"ok\"} 0"));
   }
 
-  // The CLI prints the same node-wide counts.
+  // The CLI prints the same node-wide counts, and the counters this runtime published (at most once a
+  // second after a change) summed with its own.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto r = cli_test::cli(h, {"metrics"});
   CHECK(r.status == 0);
+  CHECK(has_line(r.out, "sandlet_creates_total{result=\"ok\"} 3"));
+  CHECK(has_line(r.out, "sandlet_execs_total 2"));
+  CHECK(has_line(r.out, "sandlet_scheduling_latency_seconds_count 3"));
   CHECK(has_line(r.out, "sandlet_sandboxes{state=\"paused\"} 1"));
   CHECK(has_line(r.out, "sandlet_sandboxes_by_label{key=\"job\",value=\"b\",state=\"paused\"} 1"));
 
