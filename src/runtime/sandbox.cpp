@@ -137,8 +137,13 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
     }
     done(error, std::move(outcome));
   };
-  return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
-                                      std::move(on_done), exec_backstop(req.timeout_ms)));
+  try {
+    return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
+                                        std::move(on_done), exec_backstop(req.timeout_ms)));
+  } catch (...) {
+    owner->exec_ended(sandbox_id);  // not started: its busy interval ends here (on_done never runs)
+    throw;
+  }
 }
 
 ExecOutcome Sandbox::exec(ExecParams params) {
