@@ -60,6 +60,7 @@ int cmd_loader(CommandContext& ctx, const std::vector<std::string>& args);  // s
 int cmd_audit(CommandContext& ctx, const std::vector<std::string>& args);   // audit.cpp
 int cmd_net(CommandContext& ctx, const std::vector<std::string>& args);     // net.cpp
 int cmd_policy(CommandContext& ctx, const std::vector<std::string>& args);  // policy.cpp
+int cmd_metrics(CommandContext& ctx, const std::vector<std::string>& args);  // metrics.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

@@ -37,6 +37,7 @@ constexpr std::string_view kUsage =
     "  build     Build an environment from a recipe (a Dockerfile subset)\n"
     "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
     "  audit     Print (and follow) the audit log: execs, lifecycle events, policy denials\n"
+    "  metrics   Print or serve (--listen) the platform metrics, Prometheus text format\n"
     "  version   Print the version\n"
     "  help      Show help for a command\n"
     "\n"
@@ -73,6 +74,7 @@ constexpr Command kCommands[] = {
     {"audit", cmd_audit},
     {"net", cmd_net},
     {"policy", cmd_policy},
+    {"metrics", cmd_metrics},
 };
 
 CommandFn find_command(std::string_view name) {

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
 #include "runtime/audit_records.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 
@@ -151,6 +152,21 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
     }
     loop_.post([this] { registry_.cancel_watchers(); });
   }
+  return sb;
+}
+
+std::shared_ptr<Sandbox> Runtime::create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key) {
+  metrics_->create_started(requested_ns, sys::now_monotonic_ns());
+  std::shared_ptr<Sandbox> sb;
+  try {
+    sb = create_blocking(spec);
+  } catch (...) {
+    metrics_->create_done(requested_ns, sys::now_monotonic_ns(), false, std::string());
+    admitted(admission_key, std::string(), false);
+    throw;
+  }
+  metrics_->create_done(requested_ns, sys::now_monotonic_ns(), true, sb->id());
+  admitted(admission_key, sb->id(), true);
   return sb;
 }
 

@@ -8,6 +8,7 @@
 #include "common/fault_point.hpp"
 #include "runtime/audit_records.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/metrics.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -24,6 +25,8 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
   }
   if (std::strcmp(reason, end_reason::kExited) == 0) reason = inferred_exit_reason(claimed, sys::now_unix_seconds());
   retire(claimed, *obj, reason);
+  metrics_->sandbox_ended(claimed.id, sys::now_monotonic_ns());
+  release_admission(claimed.id);
   in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
 

@@ -11,11 +11,13 @@
 #include "backends/registry.hpp"
 #include "common/error.hpp"
 #include "runtime/audit_records.hpp"
+#include "runtime/admission.hpp"
+#include "runtime/metrics.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
 
-Runtime::Runtime(const RuntimeOptions& options) : options_(options) {}
+Runtime::Runtime(const RuntimeOptions& options) : options_(options), metrics_(std::make_unique<Metrics>()) {}
 
 std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const RuntimeOptions& options) {
   std::string root = root_arg;
@@ -70,6 +72,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
         });
       });
   rt->loop_.start();
+  rt->start_metrics_publishing();
   if (options.gc_on_open) rt->gc(/*release_idle=*/false);
   return rt;
 }
@@ -144,6 +147,8 @@ void Runtime::close() noexcept {
   }
   try {
     if (pool_) pool_->stop();
+    // Creates waiting for node admission give up now (their long calls are joined next).
+    if (std::shared_ptr<NodeAdmission> a = admission()) a->cancel();
     // Long calls (snapshots, forks) end first: they may wait for creates on the workers and the loop.
     std::vector<LongCall> long_calls;
     {
@@ -182,6 +187,7 @@ void Runtime::close() noexcept {
     // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
     if (layers_) layers_->release_unused();
     release_state_if_empty(state_);
+    unpublish_metrics();
     // Node-level structures (the container backend's "sandlet" parent cgroups) stay for the next runtime,
     // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go
     // with the Runtime object: a call on another thread that began before this close may still use them.
@@ -224,9 +230,11 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
   // when the *thread* that cloned it exits, and a caller's thread may be short-lived.
   std::promise<std::shared_ptr<Sandbox>> promise;
   auto future = promise.get_future();
-  in_background([this, &spec, &promise] {
+  const uint64_t requested = sys::now_monotonic_ns();
+  const std::string key = admit(spec);  // waits here, not on a worker: workers reclaim what frees room
+  in_background([this, &spec, &promise, requested, &key] {
     try {
-      promise.set_value(create_blocking(spec));
+      promise.set_value(create_measured(spec, requested, key));
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
@@ -239,19 +247,37 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
 void Runtime::create_async(Spec spec, CreateDone done) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   const std::string backend = spec.backend;
-  in_background([this, spec = std::move(spec), done = std::move(done)]() mutable {
-    std::exception_ptr error;
-    std::shared_ptr<Sandbox> sb;
-    try {
-      sb = create_blocking(spec);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    // Completions run on the loop thread, like every other callback.
-    loop_.post([done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
-  });
+  const uint64_t requested = sys::now_monotonic_ns();
+  auto start = [this, requested](Spec spec, CreateDone done, std::string key) {
+    in_background([this, spec = std::move(spec), done = std::move(done), requested, key]() mutable {
+      std::exception_ptr error;
+      std::shared_ptr<Sandbox> sb;
+      try {
+        sb = create_measured(spec, requested, key);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      // Completions run on the loop thread, like every other callback.
+      loop_.post([done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
+    });
+  };
+  if (admission()) {
+    // Waiting for room takes a thread of its own (never a worker, nor the loop).
+    auto shared_spec = std::make_shared<Spec>(std::move(spec));
+    auto shared_done = std::make_shared<CreateDone>(std::move(done));
+    long_call([this, shared_spec] { return admit(*shared_spec); },
+              [start, shared_spec, shared_done](std::exception_ptr error, std::string key) {
+                if (error) return (*shared_done)(error, nullptr);
+                start(std::move(*shared_spec), std::move(*shared_done), std::move(key));
+              });
+  } else {
+    start(std::move(spec), std::move(done), std::string());
+  }
   if (Backend* b = backend_named(backend)) b->expect_create();
 }
+
+void Runtime::exec_began(const std::string& id) { metrics_->exec_began(id, sys::now_monotonic_ns()); }
+void Runtime::exec_ended(const std::string& id) { metrics_->exec_ended(id, sys::now_monotonic_ns()); }
 
 std::string Runtime::state_of(const SandboxRecord& rec, BackendSandbox* impl) const {
   if (rec.state == SandboxState::kCreating || rec.state == SandboxState::kPooled) return state_name(rec.state);

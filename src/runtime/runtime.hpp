@@ -34,6 +34,11 @@
 
 namespace sandlet {
 
+class Metrics;  // runtime/metrics.hpp
+struct MetricFamily;
+class NodeAdmission;  // runtime/admission.hpp
+struct AdmissionOptions;
+
 struct RuntimeOptions {
   unsigned worker_threads = 2;
   bool gc_on_open = true;
@@ -97,6 +102,19 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   size_t gc(bool release_idle = true);
   // Counters of this runtime (warm pool hits and misses, ...), as JSON (documented in sandlet.h).
   std::string stats_json() const;
+  // Platform metrics (runtime/metrics_view.cpp; formats in sandlet_metrics.h): this runtime's counters and
+  // histograms, its warm pool, and the root's sandboxes of every process by state and label.
+  // `node`: this runtime's counters and histograms summed with those every other live runtime on the root
+  // published (runtime/metrics_publish.cpp: each writes its own at most once a second).
+  std::vector<MetricFamily> metrics_families(bool node = false);
+  std::string metrics_text(bool node = false);
+  std::string metrics_json(bool node = false);
+  // Where further metric sources register (Metrics::add_source).
+  Metrics& metrics() { return *metrics_; }
+  // Node admission for the creates of this runtime (runtime/admission.hpp); options with no bound = off.
+  // A create waits for room before it is handed to a worker (create: in the caller's thread; create_async:
+  // on a thread of its own), latency-sensitive first (spec label "sandlet/priority" = "latency").
+  void set_admission(const AdmissionOptions& options);
 
   // The layer store of this root and the node-wide layer mounts (src/image).
   image::LayerStore& layer_store() { return *layer_store_; }
@@ -118,6 +136,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void in_background(std::function<void()> fn) override;
   void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, const char* reason) override;
   std::shared_ptr<AuditLog> audit() override { return audit_; }
+  void exec_began(const std::string& id) override;
+  void exec_ended(const std::string& id) override;
   void forget(const std::string& id) override { registry_.forget(id); }
   void persist(const SandboxRecord& rec) override;
   void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) override;
@@ -142,6 +162,9 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Started start_sandbox(const Spec& spec, OneShot* one_shot);
   void audit_create_failed(const std::string& id, const Spec& spec, std::exception_ptr error) noexcept;
   std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
+  // create_blocking, timed for the metrics from `requested_ns` (monotonic), when the caller asked.
+  // `admission_key`: its node reservation ("" = none), released if the create fails.
+  std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key);
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests);
   void watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl);
@@ -186,6 +209,21 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::unique_ptr<boost::asio::thread_pool> workers_;  // started once the backends are (see open)
   Registry registry_;
   std::unique_ptr<WarmPool> pool_;
+  std::unique_ptr<Metrics> metrics_;  // made by the constructor
+  // Publishing this runtime's counters under <root>/metrics (runtime/metrics_publish.cpp).
+  void start_metrics_publishing();
+  void publish_metrics() noexcept;
+  void unpublish_metrics() noexcept;
+  void add_published_metrics(std::vector<MetricFamily>& into);
+  std::string metrics_file_;  // <root>/metrics/<pid>-<start>-<n>.json
+  // Admission (runtime/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.
+  std::shared_ptr<NodeAdmission> admission() const;
+  std::string admit(const Spec& spec);  // blocks; returns the reservation key ("" when admission is off)
+  void admitted(const std::string& key, const std::string& id, bool ok);  // the create ended
+  void release_admission(const std::string& id);
+  mutable std::mutex admission_mutex_;
+  std::shared_ptr<NodeAdmission> admission_;
+  std::map<std::string, std::string> admission_keys_;  // sandbox id -> reservation key
   std::mutex persist_mutex_;
   // closed_ is set, and the workers stop taking work, under close_mutex_: what is posted to the loop or
   // the workers before is sure to run; after, callers run it themselves.

@@ -114,9 +114,12 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
     }
     throw;
   }
-  auto on_done = [state, done = std::move(done), sandbox_id, audit, log, labels](std::exception_ptr error) {
+  owner->exec_began(sandbox_id);
+  std::weak_ptr<SandboxOwner> weak_owner = owner_;
+  auto on_done = [state, done = std::move(done), sandbox_id, audit, log, labels, weak_owner](std::exception_ptr error) {
     ExecOutcome& outcome = state->replies.outcome;
     outcome.duration_ns = sys::now_monotonic_ns() - state->start_ns;
+    if (auto o = weak_owner.lock()) o->exec_ended(sandbox_id);
     audit->end = sys::now_unix_seconds();
     audit->stdout_bytes = state->replies.received(1);
     audit->stderr_bytes = state->replies.received(2);
@@ -134,8 +137,13 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
     }
     done(error, std::move(outcome));
   };
-  return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
-                                      std::move(on_done), exec_backstop(req.timeout_ms)));
+  try {
+    return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
+                                        std::move(on_done), exec_backstop(req.timeout_ms)));
+  } catch (...) {
+    owner->exec_ended(sandbox_id);  // not started: its busy interval ends here (on_done never runs)
+    throw;
+  }
 }
 
 ExecOutcome Sandbox::exec(ExecParams params) {

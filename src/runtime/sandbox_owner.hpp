@@ -26,6 +26,10 @@ class SandboxOwner {
   virtual void end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl, const char* reason) = 0;
   // The audit log of the runtime's root (it outlives the runtime while a handle holds it).
   virtual std::shared_ptr<AuditLog> audit() = 0;
+  // An exec of sandbox `id` started / completed (for its busy time in the metrics). exec_ended may run on
+  // the loop thread after the handle is gone.
+  virtual void exec_began(const std::string& id) { (void)id; }
+  virtual void exec_ended(const std::string& id) { (void)id; }
   // The handle of `id` is gone (its object may be dropped from the registry).
   virtual void forget(const std::string& id) = 0;
   // Persists a state change of the record (pause/resume).

@@ -440,6 +440,12 @@ class AsyncRuntime:
     def stats(self) -> Dict[str, Any]:
         return self.sync.stats()
 
+    async def metrics(self) -> str:
+        return await asyncio.to_thread(self.sync.metrics)
+
+    async def metrics_json(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.metrics_json)
+
     def backends(self) -> List[Dict[str, Any]]:
         return self.sync.backends()
 

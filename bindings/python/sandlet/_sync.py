@@ -445,6 +445,13 @@ class Runtime:
         """Counters of this runtime: {"warm_pool": {"hits", "misses", "ready", ...}} (see sandlet.h)."""
         return json.loads(self._h.stats_json())
 
+    def metrics(self) -> str:
+        """Platform metrics, Prometheus text 0.0.4 (docs/METRICS.md); ``metrics_json``: the same as dicts."""
+        return self._h.metrics_text()
+
+    def metrics_json(self) -> Dict[str, Any]:
+        return json.loads(self._h.metrics_json())
+
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
         cgroups); returns how many sandboxes went."""

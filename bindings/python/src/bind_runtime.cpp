@@ -5,6 +5,7 @@
 
 #include "errors.hpp"
 #include "handles.hpp"
+#include "sandlet/sandlet_metrics.h"
 
 namespace py = pybind11;
 
@@ -148,6 +149,23 @@ void bind_runtime(py::module_& m) {
       .def("features_json",
            [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.features_json(); }); })
       .def("stats_json", [](RuntimeHandle& h) { return h.get()->stats_json(); })
+      // Metrics read every record of the root: off the GIL.
+      .def("metrics_text",
+           [](RuntimeHandle& h) {
+             return blocking(h, [](sandlet::Runtime& rt) {
+               char* out = nullptr;
+               sandlet::detail::check(sandlet_runtime_metrics_text(rt.get(), &out));
+               return sandlet::detail::take_string(out);
+             });
+           })
+      .def("metrics_json",
+           [](RuntimeHandle& h) {
+             return blocking(h, [](sandlet::Runtime& rt) {
+               char* out = nullptr;
+               sandlet::detail::check(sandlet_runtime_metrics_json(rt.get(), &out));
+               return sandlet::detail::take_string(out);
+             });
+           })
       .def("list",
            [](RuntimeHandle& h, const std::string& label_filter) {
              auto items = blocking(h, [&](sandlet::Runtime& rt) { return rt.list(label_filter); });
