@@ -9,6 +9,9 @@
 
 #include "sandlet/sandlet_fncall.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -80,6 +83,60 @@ json::object scenario_fncall(const Context &ctx) {
     out["pool"] = json::parse(stats);
     sandlet_free(stats);
   }
+  return out;
+}
+
+}  // namespace bench
+
+namespace bench {
+
+// pool: the hand-over time alone (a call taking an idle container), under a burst of N calls of /bin/true
+// from C threads at once into a pool made full beforehand (min_idle = max_size = C): the pool's own
+// percentiles (sandlet_runtime_fncall_stats_json), plus the burst's wall time.
+json::object scenario_pool(const Context &ctx) {
+  const std::size_t n = iterations_of(ctx);
+  const unsigned c = std::max(1u, ctx.opt.concurrency);
+  Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
+  const Spec spec(ctx.rootfs);
+  char *js = nullptr;
+  if (sandlet_error_t *e = sandlet_spec_to_json(spec.get(), &js)) {
+    sandlet_error_delete(e);
+    throw BenchError("sandlet_spec_to_json failed");
+  }
+  const std::string spec_json = js;
+  sandlet_free(js);
+  sandlet_fncall_pool_options_t p = SANDLET_FNCALL_POOL_OPTIONS_INIT;
+  p.max_size = c;
+  p.min_idle = c;
+  if (sandlet_error_t *e = sandlet_runtime_set_fncall_pool(rt.get(), spec_json.c_str(), &p)) {
+    sandlet_error_delete(e);
+    throw BenchError("sandlet_runtime_set_fncall_pool failed");
+  }
+  auto stats = [&] {
+    char *s = nullptr;
+    if (sandlet_error_t *e = sandlet_runtime_fncall_stats_json(rt.get(), &s)) {
+      sandlet_error_delete(e);
+      throw BenchError("sandlet_runtime_fncall_stats_json failed");
+    }
+    auto v = json::parse(s).as_object().at("pools").as_array().at(0).as_object();
+    sandlet_free(s);
+    return v;
+  };
+  for (int i = 0; i < 600 && stats().at("idle").to_number<std::size_t>() < c; ++i) ::usleep(10000);
+  const auto t0 = now_ns();
+  std::vector<std::uint64_t> ns(n);
+  run_parallel(n, c, [&](std::size_t i, unsigned) { ns[i] = call_true(rt.get(), spec_json); });
+  const double wall_s = static_cast<double>(now_ns() - t0) / 1e9;
+  json::object out;
+  const auto s = stats();
+  out["handover_p50_us"] = s.at("handover_p50_us");
+  out["handover_p99_us"] = s.at("handover_p99_us");
+  out["handovers"] = s.at("handovers");
+  out["created"] = s.at("created");
+  out["call_p50_ms"] = round3(summarize(ns).p50_ms);
+  out["call_p99_ms"] = round3(summarize(ns).p99_ms);
+  out["burst_wall_s"] = round3(wall_s);
+  out["throughput_per_s"] = round3(static_cast<double>(n) / wall_s);
   return out;
 }
 

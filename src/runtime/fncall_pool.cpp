@@ -16,6 +16,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
 #include <fstream>
@@ -136,6 +137,14 @@ struct FncallPools::Pool {
   std::condition_variable ready;
   uint64_t created = 0, reused = 0, discarded_dirty = 0, discarded_replace = 0, destroyed_idle = 0;
   std::vector<std::unique_ptr<Slot>> to_destroy;  // destroyed by the background thread
+  // Hand-over times (ns) of the last kHandovers takes of an idle container, for the stats' percentiles.
+  static constexpr size_t kHandovers = 4096;
+  std::vector<uint64_t> handovers;
+  size_t handover_next = 0;
+  void note_handover(uint64_t ns) {
+    if (handovers.size() < kHandovers) handovers.push_back(ns);
+    else handovers[handover_next++ % kHandovers] = ns;
+  }
   size_t total() const { return idle.size() + in_use + creating; }
 };
 
@@ -257,6 +266,10 @@ CallResult FncallPools::call(const CallRequest& req) {
   CallResult result;
   result.reused = slot->calls > 0;
   result.queue_ns = now_ns() - begin;
+  if (!make) {
+    std::lock_guard lock(mutex_);
+    pool->note_handover(result.queue_ns);
+  }
   const Limits& base = pool->spec.limits;
   const bool own_limits = req.cpus > 0 || req.memory > 0 || req.pids > 0;
   bool keep = pool->options.reuse_reset;
@@ -435,6 +448,14 @@ std::string FncallPools::stats_json() const {
     o["max_size"] = p->options.max_size;
     o["min_idle"] = p->options.min_idle;
     o["reuse"] = p->options.reuse_reset ? "reset" : "replace";
+    if (!p->handovers.empty()) {
+      std::vector<uint64_t> h = p->handovers;
+      std::sort(h.begin(), h.end());
+      auto at = [&](double q) { return static_cast<double>(h[static_cast<size_t>(q * static_cast<double>(h.size() - 1))]) / 1000.0; };
+      o["handovers"] = h.size();
+      o["handover_p50_us"] = at(0.5);
+      o["handover_p99_us"] = at(0.99);
+    }
     pools.push_back(std::move(o));
   }
   json::object out;
