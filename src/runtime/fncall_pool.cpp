@@ -369,16 +369,17 @@ void FncallPools::loop() {
       }
     }
     if (grow) grow->creating += grow_by;
-    // Freezing needs the slot to stay idle: taken under the lock, marked frozen, then paused outside. A
-    // caller that takes it meanwhile resumes it (resume after pause is serialised by the sandbox).
-    for (Slot* s : to_freeze) s->frozen = true;
-    std::vector<std::shared_ptr<Sandbox>> freeze;
-    for (Slot* s : to_freeze) freeze.push_back(s->sb);
-    lock.unlock();
-    for (auto& sb : freeze) try {
-        sb->pause();
+    // Frozen under the lock, so that no caller can take a container between the check and the freeze (a
+    // freeze of a container in use would stall its call). It runs every freeze_after_s at most per
+    // container and costs a cgroup write; callers wait that long at most.
+    for (Slot* s : to_freeze) {
+      try {
+        s->sb->pause();
+        s->frozen = true;
       } catch (...) {
       }
+    }
+    lock.unlock();
     for (auto& s : doomed) try {
         s->sb->destroy();
       } catch (...) {
