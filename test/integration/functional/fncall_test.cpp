@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <thread>
 
+#include "integration/functional/cli_support.hpp"
 #include "integration/harness.hpp"
 #include "sandlet/sandlet_fncall.h"
 
@@ -204,5 +205,19 @@ TEST_CASE("fncall: bad input names the field", "[fncall]") {
   REQUIRE(e != nullptr);
   CHECK_THAT(sandlet_error_message(e), Catch::Contains("'reuse'"));
   sandlet_error_delete(e);
+  h.check_no_leaks();
+}
+
+
+TEST_CASE("fncall: sandlet call passes stdin and the exit status", "[fncall][cli]") {
+  Harness h;
+  using cli_test::cli;
+  auto r = cli(h, {"call", "--layer", SANDLET_TEST_ROOTFS, "--", "sh", "-c", "cat; echo err >&2; exit 7"},
+               cli_test::Input{"from stdin\n"});
+  CHECK(r.status == 7);
+  CHECK(r.out == "from stdin\n");
+  CHECK(r.err == "err\n");
+  CHECK(cli(h, {"call", "--layer", SANDLET_TEST_ROOTFS, "--timeout", "0.2", "--", "sleep", "5"}).status == 124);
+  CHECK(cli(h, {"call", "--layer", SANDLET_TEST_ROOTFS, "--", "no-such-command"}).status == 127);
   h.check_no_leaks();
 }
