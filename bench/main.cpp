@@ -44,6 +44,8 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"lifecycle", scenario_lifecycle, 200, "create -> exec /bin/true -> destroy via the library; peer: bwrap /bin/true"},
       {"lifecycle-cli", scenario_lifecycle_cli, 100, "`sandlet run ... -- /bin/true` as a process; peer: bwrap /bin/true"},
       {"run", scenario_run, 200, "one-shot sandlet_run of /bin/true via the library; peer: bwrap /bin/true"},
+      {"fncall", scenario_fncall, 2000, "sandlet_call /bin/true in pooled containers; peers: sandlet_run per call, bwrap"},
+      {"pool", scenario_pool, 1000, "FnCall hand-over time (taking an idle container) under a burst of N calls"},
       {"exec", scenario_exec, 1000, "N execs of /bin/true in one sandbox; peer: host fork+exec /bin/true"},
       {"idle-density", scenario_idle_density, 200, "N idle sandboxes: memory per sandbox; peer: N idle bwrap sleeps"},
       {"workspace-provision", scenario_workspace_provision, 64,

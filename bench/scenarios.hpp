@@ -21,6 +21,8 @@ boost::json::object scenario_fork(const Context &ctx);
 boost::json::object scenario_cold_start(const Context &ctx);
 boost::json::object scenario_policy(const Context &ctx);
 boost::json::object scenario_net(const Context &ctx);
+boost::json::object scenario_fncall(const Context &ctx);
+boost::json::object scenario_pool(const Context &ctx);
 
 struct ScenarioInfo {
   const char *name;

@@ -7,6 +7,7 @@
 
 #include "backends/backend.hpp"
 #include "capi/runtime_options.hpp"
+#include "capi/fncall_registry.hpp"
 
 using sandlet::capi::guard;
 
@@ -50,6 +51,7 @@ SANDLET_API void sandlet_runtime_close(sandlet_runtime_t* rt) {
   if (!rt) return;
   if (rt->opened.forked()) return;  // a fork()ed child leaks it (see handles.hpp)
   rt->builds->stop_and_join();  // builds in flight are cancelled and complete first
+  sandlet::capi::fncall_forget(rt);  // its pooled containers go first (calls in flight fail)
   try {
     rt->rt->close();
   } catch (...) {

@@ -43,6 +43,7 @@ Runtime open_runtime(const Global& g, bool sweep, bool create_soon = false);
 // Commands. Each returns the process exit status; sandlet::Error and UsageError propagate to main.
 int cmd_run(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_create(CommandContext& ctx, const std::vector<std::string>& args);
+int cmd_call(CommandContext& ctx, const std::vector<std::string>& args);  // run_create.cpp (FnCall)
 int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args);

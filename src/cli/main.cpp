@@ -67,7 +67,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"run", cmd_run}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
+    {"run", cmd_run}, {"call", cmd_call}, {"create", cmd_create}, {"exec", cmd_exec}, {"ps", cmd_ps},
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
     {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork}, {"loader", cmd_loader},

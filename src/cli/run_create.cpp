@@ -1,4 +1,4 @@
-// `sandlet run` and `sandlet create`: build a spec from --spec and flags, create a sandbox.
+// `sandlet run`, `sandlet call` and `sandlet create`: build a spec from --spec and flags, create a sandbox.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 
 #include "cli.hpp"
 #include "json.hpp"
+#include "sandlet/sandlet_fncall.h"
 
 namespace sandlet::cli {
 namespace {
@@ -68,6 +69,20 @@ constexpr std::string_view kCreateUsage =
     "Create a detached sandbox (it outlives this command until `sandlet rm` or its max lifetime)\n"
     "and print its id.\n"
     "\n" SANDLET_SPEC_OPTIONS_HELP;
+
+constexpr std::string_view kCallUsage =
+    "Usage: sandlet call [OPTIONS] [--] CMD [ARG...]\n"
+    "\n"
+    "Run CMD as a call (FnCall, docs/FNCALL.md): in a pooled container of the spec's environment, given\n"
+    "back to the pool only if CMD left nothing behind. This process's stdin (unless a terminal) is read\n"
+    "to EOF and fed to CMD; its output is printed when it ends.\n"
+    "\n"
+    "Call options:\n"
+    "      --timeout S        Kill the command and everything it started after S seconds\n"
+    "\n" SANDLET_SPEC_OPTIONS_HELP
+    "\n"
+    "Exit status: the command's; 128+N if it was killed by signal N; 124 if --timeout expired;\n"
+    "126 if it cannot be executed, 127 if it was not found; 1 on other errors, 2 on usage or spec errors.\n";
 
 #undef SANDLET_SPEC_OPTIONS_HELP
 
@@ -246,6 +261,51 @@ int cmd_run(CommandContext& ctx, const std::vector<std::string>& args) {
   }
   rt.close();
   if (const int sig = guard.pending()) SignalGuard::die_by(sig);
+  return status;
+}
+
+// One call: the pool lives as long as this process, so from the CLI it is one container; what the CLI
+// gives is the same contract as the library's sandlet_call (and a way to try it from a shell).
+int cmd_call(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = with_spec_options({{"timeout", 0, true}});
+  ParsedArgs a;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kStopAtFirst, kCallUsage, &a)) return 0;
+  if (a.operands.empty()) throw UsageError("requires a command (sandlet call [OPTIONS] -- CMD...)");
+  double timeout_s = 0;
+  if (const auto* v = a.last("timeout")) timeout_s = parse_seconds(*v, "--timeout");
+  const std::string spec_json = build_spec(a, "owned").to_json();
+  const std::string stdin_data = ::isatty(STDIN_FILENO) ? std::string() : read_local_file("-", nullptr);
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/true, /*create_soon=*/true);
+  std::vector<const char*> argv;
+  for (const auto& s : a.operands) argv.push_back(s.c_str());
+  argv.push_back(nullptr);
+  sandlet_call_options_t o = SANDLET_CALL_OPTIONS_INIT;
+  o.spec_json = spec_json.c_str();
+  o.argv = argv.data();
+  o.stdin_data = stdin_data.data();
+  o.stdin_len = stdin_data.size();
+  o.timeout_s = timeout_s;
+  sandlet_exec_result_t* r = nullptr;
+  if (sandlet_error_t* e = sandlet_call(rt.get(), &o, &r)) {
+    Error err(sandlet_error_code(e), sandlet_error_message(e));
+    sandlet_error_delete(e);
+    rt.close();
+    return status_for_start_error(err);
+  }
+  size_t n = 0;
+  const char* out = sandlet_exec_result_stdout(r, &n);
+  write_all(STDOUT_FILENO, out, n);
+  out = sandlet_exec_result_stderr(r, &n);
+  write_all(STDERR_FILENO, out, n);
+  int status = sandlet_exec_result_exit_code(r);
+  if (sandlet_exec_result_timed_out(r)) {
+    print_error("call timed out");
+    status = kExitTimedOut;
+  } else if (const int sig = sandlet_exec_result_signal(r)) {
+    status = 128 + sig;
+  }
+  sandlet_exec_result_delete(r);
+  rt.close();
   return status;
 }
 

@@ -15,7 +15,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
-from ._common import Command, SpecLike, build_spec, exec_args, run_args
+from ._common import Command, SpecLike, build_spec, call_args, exec_args, run_args
 from ._errors import Error, FailedPrecondition, command_error, os_flavoured
 from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
 from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_result, snapshot_args,
@@ -403,6 +403,28 @@ class AsyncRuntime:
         finally:
             os.close(cancel_r)
             os.close(cancel_w)
+        return result.check() if check else result
+
+    async def call(
+        self,
+        cmd: Optional[Command] = None,
+        spec: SpecLike = None,
+        *,
+        script: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        stdin: Any = None,
+        timeout: Optional[float] = None,
+        check: bool = False,
+        **fields: Any,
+    ) -> _sandlet.ExecResult:
+        """Runtime.call without blocking the event loop."""
+        s, _ = build_spec(spec, fields)
+        args = call_args(cmd, script, env, stdin, timeout)
+        _, fut = _start(lambda queue, token: self.sync._h.call_async(queue, token, s, *args))
+        try:
+            result = await fut
+        except Error as e:
+            raise command_error(e) from None
         return result.check() if check else result
 
     async def fork_snapshot(

@@ -87,6 +87,35 @@ def fd_of(stream: Any, name: str) -> int:
     return fd
 
 
+def call_args(
+    cmd: Optional[Command],
+    script: Optional[str],
+    env: Optional[Mapping[str, str]],
+    stdin: Any,
+    timeout: Optional[float],
+) -> Tuple[Any, ...]:
+    """The extension's FnCall arguments after the spec: argv, script, env, stdin bytes, timeout_s."""
+    if (cmd is None) == (script is None):
+        raise InvalidArgument("argv: give exactly one of a command and script=", 3)
+    if timeout is not None and timeout < 0:
+        raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)
+    if stdin is None:
+        data = b""
+    elif isinstance(stdin, str):
+        data = stdin.encode()
+    elif isinstance(stdin, (bytes, bytearray, memoryview)):
+        data = bytes(stdin)
+    else:
+        raise InvalidArgument(f"stdin: bytes or str, got {type(stdin).__name__}", 3)
+    return (
+        argv_of(cmd) if cmd is not None else [],
+        script or "",
+        [f"{k}={v}" for k, v in env.items()] if env else [],
+        data,
+        float(timeout or 0.0),
+    )
+
+
 def run_args(
     cmd: Command,
     env: Optional[Mapping[str, str]],

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from . import _audit, _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
-                      listed, run_args)
+                      listed, run_args, call_args)
 from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
@@ -404,6 +404,29 @@ class Runtime:
         if "error" in outcome:
             raise command_error(outcome["error"]) from None
         r = outcome["result"]
+        return r.check() if check else r
+
+    def call(
+        self,
+        cmd: Optional[Command] = None,
+        spec: SpecLike = None,
+        *,
+        script: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        stdin: Any = None,
+        timeout: Optional[float] = None,
+        check: bool = False,
+        **fields: Any,
+    ) -> _sandlet.ExecResult:
+        """One short stateless call (FnCall, docs/FNCALL.md): ``cmd`` (or ``script=``, run by /bin/sh -c) in a
+        pooled running container of the spec's environment, given back to the pool only if the call left
+        nothing behind. ``stdin``: bytes or str. Returns a result like ``Sandbox.exec``'s."""
+        s, _ = build_spec(spec, fields)
+        args = call_args(cmd, script, env, stdin, timeout)
+        try:
+            r = self._h.call(s, *args)
+        except Error as e:
+            raise command_error(e) from None
         return r.check() if check else r
 
     def fork_snapshot(

@@ -6,6 +6,7 @@
 #include "errors.hpp"
 #include "handles.hpp"
 #include "sandlet/sandlet_metrics.h"
+#include "sandlet/sandlet_fncall.h"
 
 namespace py = pybind11;
 
@@ -41,6 +42,44 @@ void RuntimeHandle::close() {
 }
 
 namespace {
+
+
+// A FnCall request (sandlet_fncall.h) from the Python arguments; the strings stay alive in `store`.
+struct CallArgs {
+  std::string spec_json, script, stdin_data;
+  std::vector<std::string> argv, env;
+  std::vector<const char*> argv_p, env_p;
+  sandlet_call_options_t o = SANDLET_CALL_OPTIONS_INIT;
+  void fill(double timeout_s) {
+    for (auto& a : argv) argv_p.push_back(a.c_str());
+    argv_p.push_back(nullptr);
+    for (auto& e : env) env_p.push_back(e.c_str());
+    env_p.push_back(nullptr);
+    o.spec_json = spec_json.c_str();
+    if (!argv.empty()) o.argv = argv_p.data();
+    if (!script.empty()) o.script = script.c_str();
+    o.env = env_p.data();
+    o.stdin_data = stdin_data.data();
+    o.stdin_len = stdin_data.size();
+    o.timeout_s = timeout_s;
+  }
+};
+
+struct CallAsync {
+  std::shared_ptr<CompletionQueue> q;
+  uint64_t token;
+};
+
+void call_trampoline(void* user_data, sandlet_error_t* err, sandlet_exec_result_t* r) noexcept {
+  std::unique_ptr<CallAsync> c(static_cast<CallAsync*>(user_data));
+  if (err) {
+    ErrorInfo e{static_cast<int>(sandlet_error_code(err)), sandlet_error_message(err), 0};
+    sandlet_error_delete(err);
+    c->q->push({c->token, CompletionKind::kError, std::move(e)});
+  } else {
+    c->q->push({c->token, CompletionKind::kResult, sandlet::ExecResult::take(r)});
+  }
+}
 
 // Runs a blocking runtime call with the GIL released.
 template <typename Fn>
@@ -199,6 +238,43 @@ void bind_runtime(py::module_& m) {
            },
            py::arg("spec"), py::arg("argv"), py::arg("env"), py::arg("cwd"), py::arg("user"), py::arg("timeout_s"),
            py::arg("stdin_fd"), py::arg("stdout_fd"), py::arg("stderr_fd"), py::arg("cancel_fd"))
+      .def("call",
+           [](RuntimeHandle& h, const sandlet::Spec& spec, std::vector<std::string> argv, std::string script,
+              std::vector<std::string> env, py::bytes stdin_data, double timeout_s) {
+             CallArgs a;
+             a.spec_json = spec.to_json();
+             a.argv = std::move(argv);
+             a.script = std::move(script);
+             a.env = std::move(env);
+             a.stdin_data = stdin_data;
+             a.fill(timeout_s);
+             auto r = blocking(h, [&](sandlet::Runtime& rt) {
+               sandlet_exec_result_t* out = nullptr;
+               sandlet::detail::check(sandlet_call(rt.get(), &a.o, &out));
+               return sandlet::ExecResult::take(out);
+             });
+             return PyExecResult::from(r);
+           },
+           py::arg("spec"), py::arg("argv"), py::arg("script"), py::arg("env"), py::arg("stdin"), py::arg("timeout_s"))
+      .def("call_async",
+           [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const sandlet::Spec& spec,
+              std::vector<std::string> argv, std::string script, std::vector<std::string> env, py::bytes stdin_data,
+              double timeout_s) {
+             CallArgs a;
+             a.spec_json = spec.to_json();
+             a.argv = std::move(argv);
+             a.script = std::move(script);
+             a.env = std::move(env);
+             a.stdin_data = stdin_data;
+             a.fill(timeout_s);
+             auto* c = new CallAsync{std::move(q), token};
+             if (sandlet_error_t* e = sandlet_call_async(h.get()->get(), &a.o, &call_trampoline, c)) {
+               delete c;
+               sandlet::detail::check(e);
+             }
+           },
+           py::arg("queue"), py::arg("token"), py::arg("spec"), py::arg("argv"), py::arg("script"), py::arg("env"),
+           py::arg("stdin"), py::arg("timeout_s"))
       .def("run_async",
            [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const sandlet::Spec& spec,
               std::vector<std::string> argv, std::vector<std::string> env, std::string cwd, std::string user,
