@@ -569,11 +569,12 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 }
 #endif
 /* The layer store; snapshots, restore and fork; builds from a recipe; remote stores; the audit log; metrics
-   and node admission (parts of this header, kept in their own files). */
+   and node admission; FnCall calls in pooled containers (parts of this header, kept in their own files). */
 #include "sandlet/sandlet_layers.h"
 #include "sandlet/sandlet_snapshot.h"
 #include "sandlet/sandlet_build.h"
 #include "sandlet/sandlet_store.h"
 #include "sandlet/sandlet_audit.h"
 #include "sandlet/sandlet_metrics.h"
+#include "sandlet/sandlet_fncall.h"
 #endif /* SANDLET_SANDLET_H */
