@@ -183,7 +183,7 @@ constexpr char kBuggyCalc[] =
 
 constexpr char kTests[] =
     "#!/bin/sh\n"
-    ". /work/repo/calc.sh\n"
+    ". \"${1:-/work/repo/calc.sh}\"  # the grader passes the candidate as $1\n"
     "pass=0; total=0\n"
     "check() {\n"
     "  total=$((total + 1)); got=$(add \"$1\" \"$2\")\n"
@@ -305,8 +305,24 @@ std::vector<sandlet::Sandbox> create_episodes(sandlet::Runtime& rt, const std::v
   return episodes;
 }
 
-// One agent turn per episode: write the edited file, then run the tests (all episodes in flight at once).
-std::vector<double> run_turn(std::vector<sandlet::Sandbox>& episodes) {
+// The grader: a FnCall in a clean pooled container of the task's own layers (not in the episode, whose
+// agent could have edited test.sh). The candidate file read back from the episode goes in as stdin.
+sandlet::ExecResult grade(sandlet::Runtime& rt, const std::string& grader_spec, const std::string& candidate) {
+  sandlet_call_options_t call = SANDLET_CALL_OPTIONS_INIT;
+  call.spec_json = grader_spec.c_str();
+  call.script = "./test.sh /dev/stdin";
+  call.stdin_data = candidate.data();
+  call.stdin_len = candidate.size();
+  call.timeout_s = 10;
+  sandlet_exec_result_t* r = nullptr;
+  sandlet::detail::check(sandlet_call(rt.get(), &call, &r));
+  return sandlet::ExecResult::take(r);
+}
+
+// One agent turn per episode: write the edited file, run the tests there (all episodes in flight at once),
+// then grade each episode's file with FnCall.
+std::vector<double> run_turn(sandlet::Runtime& rt, const std::vector<std::string>& layers,
+                             std::vector<sandlet::Sandbox>& episodes) {
   std::vector<double> write_ms;
   for (int i = 0; i < kEpisodes; ++i) {
     const auto t0 = Clock::now();
@@ -324,18 +340,38 @@ std::vector<double> run_turn(std::vector<sandlet::Sandbox>& episodes) {
   auto outcomes = exec_all(boxes, cmds);
   const double all_ms = ms_since(t0);
 
-  say("  episode  action              reward  tests  write     run tests");
+  sandlet::Spec grader;
+  for (const auto& l : layers) grader.layer(l);
+  grader.label("task", "calc").label("role", "grader").memory(64u << 20).pids(32).workdir("/work/repo");
+  const std::string grader_spec = grader.to_json();
+  sandlet_fncall_pool_options_t pool = SANDLET_FNCALL_POOL_OPTIONS_INIT;
+  pool.min_idle = 2;  // two graders ready before the first call
+  pool.max_size = 2;
+  sandlet::detail::check(sandlet_runtime_set_fncall_pool(rt.get(), grader_spec.c_str(), &pool));
+
+  say("  episode  action              own run  reward (FnCall)  write     own tests  grading");
   std::vector<double> rewards;
   for (int i = 0; i < kEpisodes; ++i) {
     const auto& o = outcomes[i];
     if (o.error) throw *o.error;
-    const Score score = parse_score(o.result.stdout_data);
-    expect(score.total > 0, "episode " + std::to_string(i) + ": no test verdict in: " + o.result.stdout_data);
+    const Score own = parse_score(o.result.stdout_data);
+    expect(own.total > 0, "episode " + std::to_string(i) + ": no test verdict in: " + o.result.stdout_data);
+    const std::string candidate = episodes[i].read_file("/work/repo/calc.sh", 64 << 10);
+    const auto g0 = Clock::now();
+    const sandlet::ExecResult graded = grade(rt, grader_spec, candidate);
+    const double grade_ms = ms_since(g0);
+    const Score score = parse_score(graded.stdout_data);
+    expect(score.total > 0, "episode " + std::to_string(i) + ": no grader verdict in: " + graded.stdout_data);
     rewards.push_back(score.reward());
-    say("  %-7d  %-18s  %4.2f    %d/%d    %5.1f ms  %5.1f ms", i, kPolicy[i].name, score.reward(), score.passed,
-        score.total, write_ms[i], ms(o.result.duration_ns));
+    say("  %-7d  %-18s  %d/%d      %4.2f (%d/%d)      %5.1f ms  %5.1f ms   %5.1f ms", i, kPolicy[i].name, own.passed,
+        own.total, score.reward(), score.passed, score.total, write_ms[i], ms(o.result.duration_ns), grade_ms);
   }
   say("  all %d test runs in flight at once from one thread: %.1f ms wall", kEpisodes, all_ms);
+  char* stats = nullptr;
+  sandlet::detail::check(sandlet_runtime_fncall_stats_json(rt.get(), &stats));
+  const std::string fn = sandlet::detail::take_string(stats);
+  say("  graded by FnCall in %s pooled container(s): %s calls reused one the call before left clean",
+      json_field(fn, "created").c_str(), json_field(fn, "reused").c_str());
   return rewards;
 }
 
@@ -531,8 +567,8 @@ int main(int argc, char** argv) {
     section("3. burst: 8 episodes created concurrently (create_async)");
     auto episodes = create_episodes(rt, layers);
 
-    section("4. one agent turn per episode (write_file + exec_async, rewards from test output)");
-    auto rewards = run_turn(episodes);
+    section("4. one agent turn per episode (write_file + exec_async); rewards graded by FnCall");
+    auto rewards = run_turn(rt, layers, episodes);
 
     section("5. misbehaving agents (episodes 4-7, after their turn)");
     show_safety(episodes, secret);
@@ -552,7 +588,7 @@ int main(int argc, char** argv) {
     }
     say("  %d episodes, %d solved, mean reward %.3f, total %.2f s", kEpisodes, solved, sum / kEpisodes,
         ms_since(start) / 1000);
-    say("  not yet available in this build: lazy loading and the fncall/microvm/fullvm backends");
+    say("  not yet available in this build: the microvm/fullvm backends");
     return 0;
   } catch (const sandlet::Error& e) {
     std::fprintf(stdout, "\nrollout: FAILED [%s] %s\n", e.code_name(), e.what());

@@ -84,6 +84,13 @@ show sandlet run --env swe-task -- sh -c 'python3 -c "import calc; print(\"add(2
 echo "  -- a one-shot run (sandlet_run): the sandbox's init starts the command with the CLI's own stdio"
 show sandlet run --layer "$layer" --hostname cli-demo --memory 64M -- sh -c 'echo hello from $(hostname)'
 
+echo "  -- a call (FnCall): a short stateless command in a pooled container, stdin in, output and exit status out"
+echo '  $ echo "print(sum(range(10)))" | sandlet call --env swe-task -- python3 -'
+echo "print(sum(range(10)))" | sandlet call --env swe-task -- python3 - 2>&1 | sed 's/^/    /'
+echo "  -- platform metrics as Prometheus text (sandlet metrics --listen 127.0.0.1:PORT serves the same)"
+echo '  $ sandlet metrics | grep -E "^sandlet_(sandboxes|creates_total)" | head -4'
+sandlet metrics | grep -E '^sandlet_(sandboxes|creates_total)' | head -4 | sed 's/^/    /'
+
 echo "  -- an environment built from a recipe (a Dockerfile subset): each step a cached layer"
 cd "$scratch"  # the commands shown use short relative paths
 mkdir -p greeter
