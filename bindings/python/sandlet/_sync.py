@@ -445,6 +445,15 @@ class Runtime:
         """Counters of this runtime: {"warm_pool": {"hits", "misses", "ready", ...}} (see sandlet.h)."""
         return json.loads(self._h.stats_json())
 
+    def pause(self, labels: Mapping[str, str]) -> Dict[str, Any]:
+        """Freezes every sandbox of the root (any process's) carrying all of ``labels``, in parallel.
+        Returns {"matched", "paused", "already", "failed": [{"id", "error"}], "reclaimed_bytes", "elapsed_ns"}."""
+        return json.loads(self._h.pause_jobs(_selector(labels), True))
+
+    def resume(self, labels: Mapping[str, str]) -> Dict[str, Any]:
+        """Lets every paused sandbox carrying all of ``labels`` run on (result as pause, "resumed" counted)."""
+        return json.loads(self._h.pause_jobs(_selector(labels), False))
+
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
         cgroups); returns how many sandboxes went."""
@@ -590,3 +599,12 @@ class Runtime:
     def __repr__(self) -> str:
         return f"<sandlet.Runtime {self.root}{' closed' if self.closed else ''}>"
 
+
+def _selector(labels: Mapping[str, str]) -> str:
+    """{"k": "v", ...} -> "k=v,..." (a pause/resume selector: every pair must match)."""
+    if not labels:
+        raise InvalidArgument("labels: at least one label is required", 3)
+    for k, v in labels.items():
+        if not k or "=" in k or "," in k or "," in v:
+            raise InvalidArgument(f"labels: {k!r}={v!r} cannot be a selector pair", 3)
+    return ",".join(f"{k}={v}" for k, v in labels.items())
