@@ -21,6 +21,7 @@ boost::json::object scenario_fork(const Context &ctx);
 boost::json::object scenario_cold_start(const Context &ctx);
 boost::json::object scenario_policy(const Context &ctx);
 boost::json::object scenario_net(const Context &ctx);
+boost::json::object scenario_pause(const Context &ctx);
 
 struct ScenarioInfo {
   const char *name;
