@@ -309,6 +309,10 @@ std::string Sandbox::info_json() const {
     std::lock_guard lock(state_mutex_);
     rec = record_;
   }
+  // Paused or resumed by another process (or by label) since: the persisted record says so.
+  if (!destroyed_ && (rec.state == SandboxState::kRunning || rec.state == SandboxState::kPaused))
+    if (auto owner = owner_.lock(); owner && !owner->closed())
+      rec.state = owner->record_paused(id()) ? SandboxState::kPaused : SandboxState::kRunning;
   const char* state = destroyed_ ? "destroyed" : impl_->alive() ? state_name(rec.state) : "dead";
   return public_record_json(rec, state);
 }

@@ -32,7 +32,7 @@ void plant(sandlet::Sandbox& sb) {
 }
 
 bool kept(sandlet::Sandbox& sb) {
-  return sb.read_file("/tmp/kept") == "kept\n" && run_out(sb, "pgrep -x sleep >/dev/null && echo yes") == "yes\n";
+  return sb.read_file("/tmp/kept") == "kept\n" && run_out(sb, "ps -o comm | grep -qx sleep && echo yes") == "yes\n";
 }
 
 }  // namespace
