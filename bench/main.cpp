@@ -59,6 +59,8 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"net", scenario_net, 200,
        "egress via the node gateway: connect+echo latency (peers: uplink process, veth netns), create with egress "
        "vs none (and bwrap), memory and net_update over --sandboxes N (default 1000)"},
+      {"pause", scenario_pause, 1000,
+       "N sandboxes of one label paused, then resumed, by one call each (sandlet_jobs.h); MemAvailable before/after"},
       {"cold-start", scenario_cold_start, 32,
        "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},
   };

@@ -569,7 +569,8 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 }
 #endif
 /* The layer store; snapshots, restore and fork; builds from a recipe; remote stores; the audit log; metrics
-   and node admission; FnCall calls in pooled containers (parts of this header, kept in their own files). */
+   and node admission; FnCall calls in pooled containers; job-level pause and resume (parts of this header,
+   kept in their own files). */
 #include "sandlet/sandlet_layers.h"
 #include "sandlet/sandlet_snapshot.h"
 #include "sandlet/sandlet_build.h"
@@ -577,4 +578,5 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 #include "sandlet/sandlet_audit.h"
 #include "sandlet/sandlet_metrics.h"
 #include "sandlet/sandlet_fncall.h"
+#include "sandlet/sandlet_jobs.h"
 #endif /* SANDLET_SANDLET_H */

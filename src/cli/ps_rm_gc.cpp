@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "json.hpp"
+#include "sandlet/sandlet_jobs.h"
 
 namespace sandlet::cli {
 namespace {
@@ -35,22 +36,28 @@ constexpr std::string_view kRmUsage =
 
 constexpr std::string_view kPauseUsage =
     "Usage: sandlet pause ID [ID...]\n"
+    "       sandlet pause --label KEY=VALUE [--label KEY2=VALUE2...]\n"
     "\n"
     "Freeze every process of sandboxes: their memory, files and connections stay, they use no CPU. The\n"
     "next exec or cp (or 'sandlet resume') lets them run on. Prints each paused id; an id that fails is\n"
-    "reported and the exit status is 1.\n"
+    "reported and the exit status is 1. With --label: every sandbox of the root whose labels match all\n"
+    "the given pairs, frozen in parallel; prints the result as JSON (matched, paused, already, failed);\n"
+    "the exit status is 1 when any failed.\n"
     "\n"
     "Options:\n"
+    "      --label K=V     Select by label (repeatable: all must match)\n"
     "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
     "  -h, --help          Print this help\n";
 
 constexpr std::string_view kResumeUsage =
     "Usage: sandlet resume ID [ID...]\n"
+    "       sandlet resume --label KEY=VALUE [--label KEY2=VALUE2...]\n"
     "\n"
     "Let the processes of paused sandboxes run on. Prints each resumed id; an id that fails is reported\n"
-    "and the exit status is 1.\n"
+    "and the exit status is 1. With --label: as 'sandlet pause --label'.\n"
     "\n"
     "Options:\n"
+    "      --label K=V     Select by label (repeatable: all must match)\n"
     "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
     "  -h, --help          Print this help\n";
 
@@ -153,9 +160,31 @@ int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   return for_each_operand(a.operands, "rm", [&](const std::string& id) { rt.attach(id).destroy(); });
 }
 
+// pause/resume --label: one call for every matching sandbox (sandlet_jobs.h); prints its JSON result.
+static int pause_by_label(CommandContext& ctx, const ParsedArgs& a, bool pause) {
+  if (!a.operands.empty()) throw UsageError("give either sandbox IDs or --label, not both");
+  std::string selector;
+  for (const auto& l : a.all("label")) {
+    if (l.find('=') == std::string::npos || l.front() == '=' || l.find(',') != std::string::npos)
+      throw UsageError("invalid --label '" + l + "': expected KEY=VALUE");
+    selector += (selector.empty() ? "" : ",") + l;
+  }
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  char* out = nullptr;
+  sandlet::detail::check(pause ? sandlet_runtime_pause(rt.get(), selector.c_str(), &out)
+                               : sandlet_runtime_resume(rt.get(), selector.c_str(), &out));
+  std::string text = std::string(out) + "\n";
+  sandlet_free(out);
+  write_all(STDOUT_FILENO, text);
+  return text.find("\"failed\":[]") == std::string::npos ? 1 : 0;
+}
+
+const std::vector<OptionDef> kPauseDefs = {{"label", 0, true}};
+
 int cmd_pause(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
-  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kPauseUsage, &a)) return 0;
+  if (!parse_command(ctx, kPauseDefs, args, OperandMode::kPermute, kPauseUsage, &a)) return 0;
+  if (a.has("label")) return pause_by_label(ctx, a, true);
   if (a.operands.empty()) throw UsageError("requires at least one sandbox ID");
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   return for_each_operand(a.operands, "pause", [&](const std::string& id) { rt.attach(id).pause(); });
@@ -163,7 +192,8 @@ int cmd_pause(CommandContext& ctx, const std::vector<std::string>& args) {
 
 int cmd_resume(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
-  if (!parse_command(ctx, {}, args, OperandMode::kPermute, kResumeUsage, &a)) return 0;
+  if (!parse_command(ctx, kPauseDefs, args, OperandMode::kPermute, kResumeUsage, &a)) return 0;
+  if (a.has("label")) return pause_by_label(ctx, a, false);
   if (a.operands.empty()) throw UsageError("requires at least one sandbox ID");
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   return for_each_operand(a.operands, "resume", [&](const std::string& id) { rt.attach(id).resume(); });

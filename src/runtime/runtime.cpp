@@ -353,6 +353,15 @@ void Runtime::persist(const SandboxRecord& rec) {
   dirs_->write(*on_disk);
 }
 
+bool Runtime::record_paused(const std::string& id) {
+  try {
+    auto rec = dirs_->load(id);
+    return rec && rec->state == SandboxState::kPaused;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 std::string Runtime::stats_json() const {
   boost::json::object pool;
   WarmPool::Stats s = pool_ ? pool_->stats() : WarmPool::Stats();

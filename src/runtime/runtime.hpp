@@ -68,6 +68,16 @@ struct BackendStatus {
   uint32_t capabilities = 0;  // Capability bits (0 when unavailable)
 };
 
+// The outcome of a pause or resume by label or id (Runtime::pause_jobs; JSON in sandlet_jobs.h).
+struct JobPauseResult {
+  size_t matched = 0;   // sandboxes the selector or id list named (running or paused)
+  size_t changed = 0;   // paused (or resumed) by this call
+  size_t already = 0;   // were in the wanted state already
+  std::vector<std::pair<std::string, std::string>> failed;  // id, error message
+  uint64_t reclaimed_bytes = 0;  // memory given back after the freeze (cgroup v2 memory.reclaim)
+  uint64_t elapsed_ns = 0;
+};
+
 struct ListedSandbox {
   SandboxRecord record;
   std::string state;  // "running", "paused", "creating", "dead", ...
@@ -140,6 +150,11 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void exec_ended(const std::string& id) override;
   void forget(const std::string& id) override { registry_.forget(id); }
   void persist(const SandboxRecord& rec) override;
+  bool record_paused(const std::string& id) override;
+  // Pauses (`pause`) or resumes every sandbox of the root (any process's) whose labels match every
+  // "k=v" of `selector` ("k=v[,k2=v2]"), or whose id is in `ids` (runtime/job_pause.cpp). The freezes
+  // run in parallel; each one persists the record and is audited as "pause"/"resume".
+  JobPauseResult pause_jobs(const std::string& selector, const std::vector<std::string>& ids, bool pause);
   void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) override;
   SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) override;
   ForkResult fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) override;

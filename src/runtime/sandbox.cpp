@@ -45,7 +45,8 @@ std::shared_ptr<SandboxOwner> Sandbox::owner_checked() const {
 }
 
 sys::UniqueFd Sandbox::connect_for_call() {
-  if (paused_) resume();
+  // The record is the truth across processes: a pause by label or by another runtime is undone here too.
+  if (paused_ || owner_checked()->record_paused(id())) resume();
   return impl_->connect();
 }
 
@@ -267,7 +268,8 @@ ForkResult Sandbox::fork(const ForkOptions& options) {
 void Sandbox::pause() {
   auto owner = owner_checked();
   std::lock_guard lock(state_mutex_);
-  if (paused_) return;
+  if (paused_ && owner->record_paused(id())) return;
+  if (record_.state == SandboxState::kPaused) record_.state = SandboxState::kRunning;  // resumed elsewhere
   check_transition(id(), record_.state, SandboxState::kPaused);
   impl_->pause();
   record_.state = SandboxState::kPaused;
@@ -279,7 +281,7 @@ void Sandbox::pause() {
 void Sandbox::resume() {
   auto owner = owner_checked();
   std::lock_guard lock(state_mutex_);
-  if (!paused_) return;
+  if (!paused_ && !owner->record_paused(id())) return;
   impl_->resume();
   record_.state = SandboxState::kRunning;
   paused_ = false;
@@ -315,6 +317,10 @@ std::string Sandbox::info_json() const {
     std::lock_guard lock(state_mutex_);
     rec = record_;
   }
+  // Paused or resumed by another process (or by label) since: the persisted record says so.
+  if (!destroyed_ && (rec.state == SandboxState::kRunning || rec.state == SandboxState::kPaused))
+    if (auto owner = owner_.lock(); owner && !owner->closed())
+      rec.state = owner->record_paused(id()) ? SandboxState::kPaused : SandboxState::kRunning;
   const char* state = destroyed_ ? "destroyed" : impl_->alive() ? state_name(rec.state) : "dead";
   return public_record_json(rec, state);
 }

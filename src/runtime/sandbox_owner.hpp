@@ -34,6 +34,9 @@ class SandboxOwner {
   virtual void forget(const std::string& id) = 0;
   // Persists a state change of the record (pause/resume).
   virtual void persist(const SandboxRecord& rec) = 0;
+  // Whether the persisted record of `id` says "paused" (another process, or a pause by label, may have
+  // paused it behind the handle's back). False when the record is gone or unreadable.
+  virtual bool record_paused(const std::string& id) = 0;
   // Runs `work` on a thread of its own (it may block for long, and may itself wait for the loop and the
   // workers), then `done` on the loop thread. The runtime's close waits for it. FAILED_PRECONDITION once closed.
   virtual void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) = 0;

@@ -456,6 +456,12 @@ class AsyncRuntime:
                    labels: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
         return await asyncio.to_thread(self.sync.list, label, labels=labels)
 
+    async def pause(self, labels: Mapping[str, str]) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.pause, labels)
+
+    async def resume(self, labels: Mapping[str, str]) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.resume, labels)
+
     async def gc(self) -> int:
         return await asyncio.to_thread(self.sync.gc)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _audit, _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
@@ -13,6 +13,7 @@ from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as buil
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
 from ._store import StoreURL, call_store, lazy_flag, open_kwargs
+from ._stream import ExecStream
 
 PathLike = Union[str, "os.PathLike[str]"]
 ProgressFn = Callable[[int, int, int], None]
@@ -212,55 +213,6 @@ class Sandbox:
 
     def __repr__(self) -> str:
         return f"<sandlet.Sandbox {self.id}{' closed' if self.closed else ''}>"
-
-
-class ExecStream:
-    """Output of a running command, chunk by chunk (see Sandbox.exec_stream)."""
-
-    def __init__(self, handle: _sandlet.Sandbox, args: Tuple[Any, ...]) -> None:
-        self._queue = _sandlet.CompletionQueue()
-        self._control = handle.exec_start(self._queue, 1, True, *args)
-        self._pending: List[Tuple[int, int, Any]] = []
-        self.result: Optional[_sandlet.ExecResult] = None
-
-    def __iter__(self) -> Iterator[Tuple[int, bytes]]:
-        try:
-            while True:
-                while not self._pending:
-                    self._queue.wait(0.2)  # returns on a signal too, so Ctrl-C is handled here
-                    self._pending.extend(self._queue.drain())
-                _, kind, payload = self._pending.pop(0)
-                if kind == _sandlet.COMPLETION_OUTPUT:
-                    yield payload
-                elif kind == _sandlet.COMPLETION_RESULT:
-                    self.result = payload
-                    return
-                else:
-                    raise command_error(payload) from None
-        finally:
-            if self.result is None:
-                self.cancel()
-
-    def wait(self) -> _sandlet.ExecResult:
-        """Discards the remaining output and returns the result."""
-        for _ in self:
-            pass
-        assert self.result is not None
-        return self.result
-
-    def signal(self, signo: int) -> None:
-        self._control.signal(signo)
-
-    def cancel(self) -> None:
-        """Kills every process of the command."""
-        self._control.cancel()
-
-    def __enter__(self) -> "ExecStream":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.result is None:
-            self.cancel()
 
 
 class Runtime:
@@ -475,6 +427,15 @@ class Runtime:
     def metrics_json(self) -> Dict[str, Any]:
         return json.loads(self._h.metrics_json())
 
+    def pause(self, labels: Mapping[str, str]) -> Dict[str, Any]:
+        """Freezes every sandbox of the root (any process's) carrying all of ``labels``, in parallel.
+        Returns {"matched", "paused", "already", "failed": [{"id", "error"}], "reclaimed_bytes", "elapsed_ns"}."""
+        return json.loads(self._h.pause_jobs(_selector(labels), True))
+
+    def resume(self, labels: Mapping[str, str]) -> Dict[str, Any]:
+        """Lets every paused sandbox carrying all of ``labels`` run on (result as pause, "resumed" counted)."""
+        return json.loads(self._h.pause_jobs(_selector(labels), False))
+
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
         cgroups); returns how many sandboxes went."""
@@ -620,3 +581,12 @@ class Runtime:
     def __repr__(self) -> str:
         return f"<sandlet.Runtime {self.root}{' closed' if self.closed else ''}>"
 
+
+def _selector(labels: Mapping[str, str]) -> str:
+    """{"k": "v", ...} -> "k=v,..." (a pause/resume selector: every pair must match)."""
+    if not labels:
+        raise InvalidArgument("labels: at least one label is required", 3)
+    for k, v in labels.items():
+        if not k or "=" in k or "," in k or "," in v:
+            raise InvalidArgument(f"labels: {k!r}={v!r} cannot be a selector pair", 3)
+    return ",".join(f"{k}={v}" for k, v in labels.items())

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "errors.hpp"
+#include "sandlet/sandlet_jobs.h"
 #include "handles.hpp"
 #include "sandlet/sandlet_metrics.h"
 #include "sandlet/sandlet_fncall.h"
@@ -205,6 +206,18 @@ void bind_runtime(py::module_& m) {
                return sandlet::detail::take_string(out);
              });
            })
+      .def("pause_jobs",
+           [](RuntimeHandle& h, const std::string& selector, bool pause) {
+             return blocking(h, [&](sandlet::Runtime& rt) {
+               char* out = nullptr;
+               sandlet::detail::check(pause ? sandlet_runtime_pause(rt.get(), selector.c_str(), &out)
+                                            : sandlet_runtime_resume(rt.get(), selector.c_str(), &out));
+               std::string text(out);
+               sandlet_free(out);
+               return text;
+             });
+           },
+           py::arg("selector"), py::arg("pause"))
       .def("list",
            [](RuntimeHandle& h, const std::string& label_filter) {
              auto items = blocking(h, [&](sandlet::Runtime& rt) { return rt.list(label_filter); });

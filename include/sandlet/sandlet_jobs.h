@@ -1,0 +1,47 @@
+/*
+ * sandlet — the C ABI of job-level pause and resume: every sandbox of the runtime's root (whichever process
+ * made it) whose labels match a selector is frozen, or thawed, in one call. The conventions at the top of
+ * sandlet.h apply.
+ *
+ * A paused sandbox keeps its files, processes, memory and connections; its processes get no CPU. The state
+ * "paused" is persisted in the sandbox's record, so every process sees it (sandlet_runtime_list, info), and
+ * an exec or file call on a paused sandbox, from any runtime on the root, resumes it first. Each sandbox
+ * paused or resumed is audited as "pause" / "resume".
+ */
+#ifndef SANDLET_SANDLET_JOBS_H
+#define SANDLET_SANDLET_JOBS_H
+
+#include "sandlet.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pauses every running sandbox of the root whose labels match `label_selector`: "k=v" or "k=v,k2=v2"
+   (every pair must match). The freezes run in parallel. A sandbox already paused is counted, not touched.
+   On success *out_json (free with sandlet_free_string) is
+     {"matched": N,            sandboxes the selector names (running or paused)
+      "paused": N,             paused by this call
+      "already": N,            paused before
+      "failed": [{"id": "...", "error": "..."}],   each one that could not be paused (e.g. it died)
+      "reclaimed_bytes": N,    memory given back after the freeze (0 where the host offers no way)
+      "elapsed_ns": N}
+   A per-sandbox failure is reported there, not as the call's error. INVALID_ARGUMENT: a malformed or
+   empty selector. */
+SANDLET_API sandlet_error_t *sandlet_runtime_pause(sandlet_runtime_t *rt, const char *label_selector,
+                                                   char **out_json);
+/* The same for resume: running again every paused sandbox matching; "paused" in the result is then
+   "resumed", "already" the ones that were running. */
+SANDLET_API sandlet_error_t *sandlet_runtime_resume(sandlet_runtime_t *rt, const char *label_selector,
+                                                    char **out_json);
+/* By id: `ids` holds `n` sandbox ids (of this root); an id naming no sandbox is a "failed" entry. */
+SANDLET_API sandlet_error_t *sandlet_runtime_pause_ids(sandlet_runtime_t *rt, const char *const *ids, size_t n,
+                                                       char **out_json);
+SANDLET_API sandlet_error_t *sandlet_runtime_resume_ids(sandlet_runtime_t *rt, const char *const *ids, size_t n,
+                                                        char **out_json);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SANDLET_SANDLET_JOBS_H */
