@@ -61,6 +61,9 @@ const std::vector<ScenarioInfo> &all_scenarios() {
        "vs none (and bwrap), memory and net_update over --sandboxes N (default 1000)"},
       {"pause", scenario_pause, 1000,
        "N sandboxes of one label paused, then resumed, by one call each (sandlet_jobs.h); MemAvailable before/after"},
+      {"qos", scenario_qos, 30,
+       "step latency of a latency-sensitive sandbox alone and beside best-effort spinners on half the CPUs, "
+       "without and with the batch class (label sandlet/priority=batch)"},
       {"cold-start", scenario_cold_start, 32,
        "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},
   };

@@ -4,10 +4,13 @@
 #include "memory.hpp"
 #include "runner.hpp"
 #include "scenarios.hpp"
+#include "stats.hpp"
 
 #include <sandlet/sandlet_jobs.h>
 
+#include <algorithm>
 #include <memory>
+#include <thread>
 #include <stdexcept>
 
 namespace bench {
@@ -71,6 +74,86 @@ json::object scenario_pause(const Context &ctx) {
     boxes[i].destroy();
     boxes[i].reset();
   });
+  return out;
+}
+
+// qos: the step latency of a latency-sensitive sandbox (a CPU-bound shell loop, its in-sandbox run time)
+// alone, then with best-effort sandboxes spinning on half of the machine's CPUs — once all in the default
+// class (what a host without classes gives) and once with the spinners labelled "sandlet/priority=batch".
+namespace {
+
+constexpr const char *kStep = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
+
+std::vector<std::uint64_t> steps(const Sandbox &sb, std::size_t n) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    throw_if_stopped();
+    std::uint64_t run_ns = 0;
+    exec_ok(sb, {"sh", "-c", kStep}, &run_ns);
+    out.push_back(run_ns);
+  }
+  return out;
+}
+
+void start_spinner(const Sandbox &sb) {
+  const char *argv[] = {"sh", "-c", "(while :; do :; done) >/dev/null 2>&1 &", nullptr};
+  sandlet_exec_options_t o = SANDLET_EXEC_OPTIONS_INIT;
+  o.argv = argv;
+  o.keep_background = 1;
+  sandlet_exec_result_t *r = nullptr;
+  if (sandlet_error_t *err = sandlet_sandbox_exec(sb.get(), &o, &r)) {
+    std::string msg = std::string("qos: starting a spinner: ") + sandlet_error_message(err);
+    sandlet_error_delete(err);
+    throw std::runtime_error(msg);
+  }
+  sandlet_exec_result_delete(r);
+}
+
+// Steps of `probe` while `spinners` sandboxes (made with `label` or none) each keep one CPU busy.
+std::vector<std::uint64_t> loaded_steps(sandlet_runtime_t *rt, const Context &ctx, const Sandbox &probe,
+                                        unsigned spinners, bool batch, std::size_t n) {
+  Spec spec(ctx.rootfs);
+  if (batch) sandlet_spec_set_label(const_cast<sandlet_spec_t *>(spec.get()), "sandlet/priority", "batch");
+  std::vector<Sandbox> load;
+  for (unsigned i = 0; i < spinners; ++i) {
+    load.push_back(create_sandbox(rt, spec));
+    start_spinner(load.back());
+  }
+  auto out = steps(probe, n);
+  for (auto &sb : load) sb.destroy();
+  return out;
+}
+
+json::object step_summary(const std::vector<std::uint64_t> &ns) {
+  json::object o;
+  put_summary(o, summarize(ns));
+  o.erase("cdf_ms");
+  return o;
+}
+
+}  // namespace
+
+json::object scenario_qos(const Context &ctx) {
+  const std::size_t n = iterations_of(ctx);
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned spinners = std::max(1u, cpus / 2);  // 50% of the machine
+  Runtime rt(ctx.root, ctx.opt.workers, ctx.opt.warm_pool);
+  Spec spec(ctx.rootfs);
+  Sandbox probe = create_sandbox(rt.get(), spec);
+  steps(probe, 3);  // warm-up
+  const auto alone = steps(probe, n);
+  const auto same_class = loaded_steps(rt.get(), ctx, probe, spinners, false, n);
+  const auto with_classes = loaded_steps(rt.get(), ctx, probe, spinners, true, n);
+  probe.destroy();
+  const double base = summarize(alone).p50_ms;
+  json::object out;
+  out["cpus"] = cpus;
+  out["best_effort_spinners"] = spinners;
+  out["alone"] = step_summary(alone);
+  out["loaded_without_classes"] = step_summary(same_class);
+  out["loaded_with_classes"] = step_summary(with_classes);
+  out["slowdown_without_classes_pct"] = round3(100.0 * (summarize(same_class).p50_ms / base - 1));
+  out["slowdown_with_classes_pct"] = round3(100.0 * (summarize(with_classes).p50_ms / base - 1));
   return out;
 }
 

@@ -345,8 +345,7 @@ std::vector<double> run_turn(sandlet::Runtime& rt, const std::vector<std::string
   grader.label("task", "calc").label("role", "grader").memory(64u << 20).pids(32).workdir("/work/repo");
   const std::string grader_spec = grader.to_json();
   sandlet_fncall_pool_options_t pool = SANDLET_FNCALL_POOL_OPTIONS_INIT;
-  pool.min_idle = 2;  // two graders ready before the first call
-  pool.max_size = 2;
+  pool.min_idle = pool.max_size = 2;  // two graders, ready before the first call
   sandlet::detail::check(sandlet_runtime_set_fncall_pool(rt.get(), grader_spec.c_str(), &pool));
 
   say("  episode  action              own run  reward (FnCall)  write     own tests  grading");

@@ -7,6 +7,14 @@
  * "paused" is persisted in the sandbox's record, so every process sees it (sandlet_runtime_list, info), and
  * an exec or file call on a paused sandbox, from any runtime on the root, resumes it first. Each sandbox
  * paused or resumed is audited as "pause" / "resume".
+ *
+ * CPU classes (the container backend): a sandbox whose spec carries the label "sandlet/priority" =
+ * "batch" is best-effort; without it (or with "latency") it is latency-sensitive. A batch sandbox's
+ * processes run under SCHED_IDLE (inherited by everything it starts; root inside cannot leave it), and
+ * its cgroup gets the lowest CPU weight where the cpu controller is there (v2 cpu.idle = 1, v1
+ * cpu.shares = 2), so it only gets CPU time latency-sensitive work leaves idle. Node admission
+ * (sandlet_metrics.h) queues latency-sensitive creates first by the same label. Any other value of the
+ * label fails the create with INVALID_ARGUMENT.
  */
 #ifndef SANDLET_SANDLET_JOBS_H
 #define SANDLET_SANDLET_JOBS_H
@@ -19,7 +27,7 @@ extern "C" {
 
 /* Pauses every running sandbox of the root whose labels match `label_selector`: "k=v" or "k=v,k2=v2"
    (every pair must match). The freezes run in parallel. A sandbox already paused is counted, not touched.
-   On success *out_json (free with sandlet_free_string) is
+   On success *out_json (free with sandlet_free) is
      {"matched": N,            sandboxes the selector names (running or paused)
       "paused": N,             paused by this call
       "already": N,            paused before

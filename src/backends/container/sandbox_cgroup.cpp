@@ -1,6 +1,7 @@
 #include "backends/container/sandbox_cgroup.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -107,6 +108,36 @@ void SandboxCgroup::apply_limits(const Limits& limits) {
     sys::write_existing(cpu + "/cpu.cfs_period_us", "100000");
     sys::write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota));
   }
+}
+
+void SandboxCgroup::apply_cpu_class(bool batch, pid_t init_pid) {
+  if (!batch) return;
+  const sys::CgroupSystem& sys = *sys_;
+  // SCHED_IDLE holds without any controller, and root inside cannot leave it: switching away needs
+  // CAP_SYS_NICE in the host's user namespace or an RLIMIT_NICE above 0, whose hard limit (0) it cannot raise.
+  sched_param param{};
+  if (::sched_setscheduler(init_pid, SCHED_IDLE, &param) < 0) throw_errno("sandbox " + id_ + ": SCHED_IDLE for its init");
+  if (sys.unified) {
+    // cpu.idle exists only where the cpu controller is enabled; without it SCHED_IDLE is the whole class.
+    try {
+      sys::write_existing_at(v2_fd_.get(), "cpu.idle", "1");
+    } catch (const Error& e) {
+      if (e.err_no() != ENOENT) throw;
+    }
+    return;
+  }
+  if (sys.cpu_v1.empty()) return;
+  const std::string cpu = sys::CgroupSystem::group_path(sys.cpu_v1, id_);
+  bool made = false;
+  for (const auto& p : paths_.v1) made = made || p == cpu;
+  if (!made) {
+    sys.make_group(cpu);
+    paths_.v1.push_back(cpu);  // removed with the others from here on
+    // The init has not started anything yet: moving it moves the whole sandbox (a migration of a
+    // running process: one RCU grace period, paid only by batch creates without a CPU limit).
+    sys::write_existing(cpu + "/tasks", std::to_string(init_pid));
+  }
+  sys::write_existing(cpu + "/cpu.shares", "2");
 }
 
 SandboxCgroup::~SandboxCgroup() {

@@ -28,6 +28,11 @@ class SandboxCgroup final {
   static constexpr int kMaxDescendants = 4096;
   // Applies the limits (to the v2 controllers, or to the v1 groups made at create).
   void apply_limits(const Limits& limits);
+  // Makes the sandbox best-effort (`batch`; latency-sensitive is the default and needs nothing): its init,
+  // and so everything it starts, under SCHED_IDLE, and the lowest CPU weight for its group where the cpu
+  // controller is there (v2 cpu.idle, v1 cpu.shares; on v1 the cpu group is made now if the create did
+  // not, and the init moved into it). Before anything of the sandbox runs but the waiting init.
+  void apply_cpu_class(bool batch, pid_t init_pid);
   SandboxCgroup(SandboxCgroup&& o) noexcept
       : sys_(o.sys_), id_(std::move(o.id_)), paths_(std::move(o.paths_)), v2_fd_(std::move(o.v2_fd_)),
         v1_join_(std::move(o.v1_join_)), released_(std::exchange(o.released_, true)) {}

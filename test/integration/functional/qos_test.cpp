@@ -1,0 +1,79 @@
+// CPU classes: a sandbox labelled "sandlet/priority" = "batch" runs under SCHED_IDLE with the lowest CPU
+// weight its cgroup layout offers; the default (latency-sensitive) is untouched.
+#include <boost/json.hpp>
+
+#include "integration/harness.hpp"
+
+namespace {
+
+// The scheduling policy of a process inside, as the kernel reports it (/proc/PID/stat field 41).
+constexpr const char* kPolicyOfChild = "cut -d' ' -f41 /proc/self/stat";
+
+std::string cpu_v1_group(sandlet::Sandbox& sb) {
+  auto o = boost::json::parse(sb.info_json()).as_object();
+  for (const auto& p : o.at("backend_state").at("cgroup_v1").as_array()) {
+    std::string path = boost::json::value_to<std::string>(p);
+    if (path.find("/cpu") != std::string::npos && path.find("/cpuset") == std::string::npos) return path;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("cpu class batch: SCHED_IDLE for every process, lowest v1 weight; latency untouched", "[qos]") {
+  Harness h;
+  auto batch = h.rt().create(Harness::spec().label("sandlet/priority", "batch"));
+  auto latency = h.rt().create(Harness::spec());
+  CHECK(run_out(batch, kPolicyOfChild) == "5\n");  // SCHED_IDLE
+  CHECK(run_out(latency, kPolicyOfChild) == "0\n");  // SCHED_OTHER
+  // Root inside cannot leave the class (no CAP_SYS_NICE in the host's namespace, RLIMIT_NICE 0).
+  CHECK(run_out(batch, "chrt -o -p 0 $$ >/dev/null 2>&1; " + std::string(kPolicyOfChild)) == "5\n");
+  if (!fs::exists("/sys/fs/cgroup/cpu") || fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
+    std::cout << "SANDLET-SKIP: cpu.shares needs the hybrid layout's v1 cpu controller" << std::endl;
+  } else {
+    const std::string group = cpu_v1_group(batch);
+    REQUIRE_FALSE(group.empty());
+    CHECK(slurp(group + "/cpu.shares") == "2\n");
+    // Every process of the sandbox is in that group (the init was moved there before anything ran).
+    CHECK(run_out(batch, "grep -c cpu /proc/self/cgroup") != "0\n");
+    CHECK(slurp(group + "/tasks").size() > 0);
+  }
+  batch.destroy();
+  latency.destroy();
+  h.check_no_leaks();
+}
+
+TEST_CASE("cpu class: an unknown value of the label fails the create, naming it", "[qos]") {
+  Harness h;
+  try {
+    h.rt().create(Harness::spec().label("sandlet/priority", "urgent"));
+    FAIL("created");
+  } catch (const sandlet::Error& e) {
+    CHECK(e.code() == SANDLET_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()).find("labels.sandlet/priority") != std::string::npos);
+  }
+  CHECK(h.rt().list().empty());
+  h.check_no_leaks();
+}
+
+TEST_CASE("cpu class batch on the pure cgroup v2 path (no controllers): SCHED_IDLE still", "[qos][needs-hybrid-host]") {
+  if (!fs::exists("/sys/fs/cgroup/unified") || host_sh("command -v unshare").empty()) {
+    std::cout << "SANDLET-SKIP: needs a hybrid host (a cgroup2 tree at /sys/fs/cgroup/unified) and unshare(1)"
+              << std::endl;
+    return;
+  }
+  Harness h;
+  const std::string root = h.root() + "/v2-root";
+  // As cgroup_v2_test.cpp: the cgroup2 tree over /sys/fs/cgroup in a private mount namespace. No pids
+  // limit (no controller to enforce it).
+  const std::string script =
+      "mount --bind /sys/fs/cgroup/unified /sys/fs/cgroup || exit 90; "
+      "\"$0\" --root \"$1\" run --layer \"$2\" --pids 0 --label sandlet/priority=batch -- "
+      "sh -c \"cut -d\\\" \\\" -f41 /proc/self/stat\" 2>&1; echo \"rc=$?\"; "
+      "\"$0\" --root \"$1\" gc >/dev/null";
+  const std::string out = host_sh("unshare -m --propagation private sh -c '" + script + "' " + SANDLET_CLI + " " +
+                                  root + " " + SANDLET_TEST_ROOTFS);
+  INFO(out);
+  CHECK(out == "5\nrc=0\n");
+  h.check_no_leaks();
+}
