@@ -1,7 +1,9 @@
 // The pools behind Runtime calls (fncall_pool.hpp). Reuse is decided by the host, never trusted to the
 // guest: after a call, a container goes back idle only when
 //  - its cgroup holds as many processes as it did when it was handed out (the exec's own group is killed
-//    at its exit; anything that escaped, e.g. into a group of its own, shows up here);
+//    at its exit; anything that escaped, e.g. into a group of its own, shows up here). The count is the
+//    pids controller's, on cgroup v2 or, on a hybrid host, v1; killed processes leave it a moment after
+//    the exec's reply, so a higher count is re-read for a bounded while before the container is dropped;
 //  - statfs (free blocks and inodes) and the root directory's ctime are unchanged for /, /tmp, /dev and
 //    /dev/shm, seen through the init's /proc/<pid>/root (the overlay's statfs is its upper tmpfs's): a
 //    file written, created, removed or renamed changes one of them;
@@ -66,7 +68,7 @@ int64_t read_int(const std::string& path) {
   return v;
 }
 
-Fingerprint fingerprint(pid_t init_pid, const std::string& cgroup) {
+Fingerprint fingerprint(pid_t init_pid, const std::string& pids_file) {
   Fingerprint fp;
   const std::string root = "/proc/" + std::to_string(init_pid) + "/root";
   for (int i = 0; i < 4; ++i) {
@@ -80,8 +82,35 @@ Fingerprint fingerprint(pid_t init_pid, const std::string& cgroup) {
     fp.fs[i].ctime_s = st.st_ctim.tv_sec;
     fp.fs[i].ctime_ns = st.st_ctim.tv_nsec;
   }
-  fp.pids = read_int(cgroup + "/pids.current");
+  fp.pids = read_int(pids_file);
   return fp;
+}
+
+// The pids controller's count for a sandbox: its v2 group's when that has the controller, else its v1
+// pids group's (hybrid hosts). Empty when neither exists (the count is then not compared).
+std::string pids_current_file(const json::object& backend_state) {
+  const std::string v2 = json::value_to<std::string>(backend_state.at("cgroup_v2")) + "/pids.current";
+  if (::access(v2.c_str(), R_OK) == 0) return v2;
+  if (const auto* v1 = backend_state.if_contains("cgroup_v1"))
+    for (const auto& p : v1->as_array()) {
+      const std::string f = json::value_to<std::string>(p) + "/pids.current";
+      if (::access(f.c_str(), R_OK) == 0) return f;
+    }
+  return {};
+}
+
+// True when the container is as it was handed out. Killed stragglers may still be counted right after
+// the exec's reply: only a higher process count with everything else equal is re-read, up to ~200 ms.
+bool unchanged_since(const Fingerprint& clean, pid_t init_pid, const std::string& pids_file) {
+  Fingerprint now = fingerprint(init_pid, pids_file);
+  for (int i = 0; i < 200 && now.pids > clean.pids; ++i) {
+    Fingerprint same_files = now;
+    same_files.pids = clean.pids;
+    if (!(same_files == clean)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    now.pids = read_int(pids_file);
+  }
+  return now == clean;
 }
 
 // True when the sandbox's IPC namespace holds a SysV object (or cannot be read: then it is not reused).
@@ -121,7 +150,8 @@ void write_cg(const std::string& cg, const char* file, const std::string& value)
 struct FncallPools::Slot {
   std::shared_ptr<Sandbox> sb;
   pid_t init_pid = 0;
-  std::string cgroup;  // the sandbox's cgroup2 directory
+  std::string cgroup;     // the sandbox's cgroup2 directory
+  std::string pids_file;  // its process count (pids_current_file)
   Fingerprint clean;   // as handed out the first time
   uint64_t calls = 0;
   bool frozen = false;
@@ -200,11 +230,12 @@ std::unique_ptr<FncallPools::Slot> FncallPools::make_slot(const Pool& pool) {
     const auto& st = info.at("backend_state").as_object();
     slot->init_pid = st.at("init_pid").to_number<pid_t>();
     slot->cgroup = json::value_to<std::string>(st.at("cgroup_v2"));
+    slot->pids_file = pids_current_file(st);
   } catch (const std::exception& e) {
     slot->sb->destroy();
     throw Error(Code::kUnimplemented, std::string("fncall needs the container backend: ") + e.what());
   }
-  slot->clean = fingerprint(slot->init_pid, slot->cgroup);
+  slot->clean = fingerprint(slot->init_pid, slot->pids_file);
   return slot;
 }
 
@@ -304,7 +335,7 @@ CallResult FncallPools::call(const CallRequest& req) {
   }
   ++slot->calls;
   const bool replace_only = !pool->options.reuse_reset;
-  if (keep) keep = fingerprint(slot->init_pid, slot->cgroup) == slot->clean && !has_sysv_objects(slot->init_pid);
+  if (keep) keep = unchanged_since(slot->clean, slot->init_pid, slot->pids_file) && !has_sysv_objects(slot->init_pid);
   {
     std::lock_guard lock(mutex_);
     --pool->in_use;
