@@ -3,7 +3,11 @@
  * made it) whose labels match a selector is frozen, or thawed, in one call. The conventions at the top of
  * sandlet.h apply.
  *
- * A paused sandbox keeps its files, processes, memory and connections; its processes get no CPU. The state
+ * A paused sandbox keeps its files, processes and connections; its processes get no CPU. Once frozen, its
+ * memory group is asked to give back what the kernel can drop (cgroup v2 memory.reclaim; on a hybrid host
+ * the v1 group's limit is lowered to its usage without file cache and put back at once): clean page cache,
+ * read again from the layers on demand after the resume. Without swap its anonymous memory, its tmpfs
+ * files (the writable layer, /tmp, /dev/shm) and kernel memory stay resident. The state
  * "paused" is persisted in the sandbox's record, so every process sees it (sandlet_runtime_list, info), and
  * an exec or file call on a paused sandbox, from any runtime on the root, resumes it first. Each sandbox
  * paused or resumed is audited as "pause" / "resume".
@@ -32,7 +36,7 @@ extern "C" {
       "paused": N,             paused by this call
       "already": N,            paused before
       "failed": [{"id": "...", "error": "..."}],   each one that could not be paused (e.g. it died)
-      "reclaimed_bytes": N,    memory given back after the freeze (0 where the host offers no way)
+      "reclaimed_bytes": N,    memory given back after the freezes (what the groups' usage went down by)
       "elapsed_ns": N}
    A per-sandbox failure is reported there, not as the call's error. INVALID_ARGUMENT: a malformed or
    empty selector. */

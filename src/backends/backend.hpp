@@ -109,6 +109,8 @@ class BackendSandbox {
   // Freezes every process (memory stays); resume() thaws them.
   virtual void pause();
   virtual void resume();
+  // Of a paused sandbox: gives back to the host what memory the kernel can drop; returns the bytes.
+  virtual uint64_t reclaim_memory() { return 0; }
   // Calls `running` with the sandbox's writable layer while it runs on, then holds every process of it
   // still, calls `frozen` with the layer, and lets it run on again (a sandbox paused before stays paused).
   // Returns how long the sandbox was held still, in nanoseconds.

@@ -96,11 +96,12 @@ JobPauseResult Runtime::pause_jobs(const std::string& selector, const std::vecto
     if (!seen.count(id)) out.failed.emplace_back(id, "no sandbox '" + id + "' under " + root_);
 
   std::atomic<size_t> next{0};
+  std::atomic<uint64_t> reclaimed{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < targets.size();) {
       try {
         if (pause)
-          targets[i].handle->pause();
+          reclaimed += targets[i].handle->pause();
         else
           targets[i].handle->resume();
       } catch (const std::exception& e) {
@@ -121,6 +122,7 @@ JobPauseResult Runtime::pause_jobs(const std::string& selector, const std::vecto
     else
       out.failed.emplace_back(t.handle->id(), t.error);
   }
+  out.reclaimed_bytes = reclaimed;
   out.elapsed_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count());
   return out;

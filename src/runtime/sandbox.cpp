@@ -265,10 +265,10 @@ ForkResult Sandbox::fork(const ForkOptions& options) {
   return owner->fork_from(rec, std::move(taken), options);
 }
 
-void Sandbox::pause() {
+uint64_t Sandbox::pause() {
   auto owner = owner_checked();
   std::lock_guard lock(state_mutex_);
-  if (paused_ && owner->record_paused(id())) return;
+  if (paused_ && owner->record_paused(id())) return 0;
   if (record_.state == SandboxState::kPaused) record_.state = SandboxState::kRunning;  // resumed elsewhere
   check_transition(id(), record_.state, SandboxState::kPaused);
   impl_->pause();
@@ -276,6 +276,7 @@ void Sandbox::pause() {
   paused_ = true;
   owner->persist(record_);
   owner->audit()->write("pause", id(), record_.spec.labels, {});
+  return impl_->reclaim_memory();
 }
 
 void Sandbox::resume() {

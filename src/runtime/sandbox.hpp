@@ -78,8 +78,9 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   // The same on a worker; `done` runs on the loop thread.
   void destroy_async(std::function<void(std::exception_ptr)> done);
   // Freezes every process of the sandbox (memory, files and connections stay) / lets them run on. An exec
-  // or file call on a paused sandbox resumes it first. UNIMPLEMENTED where the backend cannot.
-  void pause();
+  // or file call on a paused sandbox resumes it first. UNIMPLEMENTED where the backend cannot. A pause
+  // then gives back what memory the host allows (BackendSandbox::reclaim_memory) and returns those bytes.
+  uint64_t pause();
   void resume();
   // Replaces the network allowlist in one step (`policy_json`: {"allow": [...], "dns": [...]}; "allow": []
   // denies all); the record's spec follows. docs/NETWORK.md says what happens to open connections.

@@ -2,6 +2,7 @@
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
 #include "backends/container/dns_log.hpp"
+#include "backends/container/memory_reclaim.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
 #include "backends/container/sandbox_net.hpp"
 
@@ -150,5 +151,6 @@ boost::json::object ContainerSandbox::seccomp_stats(uint64_t after_seq) const { 
 
 void ContainerSandbox::pause() { freeze(true); }
 void ContainerSandbox::resume() { freeze(false); }
+uint64_t ContainerSandbox::reclaim_memory() { return reclaim_frozen_memory(state_.cgroups, node_->cgroups.memory_v1); }
 
 }  // namespace sandlet::container

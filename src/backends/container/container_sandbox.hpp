@@ -35,6 +35,7 @@ class ContainerSandbox final : public BackendSandbox {
   void reclaim() override;
   void pause() override;
   void resume() override;
+  uint64_t reclaim_memory() override;
   uint64_t snapshot(const std::function<void(const WritableLayer&)>& running,
                     const std::function<void(const WritableLayer&)>& frozen) override;  // container_snapshot.cpp
   void net_update(const NetworkPolicy& policy) override;
