@@ -40,6 +40,8 @@ packages=(
   iproute2
   # sandlet-bench cold-start (issue 17) serves its store on loopback with nginx (DAV for pushes over HTTP).
   nginx-light
+  # A rebuild on the same machine (CI runs every session on a clean checkout) reuses earlier compiles.
+  ccache
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
 # if none exists. cargo builds the Rust example over the C ABI (examples/rust).

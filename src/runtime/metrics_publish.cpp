@@ -39,6 +39,10 @@ void Runtime::start_metrics_publishing() {
     if (closed_) return;
     // Any thread; each change after a publish arms one timer, so a burst costs one write.
     auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io(), kPublishDelay);
+    {
+      std::lock_guard lock(publish_mutex_);
+      publish_timer_ = timer;
+    }
     timer->async_wait([this, timer](boost::system::error_code ec) {
       if (!ec) publish_metrics();
     });
@@ -54,6 +58,19 @@ void Runtime::publish_metrics() noexcept {
     sys::write_file_atomic(metrics_file_, render_metrics_json(own));
   } catch (...) {  // best effort: the node-wide view misses this runtime until the next publish
   }
+}
+
+void Runtime::stop_metrics_publishing() noexcept {
+  metrics_->set_on_change(nullptr);
+  std::weak_ptr<boost::asio::steady_timer> armed;
+  {
+    std::lock_guard lock(publish_mutex_);
+    armed = publish_timer_;
+  }
+  // On the loop's thread, as every other use of the timer.
+  loop_.post([armed] {
+    if (auto timer = armed.lock()) timer->cancel();
+  });
 }
 
 void Runtime::unpublish_metrics() noexcept {

@@ -181,6 +181,7 @@ void Runtime::close() noexcept {
     // One-shot runs in flight end (their callers see it; asynchronous ones conclude on the loop, which
     // cannot stop before they do).
     for (auto& [rec, impl] : registry_.live(/*one_shots=*/true)) impl->kill();
+    stop_metrics_publishing();
     loop_.stop();
     registry_.wait_one_shots_done();
     registry_.close_watchers();

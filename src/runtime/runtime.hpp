@@ -4,6 +4,7 @@
 // goes through one lifecycle (lifecycle.hpp); `end` is the one way a sandbox ends.
 #pragma once
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <atomic>
 #include <functional>
@@ -229,6 +230,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void start_metrics_publishing();
   void publish_metrics() noexcept;
   void unpublish_metrics() noexcept;
+  // Cancels an armed publish: the loop would otherwise run (and close wait) until its timer fired.
+  void stop_metrics_publishing() noexcept;
+  std::mutex publish_mutex_;
+  std::weak_ptr<boost::asio::steady_timer> publish_timer_;  // the armed publish, if any
   void add_published_metrics(std::vector<MetricFamily>& into);
   std::string metrics_file_;  // <root>/metrics/<pid>-<start>-<n>.json
   // Admission (runtime/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.

@@ -4,13 +4,16 @@
 # is known to need), then the integration tests (layer tests included) and the C tests, the conformance
 # suite when it is built, explicit checks of the v2 layout and of store layers through the CLI, and that
 # nothing is left behind: mounts, cgroups, loop devices. busybox sh.
-# usage: kernel-suite.sh CLI INTEGRATION_TESTS CAPI_TESTS ROOTFS OVERLAY_PATH STORE_PATH ATTACKS [CONFORMANCE_TESTS...]
+# usage: kernel-suite.sh CLI INTEGRATION_TESTS CAPI_TESTS ROOTFS OVERLAY_PATH STORE_PATH ATTACKS SHARD
+#                        [CONFORMANCE_TESTS...]
 #   OVERLAY_PATH, STORE_PATH: the "paths" the doctor must report ("" = not checked)
 #   ATTACKS: which of the attack suite and the resource-abuse tests run here, as a test filter
 #            ("[attacks],[abuse]" for all; "-" for none)
+#   SHARD: K/N. The integration tests of the files whose paths depend on the kernel (KERNEL_FILES) run
+#          on every VM; the others are dealt round N VMs, and this one runs the K-th share (1/1: all).
 set -u
-cli=$1 integration=$2 capi=$3 rootfs=$4 want_overlay=$5 want_store=$6 attacks=$7
-shift 7
+cli=$1 integration=$2 capi=$3 rootfs=$4 want_overlay=$5 want_store=$6 attacks=$7 shard=$8
+shift 8
 fail=0
 check() {  # check DESCRIPTION COMMAND...: runs the command, records a failure
   desc=$1; shift
@@ -37,7 +40,30 @@ section "integration tests"
 # the whole tree outside /proc: minutes of reading busybox once per applet link under emulation, and
 # nothing of the kernel.) A test that needs what this kernel lacks (veth for the network tests' fake
 # internet, say) SKIPs and says why.
-"$integration" --reporter compact "~[needs-hybrid-host]~[attacks]~[abuse]~[whole-tree]" || fail=1
+base="~[needs-hybrid-host]~[attacks]~[abuse]~[whole-tree]"
+# Layers, mounts, isolation, seccomp, cgroup limits, freezing, snapshots: what differs between kernels.
+KERNEL_FILES="layers_test store_test lazy_test mounts_test mounts_security_test snapshot_test isolation_test
+  seccomp_test kernel_paths_test file_rules_test build_secrets_test job_pause_test qos_test fncall_test
+  exec_test pause_pool_test"
+share=${shard%/*} shares=${shard#*/}
+if [ "$shares" = 1 ]; then
+  "$integration" --reporter compact "$base" || fail=1
+else
+  kernel_spec="" rest="$base"
+  for f in $KERNEL_FILES; do
+    kernel_spec="$kernel_spec${kernel_spec:+,}[#$f]$base"
+    rest="$rest~[#$f]"
+  done
+  "$integration" -# --reporter compact "$kernel_spec" || fail=1
+  section "integration tests: share $shard of the rest"
+  # Names one per line, quoted by Catch2 when read back: only its escapes (\ and \,) are needed.
+  "$integration" -# --list-test-names-only "$rest" |
+    awk -v n="$shares" -v k="$share" 'NF && (NR - 1) % n == k - 1' | sed 's/\\/\\\\/g; s/,/\\,/g' > /tmp/share.txt
+  if [ -s /tmp/share.txt ]; then
+    echo "$(wc -l < /tmp/share.txt) test cases"
+    "$integration" -# --reporter compact -f /tmp/share.txt || fail=1
+  fi
+fi
 if [ "$attacks" != - ]; then
   section "attack suite and resource abuse: $attacks"
   "$integration" --reporter compact "$attacks" || fail=1
