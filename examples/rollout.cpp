@@ -11,18 +11,18 @@
 // usage errors.
 #include <sandlet/sandlet.hpp>
 
+#include "exec_all.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cctype>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -87,56 +87,8 @@ size_t count_of(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-// Collects N results delivered by completion callbacks, which run on the runtime's event-loop thread and
-// must not block: they only store and notify; the main thread waits.
-template <typename T>
-class Collector {
- public:
-  explicit Collector(size_t n) : slots_(n) {}
-  void put(size_t i, T value) {
-    std::lock_guard lock(mutex_);
-    slots_[i] = std::move(value);
-    ++done_;
-    cv_.notify_all();
-  }
-  std::vector<T> wait(std::chrono::seconds limit = std::chrono::seconds(60)) {
-    std::unique_lock lock(mutex_);
-    if (!cv_.wait_for(lock, limit, [&] { return done_ == slots_.size(); }))
-      throw DemoFailure("async completions did not all arrive within " + std::to_string(limit.count()) + " s");
-    return std::move(slots_);
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<T> slots_;
-  size_t done_ = 0;
-};
-
-// What an exec_async delivered: an error (the command could not run) or a result.
-struct Outcome {
-  std::optional<sandlet::Error> error;
-  sandlet::ExecResult result;
-};
-
-// Starts every (sandbox, command) pair at once from this one thread and waits for all of them.
-std::vector<Outcome> exec_all(const std::vector<sandlet::Sandbox*>& boxes,
-                              const std::vector<sandlet::ExecOptions>& cmds) {
-  Collector<Outcome> done(boxes.size());
-  for (size_t i = 0; i < boxes.size(); ++i) {
-    try {
-      boxes[i]->exec_async(cmds[i], [&done, i](const sandlet::Error* err, sandlet::ExecResult r) {
-        Outcome o;
-        if (err != nullptr) o.error = *err;  // the error is valid only during the callback: copy it
-        o.result = std::move(r);
-        done.put(i, std::move(o));
-      });
-    } catch (const sandlet::Error& e) {  // could not even be started: the callback never runs
-      done.put(i, Outcome{e, {}});
-    }
-  }
-  return done.wait();
-}
+using rollout::Collector;
+using rollout::exec_all;
 
 sandlet::ExecOptions shell(const std::string& script, double timeout_s) {
   sandlet::ExecOptions o({"sh", "-c", script});
@@ -460,9 +412,16 @@ void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episod
   sandlet::ExecOptions heartbeat = shell("(while :; do date +%s > /work/agent/heartbeat; sleep 0.05; done) >/dev/null 2>&1 &", 5);
   heartbeat.keep_background = true;  // a process of the agent's that lives across turns
   sb.exec(heartbeat);
-  t0 = Clock::now();
-  sb.pause();
-  say("  paused it (every process frozen, memory kept) in %.1f ms", ms_since(t0));
+  // The preemption notice: the whole job (every sandbox labelled task=calc, whichever process made it)
+  // is frozen in one call, and the page cache its sandboxes filled goes back to the host.
+  const std::string paused = rt.pause_job("task=calc");
+  say("  job task=calc paused in one call: %s sandboxes frozen in %.1f ms, %.1f MiB of page cache given back",
+      json_field(paused, "paused").c_str(), std::stod(json_field(paused, "elapsed_ns")) / 1e6,
+      std::stod(json_field(paused, "reclaimed_bytes")) / (1 << 20));
+  // (The job's sandboxes: the episodes, this one, and the grader's pooled FnCall containers.)
+  expect(json_field(paused, "paused") == json_field(paused, "matched") &&
+             std::stoul(json_field(paused, "matched")) > episodes.size() && json_field(paused, "failed") == "[]",
+         "the job pause did not freeze every sandbox of the job: " + paused);
 
   t0 = Clock::now();
   sb.close();
@@ -482,12 +441,17 @@ void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episod
         s.id == id ? "  (the id the checkpoint kept)" : "");
   expect(found.size() == 1 && found[0].id == id && found[0].state == "paused", "the paused sandbox was not found");
 
+  // The job resumes in one call (an exec or file call on one paused sandbox would resume just that one).
+  const std::string resumed = rt.resume_job("task=calc");
+  say("  job task=calc resumed in one call: %s sandbox(es) running again in %.1f ms", json_field(resumed, "resumed").c_str(),
+      std::stod(json_field(resumed, "elapsed_ns")) / 1e6);
+  expect(json_field(resumed, "resumed") == "1", "the job resume did not thaw the detached sandbox: " + resumed);
+
   t0 = Clock::now();
   sandlet::Sandbox again = rt.attach(id);
-  std::string state = again.read_file("/work/agent/state.json");  // resumes it first
+  std::string state = again.read_file("/work/agent/state.json");
   auto turn = again.exec(shell("echo 'turn 4 (after resume)' >> /work/agent/log; wc -l < /work/agent/log", 5));
-  say("  attached by id; the first call resumed it (%s now); state: %s", state_of(again).c_str(),
-      first_line(state).c_str());
+  say("  attached by id (%s); state: %s", state_of(again).c_str(), first_line(state).c_str());
   say("  continued: turn 4 done, the log now has %s lines (attach + read + exec: %.1f ms)",
       first_line(turn.stdout_data).c_str(), ms_since(t0));
 }
@@ -572,7 +536,7 @@ int main(int argc, char** argv) {
     section("5. misbehaving agents (episodes 4-7, after their turn)");
     show_safety(episodes, secret);
 
-    section("6. the trainer is preempted: its sandbox waits paused; the rollout continues");
+    section("6. the trainer is preempted: its job waits paused; the rollout continues");
     show_preemption(rt, episodes, layers, root);
 
     section("7. clean-up by label");

@@ -255,6 +255,7 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *                          "egress_rate": "10M"}      (docs/NETWORK.md: what is enforced and how)
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
+ *     "on_expiry": "destroy"|"keep", "keep_s": 3600,   what max_lifetime_s / idle_timeout_s do (below)
  *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
  *     "mounts": [{"source": "/host/dir", "target": "/inside", "readonly": true}, "/src:/dst:rw", ...],
  *     "policy": {"seccomp": {"profile": "default", "deny": ["getcwd"], "allow": ["ptrace"]},
@@ -323,6 +324,13 @@ SANDLET_API sandlet_error_t *sandlet_spec_set_label(sandlet_spec_t *spec, const 
 SANDLET_API sandlet_error_t *sandlet_spec_set_lifetime(sandlet_spec_t *spec, const char *policy);
 SANDLET_API sandlet_error_t *sandlet_spec_set_max_lifetime(sandlet_spec_t *spec, double seconds);
 SANDLET_API sandlet_error_t *sandlet_spec_set_idle_timeout(sandlet_spec_t *spec, double seconds);
+/* What the max lifetime or the idle timeout does, enforced inside the sandbox (no owner process needed):
+   "destroy" (the default) ends the sandbox at once. "keep" keeps it for debugging: every process in it is
+   stopped (SIGSTOP: state, memory and open files as they were), its files and writable layer stay, exec and
+   file calls still work (a debugger's `ps`, `cat`, copies out); it ends `keep_seconds` (> 0, <= 30 days)
+   later, or at an explicit destroy. Its info and list entry keep state "running" meanwhile; the audit
+   trail records its end with the reason (max_lifetime / idle_timeout) either way. */
+SANDLET_API sandlet_error_t *sandlet_spec_set_on_expiry(sandlet_spec_t *spec, const char *mode, double keep_seconds);
 /* Accepts one guarantee in a weaker form where this host cannot give it in full (repeatable; a repeat is a
    no-op). Without it such a create fails with UNIMPLEMENTED naming the guarantee and why. Names:
    "exec_kill_descendants" (a kill of a command reaches every process it started: needs cgroup.kill),

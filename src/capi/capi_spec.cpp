@@ -67,6 +67,18 @@ SANDLET_VALUE_SETTER(set_max_lifetime, spec_set_max_lifetime, double)
 SANDLET_VALUE_SETTER(set_idle_timeout, spec_set_idle_timeout, double)
 SANDLET_STRING_SETTER(accept_weaker, spec_accept_weaker)
 
+SANDLET_API sandlet_error_t* sandlet_spec_set_on_expiry(sandlet_spec_t* spec, const char* mode, double keep_seconds) {
+  SANDLET_REQUIRE(spec);
+  SANDLET_REQUIRE(mode);
+  return guard([&] {
+    sandlet::Spec checked;  // both checked before either changes
+    sandlet::spec_set_on_expiry(checked, mode);
+    if (checked.on_expiry == sandlet::OnExpiry::kKeep) sandlet::spec_set_keep(checked, keep_seconds);
+    spec->spec.on_expiry = checked.on_expiry;
+    spec->spec.keep_s = checked.keep_s;
+  });
+}
+
 SANDLET_API sandlet_error_t* sandlet_spec_add_mount(sandlet_spec_t* spec, const char* source, const char* target,
                                                     int readonly) {
   SANDLET_REQUIRE(spec);

@@ -197,11 +197,19 @@ void Server::on_timer() {
   while (read(timerfd_, &ticks, sizeof ticks) > 0) {}
   armed_ns_ = 0;
   uint64_t now = now_ns();
-  if (lifetime_deadline_ns_ && now >= lifetime_deadline_ns_) _exit(0);
+  if (kept_until_ns_ && now >= kept_until_ns_) _exit(0);
   uint64_t idle_deadline = 0;
-  if (cfg_.idle_timeout_ms && idle_since_ns_) {
+  if (!kept_until_ns_ && cfg_.idle_timeout_ms && idle_since_ns_)
     idle_deadline = deadline_after(idle_since_ns_, cfg_.idle_timeout_ms);
-    if (idle_deadline && now >= idle_deadline) _exit(0);
+  if ((lifetime_deadline_ns_ && now >= lifetime_deadline_ns_) || (idle_deadline && now >= idle_deadline)) {
+    if (!cfg_.keep_ms) _exit(0);
+    // Kept for debugging: everything else in the sandbox stops where it is (pid 1's kill(-1) spares pid 1),
+    // files and state stay, calls are still served; the agent exits, ending the sandbox, keep_ms later.
+    kill(-1, SIGSTOP);
+    kept_until_ns_ = deadline_after(now, cfg_.keep_ms);
+    lifetime_deadline_ns_ = 0;
+    idle_deadline = 0;
+    want_deadline(kept_until_ns_);
   }
   exec_check_timeouts(now);
   want_deadline(lifetime_deadline_ns_);
@@ -211,7 +219,7 @@ void Server::on_timer() {
 }
 
 void Server::track_idle() {
-  if (!cfg_.idle_timeout_ms || idle_since_ns_ || nconns_ || !execs_.empty()) return;
+  if (!cfg_.idle_timeout_ms || kept_until_ns_ || idle_since_ns_ || nconns_ || !execs_.empty()) return;
   idle_since_ns_ = now_ns();
   want_deadline(deadline_after(idle_since_ns_, cfg_.idle_timeout_ms));
 }

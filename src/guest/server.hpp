@@ -174,6 +174,7 @@ class Server final {
   uint64_t armed_ns_ = 0;  // what the timerfd is set to (0 = disarmed)
   uint64_t lifetime_deadline_ns_ = 0;
   uint64_t idle_since_ns_ = 0;  // 0 = busy
+  uint64_t kept_until_ns_ = 0;  // expired and kept (cfg_.keep_ms): every other process stopped until then
   // Reused for every exec, so spawning allocates nothing once warmed up.
   CommandVectors cmd_scratch_;
 };

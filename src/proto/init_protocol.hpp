@@ -44,7 +44,7 @@ enum class InitMsg : uint8_t {
 
 inline constexpr FrameType kHostToInitTypes[] = {
     {0x81, 4, 4, "stage"},
-    {0x82, 40, kMaxInitConfig, "config"},
+    {0x82, 48, kMaxInitConfig, "config"},
 };
 inline constexpr FrameType kInitToHostTypes[] = {
     {0xc1, 0, 0, "staged"},
@@ -131,6 +131,8 @@ struct InitConfig {
   std::string seccomp_bpf;        // struct sock_filter[] installed on the agent before serving (inherited by execs)
   uint64_t max_lifetime_ms = 0;   // the agent exits (tearing the sandbox down) after this; 0 = never
   uint64_t idle_timeout_ms = 0;   // ... or after this long without a request; 0 = never
+  // When either passes, non-zero: stop every other process instead and exit this much later.
+  uint64_t keep_ms = 0;
   uint32_t flags = 0;
   RunOnce run_once;               // only with kInitRunOnce
   std::vector<InitMount> mounts;  // only with kInitHasMounts: 1..kMaxMounts
@@ -139,7 +141,7 @@ struct InitConfig {
   std::string encode() const {
     wire::Writer w;
     w.str(hostname); w.str(workdir); w.str(user); w.strs(env); w.str(seccomp_bpf);
-    w.u64(max_lifetime_ms); w.u64(idle_timeout_ms); w.u32(flags);
+    w.u64(max_lifetime_ms); w.u64(idle_timeout_ms); w.u64(keep_ms); w.u32(flags);
     if (flags & kInitRunOnce) {
       w.strs(run_once.argv); w.strs(run_once.env); w.str(run_once.cwd); w.str(run_once.user);
       w.u64(run_once.timeout_ms); w.u32(run_once.stdio);
@@ -158,7 +160,7 @@ struct InitConfig {
     wire::Reader r(p);
     out->hostname = r.str(); out->workdir = r.str(); out->user = r.str(); out->env = r.strs();
     out->seccomp_bpf = r.str(); out->max_lifetime_ms = r.u64(); out->idle_timeout_ms = r.u64();
-    out->flags = r.u32();
+    out->keep_ms = r.u64(); out->flags = r.u32();
     if (out->flags & kInitRunOnce) {
       RunOnce& c = out->run_once;
       c.argv = r.strs(); c.env = r.strs(); c.cwd = r.str(); c.user = r.str();

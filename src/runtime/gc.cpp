@@ -97,7 +97,9 @@ size_t Runtime::gc(bool release_idle) {
     facts.retired = retired;
     facts.detached = rec->spec.lifetime == Lifetime::kDetached;
     facts.owner_alive = sys::process_alive(rec->owner_pid, rec->owner_start);
-    facts.deadline = rec->deadline;
+    // One kept at its expiry (on_expiry "keep") lives keep_s longer: its agent ends it then, gc after that.
+    facts.deadline = rec->deadline > 0 && rec->spec.on_expiry == OnExpiry::kKeep ? rec->deadline + rec->spec.keep_s
+                                                                                   : rec->deadline;
     facts.now = now;
     facts.sandbox_alive = impl->alive();
     if (gc_verdict(facts) == GcVerdict::kKeep) continue;

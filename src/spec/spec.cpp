@@ -399,6 +399,23 @@ void spec_set_idle_timeout(Spec& s, double seconds) {
   s.idle_timeout_s = seconds == 0 ? 0 : seconds;  // no -0
 }
 
+void spec_set_on_expiry(Spec& s, std::string_view mode) {
+  if (mode == "destroy") {
+    s.on_expiry = OnExpiry::kDestroy;
+  } else if (mode == "keep") {
+    s.on_expiry = OnExpiry::kKeep;
+  } else {
+    throw_invalid("on_expiry", "expected \"destroy\" or \"keep\", got " + quoted(mode));
+  }
+}
+
+void spec_set_keep(Spec& s, double seconds) {
+  if (!(seconds > 0 && seconds <= kMaxSeconds)) {
+    throw_invalid("keep_s", "must be greater than 0 and at most 2592000 (30 days), got " + number_text(seconds));
+  }
+  s.keep_s = seconds;
+}
+
 // ---- sizes ---------------------------------------------------------------------------------------------
 
 uint64_t parse_size(std::string_view text, const std::string& field) {
@@ -505,6 +522,7 @@ void validate_spec(const Spec& spec) {
   }
   spec_set_max_lifetime(check, spec.max_lifetime_s);
   spec_set_idle_timeout(check, spec.idle_timeout_s);
+  spec_set_keep(check, spec.keep_s);
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
   for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);
   validate_policy(spec.policy);

@@ -210,6 +210,8 @@ const Field kFields[] = {
      [](Spec& s, const json::value& v) {
        spec_set_idle_timeout(s, as_number(v, "idle_timeout_s", "a number of seconds"));
      }},
+    {"on_expiry", [](Spec& s, const json::value& v) { spec_set_on_expiry(s, as_string(v, "on_expiry")); }},
+    {"keep_s", [](Spec& s, const json::value& v) { spec_set_keep(s, as_number(v, "keep_s", "a number of seconds")); }},
     {"accept_weaker", parse_accept_weaker},
     {"mounts", parse_mounts},
     {"policy", [](Spec& s, const json::value& v) { parse_policy_json(s.policy, v); }},
@@ -350,6 +352,8 @@ std::string spec_to_json(const Spec& spec) {
   w.field("lifetime", spec.lifetime == Lifetime::kDetached ? "detached" : "owned");
   w.key("max_lifetime_s"), w.number(spec.max_lifetime_s);
   w.key("idle_timeout_s"), w.number(spec.idle_timeout_s);
+  w.field("on_expiry", spec.on_expiry == OnExpiry::kKeep ? "keep" : "destroy");
+  w.key("keep_s"), w.number(spec.keep_s);
   w.key("accept_weaker");
   w.begin_array();
   for (const auto& g : spec.accept_weaker) w.string(g);

@@ -243,8 +243,12 @@ TEST_CASE("proto: InitConfig round-trips; a one-shot needs a command and valid s
   cfg.flags = proto::kInitHasCgroup | proto::kInitRunOnce;
   cfg.run_once.argv = {"true"};
   cfg.run_once.stdio = 5;
+  cfg.idle_timeout_ms = 7;
+  cfg.keep_ms = 9;
   proto::InitConfig back;
   REQUIRE(proto::InitConfig::decode(cfg.encode(), &back));
+  CHECK(back.idle_timeout_ms == 7);
+  CHECK(back.keep_ms == 9);
   CHECK(back.run_once.argv == cfg.run_once.argv);
   CHECK(back.run_once.stdio == 5);
   CHECK(cfg.encode().size() >= proto::kHostToInitTypes[1].min_len);

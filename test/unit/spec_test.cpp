@@ -29,7 +29,8 @@ bool same(const Spec& a, const Spec& b) {
          a.limits.memory == b.limits.memory && a.limits.pids == b.limits.pids &&
          a.limits.disk == b.limits.disk && a.network == b.network && a.labels == b.labels &&
          a.lifetime == b.lifetime && a.max_lifetime_s == b.max_lifetime_s &&
-         a.idle_timeout_s == b.idle_timeout_s && a.accept_weaker == b.accept_weaker && a.mounts == b.mounts &&
+         a.idle_timeout_s == b.idle_timeout_s && a.on_expiry == b.on_expiry && a.keep_s == b.keep_s &&
+         a.accept_weaker == b.accept_weaker && a.mounts == b.mounts &&
          a.policy == b.policy;
 }
 
@@ -62,6 +63,8 @@ Spec full_spec() {
   s.lifetime = Lifetime::kDetached;
   s.max_lifetime_s = 0.1;
   s.idle_timeout_s = 12.25;
+  s.on_expiry = OnExpiry::kKeep;
+  s.keep_s = 90.5;
   s.mounts = {{"/data/set 1", "/data", true}, {"/home/me/cache", "/root/.cache", false}};
   return s;
 }
@@ -81,7 +84,8 @@ TEST_CASE("the default spec round-trips and serialises every field", "[spec]") {
   const std::string text = spec_to_json(s);
   for (const char* field : {"\"backend\"", "\"layers\"", "\"env\"", "\"workdir\"", "\"hostname\"", "\"user\"",
                             "\"cpus\"", "\"memory\"", "\"pids\"", "\"disk\"", "\"network\"", "\"labels\"",
-                            "\"lifetime\":\"owned\"", "\"max_lifetime_s\":86400", "\"idle_timeout_s\":0", "\"mounts\":[]"}) {
+                            "\"lifetime\":\"owned\"", "\"max_lifetime_s\":86400", "\"idle_timeout_s\":0", "\"on_expiry\":\"destroy\"", "\"keep_s\":3600",
+                            "\"mounts\":[]"}) {
     INFO(field);
     CHECK(text.find(field) != std::string::npos);
   }
@@ -193,6 +197,11 @@ TEST_CASE("invalid fields are rejected with INVALID_ARGUMENT naming the field", 
       {R"({"env": {"A": "1", "A": "2"}})", "env.A"},
       // backend
       {R"({"backend": "docker"})", "backend"},
+      // on expiry
+      {R"({"on_expiry": "archive"})", "on_expiry"},
+      {R"({"on_expiry": 1})", "on_expiry"},
+      {R"({"keep_s": 0})", "keep_s"},
+      {R"({"keep_s": 2592001})", "keep_s"},
       {R"({"backend": ""})", "backend"},
       {R"({"backend": 1})", "backend"},
       // layers

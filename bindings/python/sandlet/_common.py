@@ -14,7 +14,7 @@ SpecLike = Union[_sandlet.Spec, Mapping[str, Any], str, None]
 # The spec's JSON fields (sandlet.h); keyword arguments of create() use the same names.
 SPEC_FIELDS = frozenset({
     "backend", "layers", "environment", "env", "workdir", "hostname", "user", "limits", "network", "labels",
-    "lifetime", "max_lifetime_s", "idle_timeout_s", "accept_weaker", "mounts", "secrets",
+    "lifetime", "max_lifetime_s", "idle_timeout_s", "on_expiry", "keep_s", "accept_weaker", "mounts", "secrets",
     "policy", "toolkit",
 })
 

@@ -42,6 +42,8 @@ void bind_spec(py::module_& m) {
            "\"owned\" (dies with its runtime/process) or \"detached\" (reattachable by id).")
       .def("set_max_lifetime", [](Spec& s, double v) { s.max_lifetime(v); }, py::arg("seconds"))
       .def("set_idle_timeout", [](Spec& s, double v) { s.idle_timeout(v); }, py::arg("seconds"))
+      .def("set_on_expiry", [](Spec& s, const std::string& mode, double keep) { s.on_expiry(mode, keep); },
+           py::arg("mode"), py::arg("keep_seconds") = 3600.0)
       .def("accept_weaker", [](Spec& s, const std::string& v) { s.accept_weaker(v); }, py::arg("guarantee"),
            "A guarantee this sandbox may get in a weaker form where the host cannot give it in full\n"
            "(\"memory_swap\", \"exec_kill_descendants\"); without it such a create raises Unimplemented.")

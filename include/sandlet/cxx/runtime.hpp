@@ -276,6 +276,20 @@ class Runtime {
     ctx.release();  // owned by the trampoline from here on
   }
 
+  // ---- job-level pause and resume (sandlet_jobs.h): every sandbox of the root whose labels match ----
+  // `label_selector`: "k=v" or "k=v,k2=v2". Returns {"matched","paused"|"resumed","already","failed",
+  // "reclaimed_bytes" (pause only),"elapsed_ns"}; a sandbox that could not be paused is listed in "failed".
+  std::string pause_job(const std::string& label_selector) {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_pause(rt_, label_selector.c_str(), &out));
+    return detail::take_string(out);
+  }
+  std::string resume_job(const std::string& label_selector) {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_resume(rt_, label_selector.c_str(), &out));
+    return detail::take_string(out);
+  }
+
   // Opens a handle on an existing sandbox by id (also one created by another process).
   Sandbox attach(const std::string& id) {
     sandlet_sandbox_t* sb = nullptr;

@@ -196,6 +196,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   config.seccomp_bpf = policy::seccomp_bpf_for(spec.policy.seccomp);  // cached per distinct policy
   config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
+  if (spec.on_expiry == OnExpiry::kKeep) config.keep_ms = static_cast<uint64_t>(std::llround(spec.keep_s * 1000));
   config.flags = proto::kInitHasCgroup;  // lo is already up in the pooled network namespace
   if (!spec.network.none && !spec.network.dns.empty()) config.flags |= proto::kInitResolverConf;
   if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;

@@ -65,6 +65,7 @@ TEST_CASE("cli: run without a command or with an invalid spec value exits 2 nami
            {{"--workdir", "relative"}, "workdir"},
            {{"--network", "host"}, "network"},
            {{"--max-lifetime", "-1"}, "max_lifetime_s"},
+           {{"--keep-on-expiry", "0"}, "keep_s"},
        }) {
     std::vector<std::string> args = flags;
     args.insert(args.end(), {"--", "true"});
