@@ -62,7 +62,7 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"pause", scenario_pause, 1000,
        "N sandboxes of one label paused, then resumed, by one call each (sandlet_jobs.h); MemAvailable before/after"},
       {"qos", scenario_qos, 30,
-       "step latency of a latency-sensitive sandbox alone and beside best-effort spinners on half the CPUs, "
+       "step latency of a latency-sensitive sandbox alone and beside best-effort spinners on half, then all, the CPUs, "
        "without and with the batch class (label sandlet/priority=batch)"},
       {"cold-start", scenario_cold_start, 32,
        "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},

@@ -78,8 +78,9 @@ json::object scenario_pause(const Context &ctx) {
 }
 
 // qos: the step latency of a latency-sensitive sandbox (a CPU-bound shell loop, its in-sandbox run time)
-// alone, then with best-effort sandboxes spinning on half of the machine's CPUs — once all in the default
-// class (what a host without classes gives) and once with the spinners labelled "sandlet/priority=batch".
+// alone, then with best-effort sandboxes spinning on half of the machine's CPUs, then on all of them — each
+// once all in the default class (what a host without classes gives) and once with the spinners labelled
+// "sandlet/priority=batch".
 namespace {
 
 constexpr const char *kStep = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
@@ -144,16 +145,25 @@ json::object scenario_qos(const Context &ctx) {
   const auto alone = steps(probe, n);
   const auto same_class = loaded_steps(rt.get(), ctx, probe, spinners, false, n);
   const auto with_classes = loaded_steps(rt.get(), ctx, probe, spinners, true, n);
+  // Every CPU busy with best-effort work as well: the probe then has to share one.
+  const auto saturated_same = loaded_steps(rt.get(), ctx, probe, cpus, false, n);
+  const auto saturated_classes = loaded_steps(rt.get(), ctx, probe, cpus, true, n);
   probe.destroy();
   const double base = summarize(alone).p50_ms;
+  const auto slowdown = [&](const std::vector<std::uint64_t> &ns) { return round3(100.0 * (summarize(ns).p50_ms / base - 1)); };
   json::object out;
   out["cpus"] = cpus;
   out["best_effort_spinners"] = spinners;
   out["alone"] = step_summary(alone);
   out["loaded_without_classes"] = step_summary(same_class);
   out["loaded_with_classes"] = step_summary(with_classes);
-  out["slowdown_without_classes_pct"] = round3(100.0 * (summarize(same_class).p50_ms / base - 1));
-  out["slowdown_with_classes_pct"] = round3(100.0 * (summarize(with_classes).p50_ms / base - 1));
+  out["slowdown_without_classes_pct"] = slowdown(same_class);
+  out["slowdown_with_classes_pct"] = slowdown(with_classes);
+  out["saturated_spinners"] = cpus;
+  out["saturated_without_classes"] = step_summary(saturated_same);
+  out["saturated_with_classes"] = step_summary(saturated_classes);
+  out["saturated_slowdown_without_classes_pct"] = slowdown(saturated_same);
+  out["saturated_slowdown_with_classes_pct"] = slowdown(saturated_classes);
   return out;
 }
 
