@@ -61,11 +61,9 @@ struct Fingerprint {
 
 const char* const kWatched[4] = {"", "/tmp", "/dev", "/dev/shm"};
 
-int64_t read_int(const std::string& path) {
-  std::ifstream f(path);
-  int64_t v = -1;
-  if (!(f >> v)) return -1;
-  return v;
+int64_t read_pids(const std::string& path) {
+  const auto n = sys::read_u64_file(path);
+  return n ? static_cast<int64_t>(*n) : -1;
 }
 
 Fingerprint fingerprint(pid_t init_pid, const std::string& pids_file) {
@@ -82,7 +80,7 @@ Fingerprint fingerprint(pid_t init_pid, const std::string& pids_file) {
     fp.fs[i].ctime_s = st.st_ctim.tv_sec;
     fp.fs[i].ctime_ns = st.st_ctim.tv_nsec;
   }
-  fp.pids = read_int(pids_file);
+  fp.pids = read_pids(pids_file);
   return fp;
 }
 
@@ -108,7 +106,7 @@ bool unchanged_since(const Fingerprint& clean, pid_t init_pid, const std::string
     same_files.pids = clean.pids;
     if (!(same_files == clean)) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    now.pids = read_int(pids_file);
+    now.pids = read_pids(pids_file);
   }
   return now == clean;
 }

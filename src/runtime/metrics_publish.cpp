@@ -74,7 +74,6 @@ void Runtime::stop_metrics_publishing() noexcept {
 }
 
 void Runtime::unpublish_metrics() noexcept {
-  metrics_->set_on_change(nullptr);
   if (!metrics_file_.empty()) ::unlink(metrics_file_.c_str());
 }
 

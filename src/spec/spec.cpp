@@ -383,13 +383,16 @@ void spec_set_lifetime(Spec& s, std::string_view v) {
   }
 }
 
-void spec_set_max_lifetime(Spec& s, double seconds) {
-  if (!(seconds > 0 && seconds <= kMaxSeconds)) {
-    throw_invalid("max_lifetime_s",
-                  "must be greater than 0 and at most 2592000 (30 days), got " + number_text(seconds));
-  }
-  s.max_lifetime_s = seconds;
+namespace {
+// A span of time that must pass: in (0, 30 days], else INVALID_ARGUMENT naming `field`.
+double positive_seconds(const char* field, double seconds) {
+  if (!(seconds > 0 && seconds <= kMaxSeconds))
+    throw_invalid(field, "must be greater than 0 and at most 2592000 (30 days), got " + number_text(seconds));
+  return seconds;
 }
+}  // namespace
+
+void spec_set_max_lifetime(Spec& s, double seconds) { s.max_lifetime_s = positive_seconds("max_lifetime_s", seconds); }
 
 void spec_set_idle_timeout(Spec& s, double seconds) {
   if (!(seconds >= 0 && seconds <= kMaxSeconds)) {
@@ -409,12 +412,7 @@ void spec_set_on_expiry(Spec& s, std::string_view mode) {
   }
 }
 
-void spec_set_keep(Spec& s, double seconds) {
-  if (!(seconds > 0 && seconds <= kMaxSeconds)) {
-    throw_invalid("keep_s", "must be greater than 0 and at most 2592000 (30 days), got " + number_text(seconds));
-  }
-  s.keep_s = seconds;
-}
+void spec_set_keep(Spec& s, double seconds) { s.keep_s = positive_seconds("keep_s", seconds); }
 
 // ---- sizes ---------------------------------------------------------------------------------------------
 
@@ -522,6 +520,8 @@ void validate_spec(const Spec& spec) {
   }
   spec_set_max_lifetime(check, spec.max_lifetime_s);
   spec_set_idle_timeout(check, spec.idle_timeout_s);
+  if (spec.on_expiry != OnExpiry::kDestroy && spec.on_expiry != OnExpiry::kKeep)
+    throw_invalid("on_expiry", "expected \"destroy\" or \"keep\"");
   spec_set_keep(check, spec.keep_s);
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
   for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);

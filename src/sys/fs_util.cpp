@@ -8,13 +8,26 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "common/error.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet::sys {
+
+std::optional<uint64_t> read_u64_file(const std::string& path) {
+  std::optional<std::string> text;
+  try {
+    text = read_file_if_exists(path, 64);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!text || text->empty() || !std::isdigit(static_cast<unsigned char>((*text)[0]))) return std::nullopt;
+  return std::strtoull(text->c_str(), nullptr, 10);
+}
 
 std::optional<std::string> read_file_if_exists(const std::string& path, size_t max) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

@@ -15,6 +15,8 @@ namespace sandlet::sys {
 std::string read_file(const std::string& path, size_t max = 16u << 20);
 // Returns nullopt when the file does not exist; throws on other errors.
 std::optional<std::string> read_file_if_exists(const std::string& path, size_t max = 16u << 20);
+// The number a small file (a cgroup or /proc counter) starts with; nullopt when absent or not a number.
+std::optional<uint64_t> read_u64_file(const std::string& path);
 // Writes via a temp file + rename, so readers never see a partial file.
 void write_file_atomic(const std::string& path, const std::string& data, mode_t mode = 0600);
 // Creates `path` (which must not exist) with `data`: for files in a directory nobody else sees yet.

@@ -13,16 +13,6 @@
 namespace sandlet::container {
 namespace {
 
-// A cgroup file holding one number; nullopt when absent or not a number.
-std::optional<uint64_t> read_number(const std::string& path) {
-  auto text = sys::read_file_if_exists(path, 64);
-  if (!text) return std::nullopt;
-  std::istringstream in(*text);
-  uint64_t v = 0;
-  if (!(in >> v)) return std::nullopt;
-  return v;
-}
-
 // The sum of the named keys of a memory.stat file.
 uint64_t stat_sum(const std::string& path, std::initializer_list<const char*> keys) {
   auto text = sys::read_file_if_exists(path, 64 << 10);
@@ -41,15 +31,15 @@ uint64_t went_down(std::optional<uint64_t> before, std::optional<uint64_t> after
 }
 
 uint64_t reclaim_v2(const std::string& group) {
-  const auto before = read_number(group + "/memory.current");
+  const auto before = sys::read_u64_file(group + "/memory.current");
   if (!before || *before == 0) return 0;
   // EAGAIN when less than asked could be reclaimed: what was, was.
   (void)sys::try_write_existing(group + "/memory.reclaim", std::to_string(*before));
-  return went_down(before, read_number(group + "/memory.current"));
+  return went_down(before, sys::read_u64_file(group + "/memory.current"));
 }
 
 uint64_t reclaim_v1(const std::string& group) {
-  const auto before = read_number(group + "/memory.usage_in_bytes");
+  const auto before = sys::read_u64_file(group + "/memory.usage_in_bytes");
   const auto limit = sys::read_file_if_exists(group + "/memory.limit_in_bytes", 64);
   if (!before || !limit) return 0;
   const uint64_t file_cache = stat_sum(group + "/memory.stat", {"total_inactive_file", "total_active_file"});
@@ -57,7 +47,7 @@ uint64_t reclaim_v1(const std::string& group) {
   const uint64_t page = 4096;
   const uint64_t target = ((*before > file_cache ? *before - file_cache : 0) + page - 1) / page * page;
   (void)sys::try_write_existing(group + "/memory.limit_in_bytes", std::to_string(std::max(target, page)));
-  const auto after = read_number(group + "/memory.usage_in_bytes");
+  const auto after = sys::read_u64_file(group + "/memory.usage_in_bytes");
   int err = 0;
   for (int attempt = 0; attempt < 3; ++attempt)
     if ((err = sys::try_write_existing(group + "/memory.limit_in_bytes", *limit)) == 0) break;
