@@ -26,6 +26,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -456,6 +457,29 @@ void show_preemption(sandlet::Runtime& rt, std::vector<sandlet::Sandbox>& episod
       first_line(turn.stdout_data).c_str(), ms_since(t0));
 }
 
+// An episode its trainer abandons: the idle timeout ends it with nobody watching, and with on_expiry
+// "keep_logs" its last output and audit trail stay for whoever debugs the run later.
+void show_abandoned(sandlet::Runtime& rt, const std::vector<std::string>& layers) {
+  sandlet::Sandbox sb = rt.create(episode_spec(layers, "abandoned").lifetime("detached").idle_timeout(0.5).on_expiry("keep_logs", 600));
+  const std::string id = sb.id();
+  sb.exec(shell("echo 'patched add() in calc.sh'; echo 'test.sh: 3 of 4 passed' >&2; exit 1", 5));
+  sb.close();  // the handle goes; the (detached) sandbox lives on until its idle timeout
+  const auto t0 = Clock::now();
+  std::string logs;
+  while (ms_since(t0) < 10000) {
+    logs = rt.logs(id);
+    if (json_field(logs, "state") == "expired") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  expect(json_field(logs, "state") == "expired", "the abandoned episode did not expire: " + logs);
+  expect(logs.find("3 of 4 passed") != std::string::npos, "its last output was not kept: " + logs);
+  say("  episode %s idle 0.5 s -> ended by its own init (%s); kept: last output "
+      "(\"patched add() in calc.sh\", stderr \"test.sh: 3 of 4 passed\", exit 1) and its audit trail",
+      id.c_str(), json_field(logs, "reason").c_str());
+  rt.forget_expired(id);
+  say("  forget_expired(%s) -> its logs are gone too (else gc drops them after keep_s)", id.c_str());
+}
+
 void clean_up(sandlet::Runtime& rt, const std::string& root) {
   const auto t0 = Clock::now();
   auto batch = rt.list("task=calc");
@@ -539,7 +563,10 @@ int main(int argc, char** argv) {
     section("6. the trainer is preempted: its job waits paused; the rollout continues");
     show_preemption(rt, episodes, layers, root);
 
-    section("7. clean-up by label");
+    section("7. an abandoned episode expires; its logs are kept (on_expiry keep_logs)");
+    show_abandoned(rt, layers);
+
+    section("8. clean-up by label");
     clean_up(rt, root);
 
     section("summary");

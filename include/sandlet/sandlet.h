@@ -255,7 +255,7 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *                          "egress_rate": "10M"}      (docs/NETWORK.md: what is enforced and how)
  *     "labels": {"task": "t1"},
  *     "lifetime": "owned"|"detached", "max_lifetime_s": 3600, "idle_timeout_s": 0,
- *     "on_expiry": "destroy"|"keep", "keep_s": 3600,   what max_lifetime_s / idle_timeout_s do (below)
+ *     "on_expiry": "destroy"|"keep_logs"|"keep", "keep_s": 3600,   what max_lifetime_s / idle_timeout_s do (below)
  *     "accept_weaker": ["memory_swap"],         guarantees this sandbox may get in a weaker form (below)
  *     "mounts": [{"source": "/host/dir", "target": "/inside", "readonly": true}, "/src:/dst:rw", ...],
  *     "policy": {"seccomp": {"profile": "default", "deny": ["getcwd"], "allow": ["ptrace"]},
@@ -325,7 +325,11 @@ SANDLET_API sandlet_error_t *sandlet_spec_set_lifetime(sandlet_spec_t *spec, con
 SANDLET_API sandlet_error_t *sandlet_spec_set_max_lifetime(sandlet_spec_t *spec, double seconds);
 SANDLET_API sandlet_error_t *sandlet_spec_set_idle_timeout(sandlet_spec_t *spec, double seconds);
 /* What the max lifetime or the idle timeout does, enforced inside the sandbox (no owner process needed):
-   "destroy" (the default) ends the sandbox at once. "keep" keeps it for debugging: every process in it is
+   "destroy" (the default) ends the sandbox at once. "keep_logs" ends it at once too, but keeps its logs for
+   `keep_seconds` (> 0, <= 30 days): while it runs, each exec's audit fields and the last 4000 bytes of its
+   stdout and stderr are kept (the last 16 execs), and at its expiry they go into a tombstone listed by
+   sandlet_runtime_expired and shown by sandlet_runtime_logs with its audit trail, until gc after
+   `keep_seconds` or sandlet_runtime_forget_expired. "keep" keeps it for debugging: every process in it is
    stopped (SIGSTOP: state, memory and open files as they were), its files and writable layer stay, exec and
    file calls still work (a debugger's `ps`, `cat`, copies out); it ends `keep_seconds` (> 0, <= 30 days)
    later, or at an explicit destroy. Its info and list entry keep state "running" meanwhile; the audit
@@ -572,6 +576,27 @@ SANDLET_API const char *sandlet_sandbox_list_id(const sandlet_sandbox_list_t *l,
 SANDLET_API const char *sandlet_sandbox_list_state(const sandlet_sandbox_list_t *l, size_t i); /* "running", "dead" */
 SANDLET_API const char *sandlet_sandbox_list_json(const sandlet_sandbox_list_t *l, size_t i); /* the full record */
 SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
+
+/* What is kept of sandbox `id` for debugging, as JSON in *out_json (free with sandlet_free):
+     {"id", "state": "running"|"paused"|"dead"|"creating"|"expired", "backend", "environment",
+      "labels": {...}, "created_at", "on_expiry",
+      "reason", "ended_at", "keep_until",        (expired only: why and when it ended, kept until)
+      "last_output": [ {record}, ... ],          the last 16 execs, oldest first (on_expiry keep_logs or
+                                                 keep): an audit "output" record with the exec's fields
+                                                 (argv, exit_code, signal, timed_out or error, byte counts)
+                                                 and "stdout"/"stderr", the last 4000 bytes of each (valid
+                                                 UTF-8; what the sandbox printed, i.e. untrusted)
+      "audit": [ {record}, ... ]}                its last 64 audit records (sandlet_audit.h), as far back as
+                                                 the audit log's rotated files reach
+   A live sandbox of the root (any process's), or one that expired under on_expiry "keep_logs" less than
+   its keep_s ago. NOT_FOUND for neither; INVALID_ARGUMENT for a malformed id. */
+SANDLET_API sandlet_error_t *sandlet_runtime_logs(sandlet_runtime_t *rt, const char *id, char **out_json);
+/* The sandboxes that expired under on_expiry "keep_logs" and are still kept: a JSON array of
+   {"id", "state": "expired", "backend", "environment", "labels", "created_at", "ended_at", "reason",
+   "keep_until"}, sorted by id. */
+SANDLET_API sandlet_error_t *sandlet_runtime_expired(sandlet_runtime_t *rt, char **out_json);
+/* Drops what is kept of an expired sandbox at once (as gc does after its keep_s). NOT_FOUND when nothing is. */
+SANDLET_API sandlet_error_t *sandlet_runtime_forget_expired(sandlet_runtime_t *rt, const char *id);
 
 #ifdef __cplusplus
 }

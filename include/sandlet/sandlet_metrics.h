@@ -43,9 +43,10 @@ SANDLET_API sandlet_error_t *sandlet_runtime_metrics_node_json(sandlet_runtime_t
    sandbox's reservation ends with the process that created it). Each bound is off at 0. A create that does
    not fit waits — latency-sensitive ones (spec label "sandlet/priority" = "latency") before batch ones (no
    label, or "batch"), then in order of arrival — for up to timeout_s, then fails with SANDLET_UNAVAILABLE
-   naming the resource (sandboxes, memory, pids, initialisations) or the full queue; a spec whose memory or
-   pids alone exceed the budget fails at once with SANDLET_INVALID_ARGUMENT. Memory and pids are the specs'
-   limits (a spec without a memory limit reserves none). Every process on a root should set the same budget.
+   naming the resource (sandboxes, memory, pids, cpu share, initialisations) or the full queue; a spec whose
+   memory, pids or cpus alone exceed the budget fails at once with SANDLET_INVALID_ARGUMENT. Memory, pids and
+   CPU share are the specs' limits (a spec without a memory or cpus limit reserves none of it); max_cpus may
+   exceed the node's CPUs, to oversubscribe them by a factor that fits how much of their share sandboxes use. Every process on a root should set the same budget.
    max_queue 0 = the default (1024). */
 typedef struct sandlet_admission_options {
   uint32_t size;             /* sizeof(sandlet_admission_options_t) */
@@ -55,8 +56,9 @@ typedef struct sandlet_admission_options {
   uint64_t max_initializing; /* creates under way (admitted, not yet usable or failed) */
   double timeout_s;          /* how long a create may wait for room */
   uint64_t max_queue;        /* waiting creates of this runtime beyond which a create fails at once */
+  double max_cpus;           /* CPUs: the sum of their specs' limits.cpus (0 = unbounded) */
 } sandlet_admission_options_t;
-#define SANDLET_ADMISSION_OPTIONS_INIT {sizeof(sandlet_admission_options_t), 0, 0, 0, 0, 30.0, 1024}
+#define SANDLET_ADMISSION_OPTIONS_INIT {sizeof(sandlet_admission_options_t), 0, 0, 0, 0, 30.0, 1024, 0.0}
 
 /* Sets (or with NULL, or every bound 0, turns off) node admission for this runtime's later creates.
    `opts` is copied. Any thread. */

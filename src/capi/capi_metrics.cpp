@@ -37,7 +37,7 @@ SANDLET_API sandlet_error_t* sandlet_runtime_set_admission(sandlet_runtime_t* rt
   return guard([&] {
     sandlet::AdmissionOptions o;
     if (opts) {
-      if (opts->size < sizeof(sandlet_admission_options_t))
+      if (!SANDLET_HAS_FIELD(sandlet_admission_options_t, max_queue, opts->size))  // the first layout
         throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid admission field 'size': " +
                                                                   std::to_string(opts->size) + " is too small");
       o.max_sandboxes = opts->max_sandboxes;
@@ -46,6 +46,12 @@ SANDLET_API sandlet_error_t* sandlet_runtime_set_admission(sandlet_runtime_t* rt
       o.max_initializing = opts->max_initializing;
       o.timeout_s = opts->timeout_s;
       if (opts->max_queue) o.max_queue = static_cast<size_t>(opts->max_queue);  // 0 = the default
+      if (SANDLET_HAS_FIELD(sandlet_admission_options_t, max_cpus, opts->size)) {
+        if (!std::isfinite(opts->max_cpus) || opts->max_cpus < 0 || opts->max_cpus > 1e6)
+          throw sandlet::Error(sandlet::Code::kInvalidArgument,
+                               "invalid admission field 'max_cpus': must be >= 0 (0 = unbounded) and at most 1e6");
+        o.max_cpu_millis = static_cast<uint64_t>(std::llround(opts->max_cpus * 1000));
+      }
     }
     rt->rt->set_admission(o);
   });

@@ -98,6 +98,25 @@ SANDLET_API sandlet_error_t* sandlet_runtime_list(sandlet_runtime_t* rt, const c
   });
 }
 
+SANDLET_API sandlet_error_t* sandlet_runtime_logs(sandlet_runtime_t* rt, const char* id, char** out_json) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(id);
+  SANDLET_REQUIRE(out_json);
+  return guard([&] { *out_json = sandlet::capi::dup_string(rt->rt->logs_json(id)); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_runtime_expired(sandlet_runtime_t* rt, char** out_json) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(out_json);
+  return guard([&] { *out_json = sandlet::capi::dup_string(rt->rt->expired_json()); });
+}
+
+SANDLET_API sandlet_error_t* sandlet_runtime_forget_expired(sandlet_runtime_t* rt, const char* id) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(id);
+  return guard([&] { rt->rt->forget_expired(id); });
+}
+
 SANDLET_API size_t sandlet_sandbox_list_count(const sandlet_sandbox_list_t* l) { return l ? l->items.size() : 0; }
 SANDLET_API const char* sandlet_sandbox_list_id(const sandlet_sandbox_list_t* l, size_t i) {
   return l && i < l->items.size() ? l->items[i].record.id.c_str() : nullptr;

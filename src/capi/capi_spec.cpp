@@ -73,7 +73,7 @@ SANDLET_API sandlet_error_t* sandlet_spec_set_on_expiry(sandlet_spec_t* spec, co
   return guard([&] {
     sandlet::Spec checked;  // both checked before either changes
     sandlet::spec_set_on_expiry(checked, mode);
-    if (checked.on_expiry == sandlet::OnExpiry::kKeep) sandlet::spec_set_keep(checked, keep_seconds);
+    if (checked.on_expiry != sandlet::OnExpiry::kDestroy) sandlet::spec_set_keep(checked, keep_seconds);
     spec->spec.on_expiry = checked.on_expiry;
     spec->spec.keep_s = checked.keep_s;
   });

@@ -48,6 +48,7 @@ int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_gc(CommandContext& ctx, const std::vector<std::string>& args);
+int cmd_logs(CommandContext& ctx, const std::vector<std::string>& args);  // logs.cpp
 int cmd_pause(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_resume(CommandContext& ctx, const std::vector<std::string>& args);
 int cmd_cp(CommandContext& ctx, const std::vector<std::string>& args);

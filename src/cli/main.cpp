@@ -23,6 +23,7 @@ constexpr std::string_view kUsage =
     "  exec      Run a command in an existing sandbox\n"
     "  ps        List sandboxes\n"
     "  rm        Destroy sandboxes\n"
+    "  logs      Show the last output and audit trail of a sandbox (also one that expired)\n"
     "  pause     Freeze every process of sandboxes (the next exec resumes them)\n"
     "  resume    Let paused sandboxes run on\n"
     "  net       Update or show a running sandbox's network allowlist\n"
@@ -71,7 +72,7 @@ constexpr Command kCommands[] = {
     {"rm", cmd_rm},   {"gc", cmd_gc},         {"cp", cmd_cp},     {"layer", cmd_layer},
     {"env", cmd_env}, {"pause", cmd_pause},   {"resume", cmd_resume}, {"doctor", cmd_doctor},
     {"build", cmd_build}, {"snapshot", cmd_snapshot}, {"fork", cmd_fork}, {"loader", cmd_loader},
-    {"audit", cmd_audit},
+    {"audit", cmd_audit}, {"logs", cmd_logs},
     {"net", cmd_net},
     {"policy", cmd_policy},
     {"metrics", cmd_metrics},

@@ -18,6 +18,8 @@ constexpr std::string_view kPsUsage =
     "List the sandboxes under the state directory (from every process).\n"
     "\n"
     "Options:\n"
+    "  -a, --all           Also those that expired under on_expiry keep_logs (state \"expired\";\n"
+    "                      'sandlet logs ID' shows what is kept)\n"
     "      --json          Print a JSON array of the full records\n"
     "  -q, --quiet         Print only the ids\n"
     "      --label K=V     Only sandboxes carrying this label\n"
@@ -28,7 +30,8 @@ constexpr std::string_view kRmUsage =
     "Usage: sandlet rm ID [ID...]\n"
     "\n"
     "Destroy sandboxes: kill every process in them and remove their state. Prints each removed id;\n"
-    "an id that fails is reported and the exit status is 1.\n"
+    "an id that fails is reported and the exit status is 1. The id of one that expired under on_expiry\n"
+    "keep_logs drops what is kept of it.\n"
     "\n"
     "Options:\n"
     "      --root DIR      State directory (default: $SANDLET_ROOT, else /var/lib/sandlet)\n"
@@ -103,7 +106,8 @@ std::string labels_column(const json::bj::value* v) {
 }  // namespace
 
 int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args) {
-  static const std::vector<OptionDef> kDefs = {{"json", 0, false}, {"quiet", 'q', false}, {"label", 0, true}};
+  static const std::vector<OptionDef> kDefs = {
+      {"json", 0, false}, {"quiet", 'q', false}, {"label", 0, true}, {"all", 'a', false}};
   ParsedArgs a;
   if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kPsUsage, &a)) return 0;
   if (!a.operands.empty()) throw UsageError("unexpected argument '" + a.operands[0] + "'");
@@ -115,7 +119,18 @@ int cmd_ps(CommandContext& ctx, const std::vector<std::string>& args) {
   }
 
   Runtime rt = open_runtime(ctx.global, /*sweep=*/true);
-  const std::vector<SandboxInfo> list = rt.list(filter);
+  std::vector<SandboxInfo> list = rt.list(filter);
+  if (a.has("all")) {
+    const json::bj::value expired = json::parse(rt.expired());
+    for (const auto& t : json::items(&expired)) {
+      if (!filter.empty()) {
+        const size_t eq = filter.find('=');
+        const json::bj::value* v = json::find(json::find(t, "labels"), filter.substr(0, eq));
+        if (!v || json::text(v) != filter.substr(eq + 1)) continue;
+      }
+      list.push_back({json::text(json::find(t, "id")), "expired", json::serialize(t)});
+    }
+  }
 
   if (a.has("json")) {
     std::string out = "[";
@@ -157,7 +172,19 @@ int cmd_rm(CommandContext& ctx, const std::vector<std::string>& args) {
   // No sweep at open: it could remove a dead target between open and attach and turn a successful
   // removal into "not found".
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
-  return for_each_operand(a.operands, "rm", [&](const std::string& id) { rt.attach(id).destroy(); });
+  return for_each_operand(a.operands, "rm", [&](const std::string& id) {
+    try {
+      rt.attach(id).destroy();
+    } catch (const Error& e) {
+      if (e.code() != SANDLET_NOT_FOUND) throw;
+      try {
+        rt.forget_expired(id);  // one that expired and left its logs
+      } catch (const Error& again) {
+        if (again.code() != SANDLET_NOT_FOUND) throw;
+        throw e;
+      }
+    }
+  });
 }
 
 // pause/resume --label: one call for every matching sandbox (sandlet_jobs.h); prints its JSON result.

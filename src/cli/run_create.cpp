@@ -42,6 +42,8 @@ namespace {
   "      --max-lifetime S   Destroy the sandbox after S seconds whatever happens\n"                     \
   "      --idle-timeout S   Destroy the sandbox after S seconds without a request\n"                    \
   "      --keep-on-expiry S At either, stop its processes and keep it S seconds for debugging\n"      \
+  "      --keep-logs-on-expiry S  At either, end it but keep its last output and audit trail S\n"    \
+  "                         seconds ('sandlet logs ID')\n"                                          \
   "      --accept-weaker G  Create even where this host gives guarantee G only in a weaker form\n"    \
   "                         (repeatable; names: see 'sandlet doctor')\n"                              \
   "      --mount SRC:DST[:ro|rw]  Mount host directory SRC at DST inside (repeatable; read-only\n"    \
@@ -92,7 +94,7 @@ const std::vector<OptionDef> kSpecOptions = {
     {"memory", 0, true},   {"pids", 0, true},         {"disk", 0, true},         {"network", 0, true},
     {"label", 0, true},    {"hostname", 0, true},     {"env", 'e', true},        {"workdir", 'w', true},
     {"user", 'u', true},   {"max-lifetime", 0, true}, {"idle-timeout", 0, true},
-    {"keep-on-expiry", 0, true}, {"environment", 0, true}, {"accept-weaker", 0, true}, {"mount", 0, true}, {"allow", 0, true},
+    {"keep-on-expiry", 0, true}, {"keep-logs-on-expiry", 0, true}, {"environment", 0, true}, {"accept-weaker", 0, true}, {"mount", 0, true}, {"allow", 0, true},
     {"dns", 0, true},
 };
 
@@ -201,8 +203,14 @@ Spec build_spec(const ParsedArgs& a, const char* lifetime) {
   if (const std::string* v = a.last("disk")) json::object_at(spec, "limits")["disk"] = string(*v);
   if (const std::string* v = a.last("max-lifetime")) spec["max_lifetime_s"] = json::number_or_string(*v);
   if (const std::string* v = a.last("idle-timeout")) spec["idle_timeout_s"] = json::number_or_string(*v);
+  if (a.has("keep-on-expiry") && a.has("keep-logs-on-expiry"))
+    throw UsageError("give either --keep-on-expiry or --keep-logs-on-expiry, not both");
   if (const std::string* v = a.last("keep-on-expiry")) {
     spec["on_expiry"] = string("keep");
+    spec["keep_s"] = json::number_or_string(*v);
+  }
+  if (const std::string* v = a.last("keep-logs-on-expiry")) {
+    spec["on_expiry"] = string("keep_logs");
     spec["keep_s"] = json::number_or_string(*v);
   }
   if (!a.all("accept-weaker").empty()) {

@@ -21,6 +21,13 @@ namespace {
 constexpr auto kPoll = std::chrono::milliseconds(20);
 constexpr size_t kMaxFileBytes = 4u << 20;
 
+// Thousandths of a CPU as CPUs ("1.5").
+std::string cpus_text(uint64_t millis) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.3g", static_cast<double>(millis) / 1000);
+  return out;
+}
+
 uint64_t u64(const json::object& o, const char* k) {
   const json::value* v = o.if_contains(k);
   return v && v->is_number() ? v->to_number<uint64_t>() : 0;
@@ -54,6 +61,7 @@ void NodeAdmission::with_file(const std::function<bool(Entries&)>& fn) {
           en.start = u64(o, "start");
           en.memory = u64(o, "memory");
           en.pids = u64(o, "pids");
+          en.cpu_millis = u64(o, "cpu_millis");
           en.initializing = o.contains("initializing") && o.at("initializing").is_bool() && o.at("initializing").as_bool();
           en.waiting = o.contains("waiting") && o.at("waiting").is_bool() && o.at("waiting").as_bool();
           // What a dead process reserved goes with it.
@@ -74,13 +82,14 @@ void NodeAdmission::with_file(const std::function<bool(Entries&)>& fn) {
                                 {"start", e.start},
                                 {"memory", e.memory},
                                 {"pids", e.pids},
+                                {"cpu_millis", e.cpu_millis},
                                 {"initializing", e.initializing},
                                 {"waiting", e.waiting}});
   sys::write_file_atomic(path_, json::serialize(json::object{{"entries", std::move(list)}}));
 }
 
 std::string NodeAdmission::missing(const Entries& entries, const AdmissionRequest& req) const {
-  uint64_t sandboxes = 0, memory = 0, pids = 0, initializing = 0;
+  uint64_t sandboxes = 0, memory = 0, pids = 0, cpu_millis = 0, initializing = 0;
   bool latency_waiting = false;
   for (const auto& [k, e] : entries) {
     if (e.waiting) {
@@ -90,6 +99,7 @@ std::string NodeAdmission::missing(const Entries& entries, const AdmissionReques
     ++sandboxes;
     memory += e.memory;
     pids += e.pids;
+    cpu_millis += e.cpu_millis;
     if (e.initializing) ++initializing;
   }
   if (req.priority == AdmissionPriority::kBatch && latency_waiting) return "a latency-sensitive request waiting first";
@@ -101,6 +111,9 @@ std::string NodeAdmission::missing(const Entries& entries, const AdmissionReques
   if (options_.max_pids && pids + req.pids > options_.max_pids)
     return "pids (" + std::to_string(pids) + " of " + std::to_string(options_.max_pids) + " reserved, " +
            std::to_string(req.pids) + " asked)";
+  if (options_.max_cpu_millis && cpu_millis + req.cpu_millis > options_.max_cpu_millis)
+    return "cpu share (" + cpus_text(cpu_millis) + " of " + cpus_text(options_.max_cpu_millis) + " CPUs reserved, " +
+           cpus_text(req.cpu_millis) + " asked)";
   if (options_.max_initializing && initializing + 1 > options_.max_initializing)
     return "initialisations (" + std::to_string(initializing) + " of " + std::to_string(options_.max_initializing) +
            " under way)";
@@ -115,6 +128,10 @@ double NodeAdmission::admit(const AdmissionRequest& req) {
   if (options_.max_pids && req.pids > options_.max_pids)
     throw Error(Code::kInvalidArgument, "invalid spec field 'pids': " + std::to_string(req.pids) +
                                             " exceed the node's admission budget of " + std::to_string(options_.max_pids));
+  if (options_.max_cpu_millis && req.cpu_millis > options_.max_cpu_millis)
+    throw Error(Code::kInvalidArgument, "invalid spec field 'cpus': " + cpus_text(req.cpu_millis) +
+                                            " CPUs exceed the node's admission budget of " +
+                                            cpus_text(options_.max_cpu_millis));
   const auto begin = std::chrono::steady_clock::now();
   const auto deadline = begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(options_.timeout_s));
@@ -140,13 +157,13 @@ double NodeAdmission::admit(const AdmissionRequest& req) {
         with_file([&](Entries& entries) {
           reason = missing(entries, req);
           if (reason.empty()) {
-            Entry e{req.key, pid, start, req.memory, req.pids, true, false};
+            Entry e{req.key, pid, start, req.memory, req.pids, req.cpu_millis, true, false};
             entries[req.key] = e;  // replaces our waiting entry, if any
             admitted = true;
             return true;
           }
           if (req.priority == AdmissionPriority::kLatency && !announced) {
-            entries[req.key] = Entry{req.key, pid, start, 0, 0, false, true};
+            entries[req.key] = Entry{req.key, pid, start, 0, 0, 0, false, true};
             announced = true;
             return true;
           }
@@ -211,7 +228,8 @@ void NodeAdmission::release(const std::string& key) {
 }
 
 std::map<std::string, uint64_t> NodeAdmission::usage() {
-  std::map<std::string, uint64_t> out{{"sandboxes", 0}, {"memory", 0}, {"pids", 0}, {"initializing", 0}, {"waiting_latency", 0}};
+  std::map<std::string, uint64_t> out{{"sandboxes", 0},    {"memory", 0},       {"pids", 0},
+                                      {"cpu_millis", 0},   {"initializing", 0}, {"waiting_latency", 0}};
   with_file([&](Entries& entries) {
     for (const auto& [k, e] : entries) {
       if (e.waiting) {
@@ -221,6 +239,7 @@ std::map<std::string, uint64_t> NodeAdmission::usage() {
       ++out["sandboxes"];
       out["memory"] += e.memory;
       out["pids"] += e.pids;
+      out["cpu_millis"] += e.cpu_millis;
       if (e.initializing) ++out["initializing"];
     }
     return false;

@@ -1,4 +1,4 @@
-// Node admission: a budget (sandbox count, memory and pids from the specs, concurrent initialisations)
+// Node admission: a budget (sandbox count, memory, pids and CPU share from the specs, concurrent initialisations)
 // shared by every process that uses one runtime root. The reservations live in one small file under the
 // root, read and rewritten under flock(2); each entry carries its process's pid and start time, so that
 // what a dead process reserved is dropped by whoever reads the file next. A request that does not fit
@@ -20,10 +20,12 @@ struct AdmissionOptions {
   uint64_t max_sandboxes = 0;  // 0 = unbounded (each bound on its own)
   uint64_t max_memory = 0;     // bytes, the sum of admitted specs' memory limits
   uint64_t max_pids = 0;       // the sum of admitted specs' pids limits
+  uint64_t max_cpu_millis = 0; // the sum of admitted specs' CPU limits, in thousandths of a CPU (may be
+                               // above the node's CPUs: most sandboxes use a fraction of what they ask)
   uint64_t max_initializing = 0;  // creates between admission and usable (or failed), node-wide
   double timeout_s = 30;          // how long a request may wait
   size_t max_queue = 1024;        // waiting requests of this process beyond which a request fails at once
-  bool enabled() const { return max_sandboxes || max_memory || max_pids || max_initializing; }
+  bool enabled() const { return max_sandboxes || max_memory || max_pids || max_cpu_millis || max_initializing; }
 };
 
 enum class AdmissionPriority { kLatency = 0, kBatch = 1 };
@@ -32,6 +34,7 @@ struct AdmissionRequest {
   std::string key;  // unique per reservation (node-wide): e.g. the runtime's pid, a counter
   uint64_t memory = 0;
   uint64_t pids = 0;
+  uint64_t cpu_millis = 0;
   AdmissionPriority priority = AdmissionPriority::kBatch;
 };
 
@@ -51,7 +54,8 @@ class NodeAdmission final {
   void initialised(const std::string& key);
   // Drops the reservation of `key` (the sandbox ended or its create failed).
   void release(const std::string& key);
-  // Node-wide use now: {"sandboxes", "memory", "pids", "initializing", "waiting_latency"} (dead entries dropped).
+  // Node-wide use now: {"sandboxes", "memory", "pids", "cpu_millis", "initializing", "waiting_latency"} (dead
+  // entries dropped).
   std::map<std::string, uint64_t> usage();
   size_t waiting() const;
   // Every waiting and later admit fails with FAILED_PRECONDITION (the runtime is closing).
@@ -63,7 +67,7 @@ class NodeAdmission final {
     std::string key;
     int64_t pid = 0;
     uint64_t start = 0;
-    uint64_t memory = 0, pids = 0;
+    uint64_t memory = 0, pids = 0, cpu_millis = 0;
     bool initializing = false;
     bool waiting = false;  // a latency request waiting (reserves nothing; holds batch requests back)
   };

@@ -2,6 +2,8 @@
 // reservation each sandbox holds until it ends.
 #include <unistd.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
 #include "runtime/admission.hpp"
 #include "runtime/metrics.hpp"
@@ -34,6 +36,7 @@ std::string Runtime::admit(const Spec& spec) {
   req.key = std::to_string(::getpid()) + "-" + sys::random_hex(8);
   req.memory = spec.limits.memory;
   req.pids = spec.limits.pids;
+  req.cpu_millis = static_cast<uint64_t>(std::llround(spec.limits.cpus * 1000));
   auto p = spec.labels.find(kPriorityLabel);
   if (p != spec.labels.end()) {
     if (p->second == "latency")

@@ -82,6 +82,8 @@ void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char*
   if (reason) {
     audit_seccomp_denials(*audit_, rec, impl, audit_extra);
     audit_network_denials(*audit_, rec, impl, audit_extra);
+    const bool expired = std::strcmp(reason, end_reason::kMaxLifetime) == 0 || std::strcmp(reason, end_reason::kIdleTimeout) == 0;
+    if (expired && rec.spec.on_expiry == OnExpiry::kKeepLogs) keep_expired_logs(rec, reason);
   }
   dirs_->retire(rec.id);
   // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).

@@ -141,6 +141,13 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // The store URL to use: `given`, else the runtime's, else $SANDLET_STORE; INVALID_ARGUMENT when none or bad.
   std::string store_url(const std::string& given) const;
 
+  // Logs kept of sandboxes (runtime/expired_logs.cpp; JSON documented in sandlet.h at sandlet_runtime_logs):
+  // those of a live sandbox or of one that expired under on_expiry "keep_logs" (NOT_FOUND for neither);
+  // the summaries of the expired ones still kept; forget_expired drops one's (NOT_FOUND when none).
+  std::string logs_json(const std::string& id);
+  std::string expired_json();
+  void forget_expired(const std::string& id);
+
   // SandboxOwner (what handles use).
   boost::asio::io_context& io() override { return loop_.io(); }
   void check_not_on_loop(const char* what) const override { loop_.check_not_on_loop(what); }
@@ -152,6 +159,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void forget(const std::string& id) override { registry_.forget(id); }
   void persist(const SandboxRecord& rec) override;
   bool record_paused(const std::string& id) override;
+  std::string output_log_path(const std::string& id) const override;
   // Pauses (`pause`) or resumes every sandbox of the root (any process's) whose labels match every
   // "k=v" of `selector` ("k=v[,k2=v2]"), or whose id is in `ids` (runtime/job_pause.cpp). The freezes
   // run in parallel; each one persists the record and is audited as "pause"/"resume".
@@ -192,6 +200,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
               boost::json::object audit_extra = {});
   bool reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept;  // -> reclaimed
+  // The tombstone of a sandbox that expired under on_expiry "keep_logs" (before its directory goes);
+  // gc's removal of those past their keep_until.
+  void keep_expired_logs(const SandboxRecord& rec, const char* reason) noexcept;
+  size_t sweep_expired_logs(double now) noexcept;
   // A create that failed: drops what the backend made, removes the directory, releases layers.
   void abandon(const SandboxRecord& rec, std::unique_ptr<BackendSandbox> impl) noexcept;
 

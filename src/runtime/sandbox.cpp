@@ -1,5 +1,6 @@
 #include "runtime/sandbox.hpp"
 
+#include <array>
 #include <boost/json.hpp>
 #include <cmath>
 #include <csignal>
@@ -9,6 +10,7 @@
 #include "runtime/agent_call.hpp"
 #include "runtime/agent_client.hpp"
 #include "runtime/audit_records.hpp"
+#include "runtime/output_log.hpp"
 #include "spec/exec_env.hpp"
 #include "sys/fs_util.hpp"
 
@@ -94,6 +96,18 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   std::string frames = exec_request_frames(req, params.stdin_data);  // checked before anything is sent
   audit->output_limit = req.output_limit;
 
+  // A spec that keeps its logs at expiry keeps each exec's last output too (a streaming one's as it passes).
+  std::string output_log_path =
+      record_.spec.on_expiry != OnExpiry::kDestroy ? owner->output_log_path(id()) : std::string();
+  std::shared_ptr<std::array<output_log::TailKeeper, 2>> tails;
+  if (!output_log_path.empty() && params.on_output) {
+    tails = std::make_shared<std::array<output_log::TailKeeper, 2>>();
+    params.on_output = [tails, inner = std::move(params.on_output)](int stream, std::string_view data) {
+      (*tails)[stream == 2 ? 1 : 0].add(data);
+      inner(stream, data);
+    };
+  }
+
   struct State {
     State(uint64_t limit, ExecReplies::OnOutput on_output) : replies(limit, std::move(on_output)) {}
     ExecReplies replies;
@@ -117,7 +131,8 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   }
   owner->exec_began(sandbox_id);
   std::weak_ptr<SandboxOwner> weak_owner = owner_;
-  auto on_done = [state, done = std::move(done), sandbox_id, audit, log, labels, weak_owner](std::exception_ptr error) {
+  auto on_done = [state, done = std::move(done), sandbox_id, audit, log, labels, weak_owner, output_log_path,
+                  tails](std::exception_ptr error) {
     ExecOutcome& outcome = state->replies.outcome;
     outcome.duration_ns = sys::now_monotonic_ns() - state->start_ns;
     if (auto o = weak_owner.lock()) o->exec_ended(sandbox_id);
@@ -128,6 +143,10 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
       log->write("exec", sandbox_id, labels, audit_exec_fields(*audit, &outcome, error));
     } catch (...) {  // the record could not even be built: the exec's result matters more
     }
+    if (!output_log_path.empty())
+      output_log::append(output_log_path, sandbox_id, labels, *audit, error ? nullptr : &outcome,
+                         tails ? std::string_view((*tails)[0].text()) : std::string_view(outcome.stdout_data),
+                         tails ? std::string_view((*tails)[1].text()) : std::string_view(outcome.stderr_data), error);
     if (error) {
       try {
         std::rethrow_exception(error);

@@ -32,6 +32,8 @@ class SandboxOwner {
   virtual void exec_ended(const std::string& id) { (void)id; }
   // The handle of `id` is gone (its object may be dropped from the registry).
   virtual void forget(const std::string& id) = 0;
+  // Where the last output of `id`'s execs is kept (runtime/output_log.hpp), for a spec that keeps it.
+  virtual std::string output_log_path(const std::string& id) const = 0;
   // Persists a state change of the record (pause/resume).
   virtual void persist(const SandboxRecord& rec) = 0;
   // Whether the persisted record of `id` says "paused" (another process, or a pause by label, may have

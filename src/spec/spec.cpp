@@ -405,10 +405,20 @@ void spec_set_idle_timeout(Spec& s, double seconds) {
 void spec_set_on_expiry(Spec& s, std::string_view mode) {
   if (mode == "destroy") {
     s.on_expiry = OnExpiry::kDestroy;
+  } else if (mode == "keep_logs") {
+    s.on_expiry = OnExpiry::kKeepLogs;
   } else if (mode == "keep") {
     s.on_expiry = OnExpiry::kKeep;
   } else {
-    throw_invalid("on_expiry", "expected \"destroy\" or \"keep\", got " + quoted(mode));
+    throw_invalid("on_expiry", "expected \"destroy\", \"keep_logs\" or \"keep\", got " + quoted(mode));
+  }
+}
+
+const char* on_expiry_name(OnExpiry mode) {
+  switch (mode) {
+    case OnExpiry::kKeepLogs: return "keep_logs";
+    case OnExpiry::kKeep: return "keep";
+    default: return "destroy";
   }
 }
 
@@ -520,8 +530,8 @@ void validate_spec(const Spec& spec) {
   }
   spec_set_max_lifetime(check, spec.max_lifetime_s);
   spec_set_idle_timeout(check, spec.idle_timeout_s);
-  if (spec.on_expiry != OnExpiry::kDestroy && spec.on_expiry != OnExpiry::kKeep)
-    throw_invalid("on_expiry", "expected \"destroy\" or \"keep\"");
+  if (spec.on_expiry != OnExpiry::kDestroy && spec.on_expiry != OnExpiry::kKeepLogs && spec.on_expiry != OnExpiry::kKeep)
+    throw_invalid("on_expiry", "expected \"destroy\", \"keep_logs\" or \"keep\"");
   spec_set_keep(check, spec.keep_s);
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
   for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);

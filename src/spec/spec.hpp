@@ -14,10 +14,11 @@
 namespace sandlet {
 
 enum class Lifetime { kOwned, kDetached };
-// What a sandbox's max lifetime or idle timeout does: destroy it, or keep it for debugging (its processes
-// stopped, its files, writable layer and processes' state kept, exec and file calls still served) until an
-// explicit destroy or keep_s later.
-enum class OnExpiry { kDestroy, kKeep };
+// What a sandbox's max lifetime or idle timeout does: destroy it; destroy it but keep its logs (the audit
+// trail and the last output of its commands, runtime/output_log.hpp) for keep_s; or keep it for debugging
+// (its processes stopped, its files, writable layer and processes' state kept, exec and file calls still
+// served) until an explicit destroy or keep_s later.
+enum class OnExpiry { kDestroy, kKeepLogs, kKeep };
 
 // A host directory mounted into the sandbox (before anything inside runs; the sandbox's own processes
 // cannot mount). Read-only: root inside cannot write or remount it. Read-write: what the sandbox writes
@@ -61,7 +62,7 @@ struct Spec {
   double max_lifetime_s = 86400;             // > 0, <= 30 days; a lost owner never leaves a sandbox forever
   double idle_timeout_s = 0;                 // 0 = none; else destroyed after this long idle (<= 30 days)
   OnExpiry on_expiry = OnExpiry::kDestroy;
-  double keep_s = 3600;                      // with OnExpiry::kKeep: > 0, <= 30 days after the expiry
+  double keep_s = 3600;                      // with kKeepLogs / kKeep: > 0, <= 30 days after the expiry
   // Guarantees this sandbox may get in a weaker form where the host cannot give them in full (names of
   // spec/weaker_guarantees.hpp, each once). Without the name, such a create fails (UNIMPLEMENTED).
   std::vector<std::string> accept_weaker;
@@ -106,7 +107,8 @@ void spec_set_label(Spec& s, std::string_view key, std::string_view value);
 void spec_set_lifetime(Spec& s, std::string_view v);
 void spec_set_max_lifetime(Spec& s, double seconds);
 void spec_set_idle_timeout(Spec& s, double seconds);
-void spec_set_on_expiry(Spec& s, std::string_view mode);  // "destroy" | "keep"
+void spec_set_on_expiry(Spec& s, std::string_view mode);  // "destroy" | "keep_logs" | "keep"
+const char* on_expiry_name(OnExpiry mode);
 void spec_set_keep(Spec& s, double seconds);
 void spec_accept_weaker(Spec& s, std::string_view guarantee);  // adds one name (a repeat is a no-op)
 // Appends a mount (fields named "mounts[N].source"/".target", N its index); the short form is

@@ -352,7 +352,7 @@ std::string spec_to_json(const Spec& spec) {
   w.field("lifetime", spec.lifetime == Lifetime::kDetached ? "detached" : "owned");
   w.key("max_lifetime_s"), w.number(spec.max_lifetime_s);
   w.key("idle_timeout_s"), w.number(spec.idle_timeout_s);
-  w.field("on_expiry", spec.on_expiry == OnExpiry::kKeep ? "keep" : "destroy");
+  w.field("on_expiry", on_expiry_name(spec.on_expiry));
   w.key("keep_s"), w.number(spec.keep_s);
   w.key("accept_weaker");
   w.begin_array();

@@ -77,6 +77,8 @@ std::vector<Layout> table() {
   const LE le_init = SANDLET_LAYER_EXPORT_OPTIONS_INIT;
   using AF = sandlet_audit_filter_t;
   const AF af_init = SANDLET_AUDIT_FILTER_INIT;
+  using AD = sandlet_admission_options_t;
+  const AD ad_init = SANDLET_ADMISSION_OPTIONS_INIT;
   return {
       {"sandlet_runtime_options_t", sizeof(RT), 64, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
@@ -130,6 +132,11 @@ std::vector<Layout> table() {
        {SANDLET_OPTION_ROW_(AF, size, 0, 4, false), SANDLET_OPTION_ROW_(AF, sandbox, 8, 8, true),
         SANDLET_OPTION_ROW_(AF, labels, 16, 8, false), SANDLET_OPTION_ROW_(AF, n_labels, 24, 8, false),
         SANDLET_OPTION_ROW_(AF, since, 32, 8, false)}},
+      {"sandlet_admission_options_t", sizeof(AD), 64, ad_init.size,
+       {SANDLET_OPTION_ROW_(AD, size, 0, 4, false), SANDLET_OPTION_ROW_(AD, max_sandboxes, 8, 8, true),
+        SANDLET_OPTION_ROW_(AD, max_memory, 16, 8, false), SANDLET_OPTION_ROW_(AD, max_pids, 24, 8, false),
+        SANDLET_OPTION_ROW_(AD, max_initializing, 32, 8, false), SANDLET_OPTION_ROW_(AD, timeout_s, 40, 8, false),
+        SANDLET_OPTION_ROW_(AD, max_queue, 48, 8, false), SANDLET_OPTION_ROW_(AD, max_cpus, 56, 8, false)}},
       // Handed to a callback: versioned by its own `size`.
       {"sandlet_build_event_t", sizeof(BE), 48, 0,
        {SANDLET_ROW_(BE, size, 0, 4, false), SANDLET_ROW_(BE, step, 4, 4, false), SANDLET_ROW_(BE, steps, 8, 4, false),

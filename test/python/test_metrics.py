@@ -46,3 +46,24 @@ def test_prometheus_collector_in_a_registry(rt: sandlet.Runtime, rootfs: str) ->
     assert 'sandlet_sandboxes_by_label{key="job",state="running",value="prom"} 1.0\n' in out \
         or 'sandlet_sandboxes_by_label{key="job",value="prom",state="running"} 1.0\n' in out
     assert "sandlet_execs_total 1.0\n" in out
+
+
+def test_admission_cpu_share_budget(rt: sandlet.Runtime, rootfs: str) -> None:
+    rt.set_admission(max_cpus=1.0, timeout_s=0.3)
+    try:
+        a = rt.create(layers=[rootfs], limits={"cpus": 0.6})
+        with pytest.raises(sandlet.Unavailable, match="cpu share"):
+            rt.create(layers=[rootfs], limits={"cpus": 0.6})
+        with pytest.raises(sandlet.InvalidArgument, match="'cpus'"):
+            rt.create(layers=[rootfs], limits={"cpus": 2})
+        small = rt.create(layers=[rootfs], limits={"cpus": 0.4})  # what is left fits
+        in_use = [s for f in rt.metrics_json()["families"] if f["name"] == "sandlet_admission_in_use"
+                  for s in f["samples"] if s["labels"]["resource"] == "cpu_millis"]
+        assert in_use[0]["value"] == 1000
+        small.destroy()
+        a.destroy()
+        rt.create(layers=[rootfs], limits={"cpus": 0.6}).destroy()  # room again after the destroys
+        with pytest.raises(sandlet.InvalidArgument, match="max_cpus"):
+            rt.set_admission(max_cpus=-1)
+    finally:
+        rt.set_admission()

@@ -81,6 +81,24 @@ TEST_CASE("admission: a full node queues until the deadline, naming the resource
   mem.admit(req("x", AdmissionPriority::kBatch, 768 << 20));
   CHECK(unavailable_message(mem, req("y", AdmissionPriority::kBatch, 512 << 20)).find("memory (") != std::string::npos);
   CHECK_THROWS_WITH(mem.admit(req("z", AdmissionPriority::kBatch, 2ull << 30)), Catch::Contains("'memory'"));
+
+  // So does the CPU share (the sum of the specs' cpus, here oversubscribing a 2-CPU node 2x).
+  AdmissionOptions c;
+  c.max_cpu_millis = 4000;
+  c.timeout_s = 0.05;
+  NodeAdmission cpu(d.path + "/admission-cpu", c);
+  AdmissionRequest big = req("c1");
+  big.cpu_millis = 3000;
+  cpu.admit(big);
+  AdmissionRequest more = req("c2");
+  more.cpu_millis = 1500;
+  CHECK(unavailable_message(cpu, more).find("cpu share (3 of 4 CPUs reserved, 1.5 asked)") != std::string::npos);
+  more.cpu_millis = 1000;
+  cpu.admit(more);  // exactly full
+  CHECK(cpu.usage().at("cpu_millis") == 4000);
+  AdmissionRequest huge = req("c3");
+  huge.cpu_millis = 4500;
+  CHECK_THROWS_WITH(cpu.admit(huge), Catch::Contains("'cpus'"));
 }
 
 TEST_CASE("admission: latency-sensitive requests go before batch ones", "[admission]") {

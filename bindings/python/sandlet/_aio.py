@@ -465,6 +465,18 @@ class AsyncRuntime:
     async def gc(self) -> int:
         return await asyncio.to_thread(self.sync.gc)
 
+    def set_admission(self, **budget: Any) -> None:
+        self.sync.set_admission(**budget)
+
+    async def logs(self, sandbox_id: str) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.logs, sandbox_id)
+
+    async def expired(self) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.expired)
+
+    async def forget_expired(self, sandbox_id: str) -> None:
+        await asyncio.to_thread(self.sync.forget_expired, sandbox_id)
+
     def stats(self) -> Dict[str, Any]:
         return self.sync.stats()
 

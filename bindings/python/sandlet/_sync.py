@@ -436,6 +436,31 @@ class Runtime:
         """Lets every paused sandbox carrying all of ``labels`` run on (result as pause, "resumed" counted)."""
         return json.loads(self._h.pause_jobs(_selector(labels), False))
 
+    def set_admission(self, *, max_sandboxes: int = 0, max_memory: int = 0, max_pids: int = 0,
+                      max_cpus: float = 0, max_initializing: int = 0, timeout_s: float = 30,
+                      max_queue: int = 1024) -> None:
+        """Node admission for this runtime's later creates (sandlet_metrics.h): a budget shared by every
+        process on the root — sandboxes, the sum of specs' memory (bytes), pids and cpus limits, creates under
+        way; 0 = unbounded, all 0 = off. A create that does not fit waits (spec label "sandlet/priority" =
+        "latency" first) up to ``timeout_s``, then raises Unavailable naming the resource."""
+        self._h.set_admission(max_sandboxes, max_memory, max_pids, float(max_cpus), max_initializing,
+                              float(timeout_s), max_queue)
+
+    def logs(self, sandbox_id: str) -> Dict[str, Any]:
+        """What is kept of a sandbox for debugging: a live one, or one that expired under
+        ``on_expiry="keep_logs"`` (state "expired", with reason, ended_at, keep_until). "last_output": its
+        last 16 execs (argv, exit status, the last 4000 bytes of stdout and stderr; on_expiry keep_logs or
+        keep); "audit": its last 64 audit records. NotFound for neither."""
+        return json.loads(self._h.logs(sandbox_id))
+
+    def expired(self) -> List[Dict[str, Any]]:
+        """The sandboxes that expired under ``on_expiry="keep_logs"`` and are still kept (summaries)."""
+        return json.loads(self._h.expired())
+
+    def forget_expired(self, sandbox_id: str) -> None:
+        """Drops what is kept of an expired sandbox now (gc does it after its keep_s). NotFound if nothing is."""
+        self._h.forget_expired(sandbox_id)
+
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
         cgroups); returns how many sandboxes went."""

@@ -218,6 +218,38 @@ void bind_runtime(py::module_& m) {
              });
            },
            py::arg("selector"), py::arg("pause"))
+      .def("set_admission",
+           [](RuntimeHandle& h, uint64_t max_sandboxes, uint64_t max_memory, uint64_t max_pids, double max_cpus,
+              uint64_t max_initializing, double timeout_s, uint64_t max_queue) {
+             sandlet_admission_options_t o = SANDLET_ADMISSION_OPTIONS_INIT;
+             o.max_sandboxes = max_sandboxes;
+             o.max_memory = max_memory;
+             o.max_pids = max_pids;
+             o.max_cpus = max_cpus;
+             o.max_initializing = max_initializing;
+             o.timeout_s = timeout_s;
+             o.max_queue = max_queue;
+             blocking(h, [&](sandlet::Runtime& rt) {
+               sandlet::detail::check(sandlet_runtime_set_admission(rt.get(), &o));
+               return 0;
+             });
+           },
+           py::arg("max_sandboxes"), py::arg("max_memory"), py::arg("max_pids"), py::arg("max_cpus"),
+           py::arg("max_initializing"), py::arg("timeout_s"), py::arg("max_queue"))
+      .def("logs",
+           [](RuntimeHandle& h, const std::string& id) {
+             return blocking(h, [&](sandlet::Runtime& rt) { return rt.logs(id); });
+           },
+           py::arg("id"))
+      .def("expired", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.expired(); }); })
+      .def("forget_expired",
+           [](RuntimeHandle& h, const std::string& id) {
+             blocking(h, [&](sandlet::Runtime& rt) {
+               rt.forget_expired(id);
+               return 0;
+             });
+           },
+           py::arg("id"))
       .def("list",
            [](RuntimeHandle& h, const std::string& label_filter) {
              auto items = blocking(h, [&](sandlet::Runtime& rt) { return rt.list(label_filter); });

@@ -144,6 +144,20 @@ class Runtime {
     return out;
   }
 
+  // What is kept of a live or expired sandbox (sandlet_runtime_logs), the expired ones still kept
+  // (sandlet_runtime_expired), and dropping one's (sandlet_runtime_forget_expired); JSON as in sandlet.h.
+  std::string logs(const std::string& id) const {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_logs(rt_, id.c_str(), &out));
+    return detail::take_string(out);
+  }
+  std::string expired() const {
+    char* out = nullptr;
+    detail::check(sandlet_runtime_expired(rt_, &out));
+    return detail::take_string(out);
+  }
+  void forget_expired(const std::string& id) { detail::check(sandlet_runtime_forget_expired(rt_, id.c_str())); }
+
   Sandbox create(const Spec& spec) {
     sandlet_sandbox_t* sb = nullptr;
     detail::check(sandlet_sandbox_create(rt_, spec.get(), &sb));

@@ -78,7 +78,7 @@ class Spec {
   SANDLET_SPEC_SETTER_(lifetime, (const std::string& policy), sandlet_spec_set_lifetime(spec_, policy.c_str()))
   SANDLET_SPEC_SETTER_(max_lifetime, (double seconds), sandlet_spec_set_max_lifetime(spec_, seconds))
   SANDLET_SPEC_SETTER_(idle_timeout, (double seconds), sandlet_spec_set_idle_timeout(spec_, seconds))
-  // "destroy" or "keep" (for keep_seconds after the expiry): sandlet_spec_set_on_expiry.
+  // "destroy", "keep_logs" or "keep" (for keep_seconds after the expiry): sandlet_spec_set_on_expiry.
   SANDLET_SPEC_SETTER_(on_expiry, (const std::string& mode, double keep_seconds = 3600),
                        sandlet_spec_set_on_expiry(spec_, mode.c_str(), keep_seconds))
   // A guarantee this sandbox may get in a weaker form on this host ("memory_swap", ...; see sandlet.h).

@@ -183,3 +183,32 @@ TEST_CASE("cli: run whose reader goes away (| head) still destroys its sandbox",
   CHECK(wait_until([&] { return host_pids({"yes", token}).empty(); }, 5));
   expect_nothing_left(h, ids);
 }
+
+TEST_CASE("cli: --keep-logs-on-expiry keeps the last output; ps --all lists it, logs shows it, rm drops it",
+          "[cli][commands][expiry]") {
+  Harness h;
+  const std::string id = expect_id(cli(h, {"create", "--layer", SANDLET_TEST_ROOTFS, "--max-lifetime", "1.5",
+                                          "--keep-logs-on-expiry", "600", "--label", "job=cli"}));
+  CHECK(cli(h, {"exec", id, "--", "sh", "-c", "echo agent-said-this; echo oops >&2"}).status == 0);
+  // Nobody watches it (the CLI exited): the first sweep after its init ended (every ps does one) writes
+  // its tombstone.
+  CliResult ps;
+  CHECK(wait_until([&] { return contains((ps = cli(h, {"ps", "--all", "--label", "job=cli"})).out, "expired"); }, 10));
+  CHECK(contains(ps.out, id));
+  CHECK(h.gone(id));
+  CHECK_FALSE(contains(cli(h, {"ps"}).out, id));
+  const CliResult logs = cli(h, {"logs", id});
+  INFO(logs.out << logs.err);
+  CHECK(logs.status == 0);
+  CHECK(contains(logs.out, "max_lifetime"));
+  CHECK(contains(logs.out, "agent-said-this"));
+  CHECK(contains(logs.out, "oops"));
+  CHECK(contains(logs.out, "destroy reason=max_lifetime"));
+  CHECK(contains(cli(h, {"logs", "--json", id}).out, "\"state\":\"expired\""));
+  CHECK(cli(h, {"rm", id}).status == 0);
+  CHECK(cli(h, {"logs", id}).status == 1);
+  CHECK(cli(h, {"rm", id}).status == 1);
+  CHECK(cli(h, {"create", "--layer", SANDLET_TEST_ROOTFS, "--keep-on-expiry", "5", "--keep-logs-on-expiry", "5"})
+            .status == 2);
+  expect_nothing_left(h);
+}
