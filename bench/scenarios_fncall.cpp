@@ -1,5 +1,5 @@
-// fncall: sandlet_call of /bin/true in the runtime's pooled containers (FnCall), vs a one-shot sandlet_run
-// per call (paired, the same run) and bwrap per call. The pool's max size is the concurrency, so that every
+// fncall: sandlet_call of /bin/true in the runtime's pooled containers (FnCall), alone, then vs a one-shot
+// sandlet_run per call (paired, the same run) and bwrap per call. The pool's max size is the concurrency, so that every
 // caller holds a container of its own once warm.
 #include "capi.hpp"
 #include "peers.hpp"
@@ -65,8 +65,15 @@ json::object scenario_fncall(const Context &ctx) {
     run_ok(rt.get(), spec, {"/bin/true"});
     return now_ns() - t0;
   };
+  // The calls alone first: paired with a peer, each call also shares the machine with the teardown the
+  // peer's previous run left in the background (a sandbox's reclaim, bwrap's namespaces).
+  const PairedRun alone = run_paired(ours, TimedOp(), n, c, ctx.opt.warmup);
   const PairedRun r = run_paired(ours, run_once, n, c, ctx.opt.warmup);
   json::object out;
+  json::object alone_out;
+  put_summary(alone_out, summarize(alone.ours_ns));
+  alone_out["throughput_per_s"] = round3(alone.ours_throughput());
+  out["alone"] = std::move(alone_out);
   put_summary(out, summarize(r.ours_ns));
   out["throughput_per_s"] = round3(r.ours_throughput());
   out["run_once"] = peer_json("sandlet_run", "sandlet_run /bin/true per call", summarize(r.peer_ns), r.peer_throughput());

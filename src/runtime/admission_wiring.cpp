@@ -12,11 +12,6 @@
 
 namespace sandlet {
 
-namespace {
-// The spec label that marks a latency-sensitive create (the rest are batch).
-constexpr const char* kPriorityLabel = "sandlet/priority";
-}  // namespace
-
 void Runtime::set_admission(const AdmissionOptions& options) {
   std::shared_ptr<NodeAdmission> a;
   if (options.enabled()) a = std::make_shared<NodeAdmission>(root_ + "/admission.json", options);
@@ -37,14 +32,7 @@ std::string Runtime::admit(const Spec& spec) {
   req.memory = spec.limits.memory;
   req.pids = spec.limits.pids;
   req.cpu_millis = static_cast<uint64_t>(std::llround(spec.limits.cpus * 1000));
-  auto p = spec.labels.find(kPriorityLabel);
-  if (p != spec.labels.end()) {
-    if (p->second == "latency")
-      req.priority = AdmissionPriority::kLatency;
-    else if (p->second != "batch")
-      throw Error(Code::kInvalidArgument, std::string("invalid spec label '") + kPriorityLabel +
-                                              "': must be 'latency' or 'batch', got '" + p->second + "'");
-  }
+  req.priority = spec_priority(spec) == SpecPriority::kLatency ? AdmissionPriority::kLatency : AdmissionPriority::kBatch;
   metrics_->admission_wait(a->admit(req));
   return req.key;
 }

@@ -7,13 +7,12 @@
 //  - statfs (free blocks and inodes) and the root directory's ctime are unchanged for /, /tmp, /dev and
 //    /dev/shm, seen through the init's /proc/<pid>/root (the overlay's statfs is its upper tmpfs's): a
 //    file written, created, removed or renamed changes one of them;
-//  - its IPC namespace holds no SysV object (read on a short-lived thread that joined it);
+//  - its IPC namespace holds no SysV object (runtime/sysv_probe.hpp);
 // else it is destroyed and replaced. A live overlay's upper cannot be cleared safely while mounted, so
 // a call that wrote anything always costs a fresh container (the price of never reusing a dirty one).
 #include "runtime/fncall_pool.hpp"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -22,7 +21,6 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
@@ -111,31 +109,6 @@ bool unchanged_since(const Fingerprint& clean, pid_t init_pid, const std::string
   return now == clean;
 }
 
-// True when the sandbox's IPC namespace holds a SysV object (or cannot be read: then it is not reused).
-bool has_sysv_objects(pid_t init_pid) {
-  bool found = true;
-  std::thread t([&] {
-    const std::string ns = "/proc/" + std::to_string(init_pid) + "/ns/ipc";
-    int fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    // Only this thread joins: the IPC namespace is per task, and the thread ends right after.
-    const bool joined = ::setns(fd, CLONE_NEWIPC) == 0;
-    ::close(fd);
-    if (!joined) return;
-    for (const char* f : {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"}) {
-      std::ifstream in(f);
-      if (!in) return;
-      std::string line;
-      int lines = 0;
-      while (std::getline(in, line)) ++lines;
-      if (lines > 1) return;  // the first line is the header
-    }
-    found = false;
-  });
-  t.join();
-  return found;
-}
-
 void write_cg(const std::string& cg, const char* file, const std::string& value) {
   std::ofstream f(cg + "/" + file);
   f << value;
@@ -150,6 +123,7 @@ struct FncallPools::Slot {
   pid_t init_pid = 0;
   std::string cgroup;     // the sandbox's cgroup2 directory
   std::string pids_file;  // its process count (pids_current_file)
+  sys::UniqueFd ipc_ns;   // its IPC namespace, for the SysV check
   Fingerprint clean;   // as handed out the first time
   uint64_t calls = 0;
   bool frozen = false;
@@ -233,6 +207,7 @@ std::unique_ptr<FncallPools::Slot> FncallPools::make_slot(const Pool& pool) {
     slot->sb->destroy();
     throw Error(Code::kUnimplemented, std::string("fncall needs the container backend: ") + e.what());
   }
+  slot->ipc_ns.reset(::open(("/proc/" + std::to_string(slot->init_pid) + "/ns/ipc").c_str(), O_RDONLY | O_CLOEXEC));
   slot->clean = fingerprint(slot->init_pid, slot->pids_file);
   return slot;
 }
@@ -251,7 +226,7 @@ CallResult FncallPools::call(const CallRequest& req) {
     if (stopping_) throw Error(Code::kFailedPrecondition, "runtime is closed");
     pool = &pool_for(key, is_spec, lock);
     ++pool->waiting;
-    wake_.notify_one();  // the background thread scales up when many wait
+    if (pool->idle.empty()) wake_.notify_one();  // the background thread scales up when many wait
     for (;;) {
       if (stopping_) {
         --pool->waiting;
@@ -333,7 +308,7 @@ CallResult FncallPools::call(const CallRequest& req) {
   }
   ++slot->calls;
   const bool replace_only = !pool->options.reuse_reset;
-  if (keep) keep = unchanged_since(slot->clean, slot->init_pid, slot->pids_file) && !has_sysv_objects(slot->init_pid);
+  if (keep) keep = unchanged_since(slot->clean, slot->init_pid, slot->pids_file) && !sysv_.has_objects(slot->ipc_ns.get());
   {
     std::lock_guard lock(mutex_);
     --pool->in_use;

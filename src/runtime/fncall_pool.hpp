@@ -18,6 +18,7 @@
 
 #include "runtime/exec_outcome.hpp"
 #include "runtime/sandbox.hpp"
+#include "runtime/sysv_probe.hpp"
 #include "spec/spec.hpp"
 
 namespace sandlet {
@@ -85,6 +86,7 @@ class FncallPools final {
   void loop();
 
   std::weak_ptr<Runtime> rt_;
+  SysvProbe sysv_;  // (declared first: destroyed last, after the background thread)
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // the background thread
   std::map<std::string, std::unique_ptr<Pool>> pools_;

@@ -354,13 +354,38 @@ void Runtime::persist(const SandboxRecord& rec) {
   dirs_->write(*on_disk);
 }
 
+void Runtime::forget(const std::string& id) {
+  registry_.forget(id);
+  std::lock_guard lock(stamps_mutex_);
+  record_stamps_.erase(id);
+}
+
 bool Runtime::record_paused(const std::string& id) {
+  const std::string path = dirs_->dir(id) + "/" + SandboxDirs::kRecordFile;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  RecordStamp now;
+  now.ino = st.st_ino;
+  now.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  now.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  now.size = st.st_size;
+  auto same = [&](const RecordStamp& s) {
+    return s.ino == now.ino && s.mtime_ns == now.mtime_ns && s.ctime_ns == now.ctime_ns && s.size == now.size;
+  };
+  {
+    std::lock_guard lock(stamps_mutex_);
+    auto it = record_stamps_.find(id);
+    if (it != record_stamps_.end() && same(it->second)) return it->second.paused;
+  }
   try {
     auto rec = dirs_->load(id);
-    return rec && rec->state == SandboxState::kPaused;
+    now.paused = rec && rec->state == SandboxState::kPaused;
   } catch (const Error&) {
     return false;
   }
+  std::lock_guard lock(stamps_mutex_);
+  record_stamps_[id] = now;
+  return now.paused;
 }
 
 std::string Runtime::stats_json() const {

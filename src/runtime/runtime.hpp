@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -156,7 +157,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::shared_ptr<AuditLog> audit() override { return audit_; }
   void exec_began(const std::string& id) override;
   void exec_ended(const std::string& id) override;
-  void forget(const std::string& id) override { registry_.forget(id); }
+  void forget(const std::string& id) override;
   void persist(const SandboxRecord& rec) override;
   bool record_paused(const std::string& id) override;
   std::string output_log_path(const std::string& id) const override;
@@ -257,6 +258,16 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::shared_ptr<NodeAdmission> admission_;
   std::map<std::string, std::string> admission_keys_;  // sandbox id -> reservation key
   std::mutex persist_mutex_;
+  // record_paused's memo per sandbox: the record file as last read (it is only ever replaced by rename, so
+  // a new write is a new inode and times) and whether it said "paused": an unchanged file is not parsed again.
+  struct RecordStamp {
+    ino_t ino = 0;
+    int64_t mtime_ns = 0, ctime_ns = 0;
+    off_t size = 0;
+    bool paused = false;
+  };
+  std::mutex stamps_mutex_;
+  std::unordered_map<std::string, RecordStamp> record_stamps_;
   // closed_ is set, and the workers stop taking work, under close_mutex_: what is posted to the loop or
   // the workers before is sure to run; after, callers run it themselves.
   mutable std::mutex close_mutex_;

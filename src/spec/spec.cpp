@@ -422,6 +422,14 @@ const char* on_expiry_name(OnExpiry mode) {
   }
 }
 
+SpecPriority spec_priority(const Spec& s) {
+  auto it = s.labels.find(kPriorityLabel);
+  if (it == s.labels.end()) return SpecPriority::kUnset;
+  if (it->second == "latency") return SpecPriority::kLatency;
+  if (it->second == "batch") return SpecPriority::kBatch;
+  throw_invalid(std::string("labels.") + kPriorityLabel, "must be \"latency\" or \"batch\", got " + quoted(it->second));
+}
+
 void spec_set_keep(Spec& s, double seconds) { s.keep_s = positive_seconds("keep_s", seconds); }
 
 // ---- sizes ---------------------------------------------------------------------------------------------
@@ -533,6 +541,7 @@ void validate_spec(const Spec& spec) {
   if (spec.on_expiry != OnExpiry::kDestroy && spec.on_expiry != OnExpiry::kKeepLogs && spec.on_expiry != OnExpiry::kKeep)
     throw_invalid("on_expiry", "expected \"destroy\", \"keep_logs\" or \"keep\"");
   spec_set_keep(check, spec.keep_s);
+  spec_priority(spec);  // a bad value fails every backend's create alike, before anything is made
   for (const auto& g : spec.accept_weaker) spec_accept_weaker(check, g);
   for (const auto& m : spec.mounts) spec_add_mount(check, m.source, m.target, m.readonly);
   validate_policy(spec.policy);

@@ -110,6 +110,12 @@ void spec_set_idle_timeout(Spec& s, double seconds);
 void spec_set_on_expiry(Spec& s, std::string_view mode);  // "destroy" | "keep_logs" | "keep"
 const char* on_expiry_name(OnExpiry mode);
 void spec_set_keep(Spec& s, double seconds);
+// What the label "sandlet/priority" asks for: "latency" or "batch" (kUnset without it); any other value is
+// INVALID_ARGUMENT naming the label. The CPU class is best-effort only for "batch"; node admission queues
+// a create first only for "latency".
+constexpr const char* kPriorityLabel = "sandlet/priority";
+enum class SpecPriority { kUnset, kLatency, kBatch };
+SpecPriority spec_priority(const Spec& s);
 void spec_accept_weaker(Spec& s, std::string_view guarantee);  // adds one name (a repeat is a no-op)
 // Appends a mount (fields named "mounts[N].source"/".target", N its index); the short form is
 // "SRC:DST", "SRC:DST:ro" or "SRC:DST:rw" (paths without ':'; read-only when the mode is left out).

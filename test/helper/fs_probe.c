@@ -1,11 +1,16 @@
 /* fs_probe OP PATH [ARG]: one file operation inside a sandbox (static: the test root filesystem has no
-   libc), for the file-rule tests' operations busybox has no applet for. Prints "ok" or the errno's number
+   libc), for the file-rule tests' operations busybox has no applet for; also "shmget", "semget" and
+   "msgget" (PATH ignored), which leave a new SysV object in the sandbox's IPC namespace. Prints "ok" or the errno's number
    and exits 0 on success, 1 on failure. Refuses to run outside a sandbox (no /tmp/.sandlet-fs-probe-inside). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -48,5 +53,8 @@ int main(int argc, char **argv) {
   if (!strcmp(op, "rmdir")) return done(rmdir(path));
   if (!strcmp(op, "symlink-over")) return done(unlink(path) == 0 ? symlink(arg, path) : -1);
   if (!strcmp(op, "utimes")) return done(utimensat(AT_FDCWD, path, NULL, 0));
+  if (!strcmp(op, "shmget")) return done(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600) >= 0 ? 0 : -1);
+  if (!strcmp(op, "semget")) return done(semget(IPC_PRIVATE, 1, IPC_CREAT | 0600) >= 0 ? 0 : -1);
+  if (!strcmp(op, "msgget")) return done(msgget(IPC_PRIVATE, IPC_CREAT | 0600) >= 0 ? 0 : -1);
   return 2;
 }

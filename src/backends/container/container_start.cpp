@@ -68,13 +68,6 @@ sys::UniqueFd clone_toolkit(const Spec& spec, int userns_fd, proto::InitConfig& 
   return sys::host_dir_clone(spec.toolkit, true, userns_fd, "toolkit " + spec.toolkit);
 }
 
-// The CPU class the spec's "sandlet/priority" label asks for: true for best-effort ("batch").
-bool batch_class(const Spec& spec) {
-  auto it = spec.labels.find("sandlet/priority");
-  if (it == spec.labels.end() || it->second == "latency") return false;
-  if (it->second == "batch") return true;
-  throw Error(Code::kInvalidArgument, "labels.sandlet/priority: must be \"latency\" or \"batch\", got \"" + it->second + "\"");
-}
 
 }  // namespace
 
@@ -155,7 +148,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   StartingInit& s = *starting_;
   require_accepted_guarantees(host_guarantees(node_->cgroups), spec);
   s.cgroup.apply_limits(spec.limits);
-  s.cgroup.apply_cpu_class(batch_class(spec), state_.init_pid);
+  s.cgroup.apply_cpu_class(spec_priority(spec) == SpecPriority::kBatch, state_.init_pid);
   state_.cgroups = s.cgroup.paths();  // apply_cpu_class may have made the v1 cpu group
   // The allowlist, before anything of the sandbox's own runs (the init waits for its configuration).
   const bool gateway = !spec.network.none;

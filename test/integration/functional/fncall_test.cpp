@@ -7,6 +7,7 @@
 
 #include "integration/functional/cli_support.hpp"
 #include "integration/harness.hpp"
+#include "integration/mounts_support.hpp"
 #include "sandlet/sandlet_fncall.h"
 
 namespace {
@@ -120,6 +121,31 @@ TEST_CASE("fncall: nothing a call leaves is seen by the next one on the same poo
   // The four file changes cost their container; the processes were killed with their exec (reused).
   CHECK(num(s, "discarded_dirty") == 4);
   CHECK(num(s, "reused") == 4);  // the calls after the process and port cases
+  h.check_no_leaks();
+}
+
+TEST_CASE("fncall: a SysV object a call leaves costs its container; the next call's namespace is empty",
+          "[fncall]") {
+  // The probe (static) and its marker come in a layer of their own: the calls write no file, so only
+  // the SysV check can tell their containers apart.
+  HostDir probe_layer;
+  fs::create_directories(probe_layer.path + "/tmp");
+  fs::copy_file(SANDLET_FS_PROBE, probe_layer.path + "/probe");
+  std::ofstream(probe_layer.path + "/tmp/.sandlet-fs-probe-inside").put('\n');
+  Harness h;
+  Caller c{h.rt().get(), Harness::spec().layer(probe_layer.path).to_json()};
+  c.pool(1);
+  const char* look = "test $(wc -l < /proc/sysvipc/shm) -eq 1 && test $(wc -l < /proc/sysvipc/sem) -eq 1 && "
+                     "test $(wc -l < /proc/sysvipc/msg) -eq 1 && echo clean";
+  CHECK(c.ok(look).out == "clean\n");
+  CHECK(c.ok(look).out == "clean\n");
+  CHECK(num(c.stats(), "reused") == 1);  // looking leaves nothing
+  for (const char* op : {"shmget", "semget", "msgget"}) {
+    INFO(op);
+    CHECK(c.ok(std::string("/probe ") + op + " x").out == "ok\n");
+    CHECK(c.ok(look).out == "clean\n");
+  }
+  CHECK(num(c.stats(), "discarded_dirty") == 3);
   h.check_no_leaks();
 }
 
