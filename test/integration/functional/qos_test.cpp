@@ -20,6 +20,11 @@ std::string cpu_v1_group(sandlet::Sandbox& sb) {
   return "";
 }
 
+std::string v2_group(sandlet::Sandbox& sb) {
+  auto o = boost::json::parse(sb.info_json()).as_object();
+  return boost::json::value_to<std::string>(o.at("backend_state").at("cgroup_v2"));
+}
+
 }  // namespace
 
 TEST_CASE("cpu class batch: SCHED_IDLE for every process, lowest v1 weight; latency untouched", "[qos]") {
@@ -30,7 +35,15 @@ TEST_CASE("cpu class batch: SCHED_IDLE for every process, lowest v1 weight; late
   CHECK(run_out(latency, kPolicyOfChild) == "0\n");  // SCHED_OTHER
   // Root inside cannot leave the class (no CAP_SYS_NICE in the host's namespace, RLIMIT_NICE 0).
   CHECK(run_out(batch, "chrt -o -p 0 $$ >/dev/null 2>&1; " + std::string(kPolicyOfChild)) == "5\n");
-  if (!fs::exists("/sys/fs/cgroup/cpu") || fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
+  if (fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
+    // Pure v2: the lowest weight is cpu.idle, where the cpu controller reaches the sandbox's group.
+    if (!fs::exists(v2_group(batch) + "/cpu.idle")) {
+      std::cout << "SANDLET-SKIP: cpu.idle needs cgroup v2's cpu controller enabled down to the sandbox" << std::endl;
+    } else {
+      CHECK(slurp(v2_group(batch) + "/cpu.idle") == "1\n");
+      CHECK(slurp(v2_group(latency) + "/cpu.idle") == "0\n");
+    }
+  } else if (!fs::exists("/sys/fs/cgroup/cpu")) {
     std::cout << "SANDLET-SKIP: cpu.shares needs the hybrid layout's v1 cpu controller" << std::endl;
   } else {
     const std::string group = cpu_v1_group(batch);
