@@ -27,3 +27,14 @@ def test_async_call(root_dir: str, rootfs: str) -> None:
             assert [r.stdout for r in rs] == [f"{i}\n".encode() for i in range(4)]
 
     asyncio.run(main())
+
+
+def test_call_pool_settings_and_stats(root_dir: str, rootfs: str) -> None:
+    with sandlet.Runtime(root_dir) as rt:
+        rt.set_call_pool(layers=[rootfs], max_size=1, reuse="replace")
+        for _ in range(3):
+            assert rt.call("true", layers=[rootfs]).exit_code == 0
+        (pool,) = rt.call_stats()["pools"]
+        assert (pool["max_size"], pool["reuse"], pool["reused"], pool["discarded_replace"]) == (1, "replace", 0, 3)
+        with pytest.raises(sandlet.InvalidArgument, match="reuse"):
+            rt.set_call_pool(layers=[rootfs], reuse="sometimes")

@@ -465,6 +465,12 @@ class AsyncRuntime:
     async def gc(self) -> int:
         return await asyncio.to_thread(self.sync.gc)
 
+    def set_call_pool(self, spec: SpecLike = None, **settings: Any) -> None:
+        self.sync.set_call_pool(spec, **settings)
+
+    def call_stats(self) -> Dict[str, Any]:
+        return self.sync.call_stats()
+
     def set_admission(self, **budget: Any) -> None:
         self.sync.set_admission(**budget)
 

@@ -436,6 +436,19 @@ class Runtime:
         """Lets every paused sandbox carrying all of ``labels`` run on (result as pause, "resumed" counted)."""
         return json.loads(self._h.pause_jobs(_selector(labels), False))
 
+    def set_call_pool(self, spec: SpecLike = None, *, min_idle: int = 0, max_size: int = 8, reuse: str = "reset",
+                      freeze_after_s: float = 30, destroy_frozen_after_s: float = 300, **fields: Any) -> None:
+        """Settings of the pool behind ``call`` for this spec (given as to ``call``: the same spec, the same
+        pool; docs/FNCALL.md): containers at most and kept idle, ``reuse`` "reset" (reuse one a call left
+        clean) or "replace" (never), when idle ones freeze and when frozen ones go."""
+        s, _ = build_spec(spec, fields)
+        self._h.set_call_pool(s, min_idle, max_size, reuse, float(freeze_after_s), float(destroy_frozen_after_s))
+
+    def call_stats(self) -> Dict[str, Any]:
+        """Per pool behind ``call``: {"pools": [{"idle", "frozen", "in_use", "created", "reused",
+        "discarded_dirty", "handover_p50_us", ...}]} (sandlet_fncall.h)."""
+        return json.loads(self._h.call_stats_json())
+
     def set_admission(self, *, max_sandboxes: int = 0, max_memory: int = 0, max_pids: int = 0,
                       max_cpus: float = 0, max_initializing: int = 0, timeout_s: float = 30,
                       max_queue: int = 1024) -> None:

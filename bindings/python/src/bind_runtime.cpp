@@ -218,6 +218,31 @@ void bind_runtime(py::module_& m) {
              });
            },
            py::arg("selector"), py::arg("pause"))
+      .def("set_call_pool",
+           [](RuntimeHandle& h, const sandlet::Spec& spec, uint32_t min_idle, uint32_t max_size,
+              const std::string& reuse, double freeze_after_s, double destroy_frozen_after_s) {
+             const std::string key = spec.to_json();  // what `call` passes: the same spec, the same pool
+             sandlet_fncall_pool_options_t o = SANDLET_FNCALL_POOL_OPTIONS_INIT;
+             o.min_idle = min_idle;
+             o.max_size = max_size;
+             o.reuse = reuse.c_str();
+             o.freeze_after_s = freeze_after_s;
+             o.destroy_frozen_after_s = destroy_frozen_after_s;
+             blocking(h, [&](sandlet::Runtime& rt) {
+               sandlet::detail::check(sandlet_runtime_set_fncall_pool(rt.get(), key.c_str(), &o));
+               return 0;
+             });
+           },
+           py::arg("spec"), py::arg("min_idle"), py::arg("max_size"), py::arg("reuse"), py::arg("freeze_after_s"),
+           py::arg("destroy_frozen_after_s"))
+      .def("call_stats_json",
+           [](RuntimeHandle& h) {
+             return blocking(h, [](sandlet::Runtime& rt) {
+               char* out = nullptr;
+               sandlet::detail::check(sandlet_runtime_fncall_stats_json(rt.get(), &out));
+               return sandlet::detail::take_string(out);
+             });
+           })
       .def("set_admission",
            [](RuntimeHandle& h, uint64_t max_sandboxes, uint64_t max_memory, uint64_t max_pids, double max_cpus,
               uint64_t max_initializing, double timeout_s, uint64_t max_queue) {
