@@ -16,7 +16,10 @@
  * "batch" is best-effort; without it (or with "latency") it is latency-sensitive. A batch sandbox's
  * processes run under SCHED_IDLE (inherited by everything it starts; root inside cannot leave it), and
  * its cgroup gets the lowest CPU weight where the cpu controller is there (v2 cpu.idle = 1, v1
- * cpu.shares = 2), so it only gets CPU time latency-sensitive work leaves idle. Node admission
+ * cpu.shares = 2), so it only gets CPU time latency-sensitive work leaves idle. Where the CPU runs SMT and
+ * the kernel has core scheduling (CONFIG_SCHED_CORE), a batch sandbox also gets a core cookie of its own,
+ * so its threads never run on a sibling of a latency-sensitive thread's core (elsewhere: not applied,
+ * silently; these machines have neither). Node admission
  * (sandlet_metrics.h) queues latency-sensitive creates first by the same label. Any other value of the
  * label fails the create with INVALID_ARGUMENT.
  */

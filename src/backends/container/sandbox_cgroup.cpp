@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -117,6 +118,12 @@ void SandboxCgroup::apply_cpu_class(bool batch, pid_t init_pid) {
   // CAP_SYS_NICE in the host's user namespace or an RLIMIT_NICE above 0, whose hard limit (0) it cannot raise.
   sched_param param{};
   if (::sched_setscheduler(init_pid, SCHED_IDLE, &param) < 0) throw_errno("sandbox " + id_ + ": SCHED_IDLE for its init");
+  // Core scheduling where the CPU runs SMT: a core cookie of its own (inherited by everything the init
+  // starts), so that no thread of it runs on a sibling of a latency-sensitive thread's core at the same
+  // time (the sibling idles instead). Root inside can only make itself another cookie, never none. A CPU
+  // without SMT (ENODEV) or a kernel without CONFIG_SCHED_CORE (EINVAL) refuses: the class is then the
+  // scheduling policy and the weight.
+  ::prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, init_pid, PR_SCHED_CORE_SCOPE_THREAD_GROUP, 0);
   if (sys.unified) {
     // cpu.idle exists only where the cpu controller is enabled; without it SCHED_IDLE is the whole class.
     try {

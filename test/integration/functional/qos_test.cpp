@@ -1,6 +1,9 @@
 // CPU classes: a sandbox labelled "sandlet/priority" = "batch" runs under SCHED_IDLE with the lowest CPU
 // weight its cgroup layout offers; the default (latency-sensitive) is untouched.
+#include <sys/prctl.h>
+
 #include <boost/json.hpp>
+#include <cerrno>
 
 #include <iostream>
 
@@ -52,6 +55,24 @@ TEST_CASE("cpu class batch: SCHED_IDLE for every process, lowest v1 weight; late
     // Every process of the sandbox is in that group (the init was moved there before anything ran).
     CHECK(run_out(batch, "grep -c cpu /proc/self/cgroup") != "0\n");
     CHECK(slurp(group + "/tasks").size() > 0);
+  }
+  // Core scheduling: a batch sandbox's processes carry a core cookie of their own where SMT runs.
+  const pid_t batch_init = static_cast<pid_t>(
+      boost::json::parse(batch.info_json()).as_object().at("backend_state").at("init_pid").to_number<int64_t>());
+  unsigned long cookie = 0;
+  std::string smt;
+  std::ifstream("/sys/devices/system/cpu/smt/active") >> smt;
+  if (smt != "1") {
+    std::cout << "SANDLET-SKIP: core scheduling: this CPU runs no SMT (smt/active " << smt << ")" << std::endl;
+  } else if (::prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, batch_init, PR_SCHED_CORE_SCOPE_THREAD, &cookie) != 0) {
+    std::cout << "SANDLET-SKIP: core scheduling: this kernel has no CONFIG_SCHED_CORE (errno " << errno << ")" << std::endl;
+  } else {
+    CHECK(cookie != 0);
+    const pid_t latency_init = static_cast<pid_t>(
+        boost::json::parse(latency.info_json()).as_object().at("backend_state").at("init_pid").to_number<int64_t>());
+    unsigned long none = 1;
+    REQUIRE(::prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, latency_init, PR_SCHED_CORE_SCOPE_THREAD, &none) == 0);
+    CHECK(none == 0);
   }
   batch.destroy();
   latency.destroy();
