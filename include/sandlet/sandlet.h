@@ -577,31 +577,10 @@ SANDLET_API const char *sandlet_sandbox_list_state(const sandlet_sandbox_list_t 
 SANDLET_API const char *sandlet_sandbox_list_json(const sandlet_sandbox_list_t *l, size_t i); /* the full record */
 SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 
-/* What is kept of sandbox `id` for debugging, as JSON in *out_json (free with sandlet_free):
-     {"id", "state": "running"|"paused"|"dead"|"creating"|"expired", "backend", "environment",
-      "labels": {...}, "created_at", "on_expiry",
-      "reason", "ended_at", "keep_until",        (expired only: why and when it ended, kept until)
-      "last_output": [ {record}, ... ],          the last 16 execs, oldest first (on_expiry keep_logs or
-                                                 keep): an audit "output" record with the exec's fields
-                                                 (argv, exit_code, signal, timed_out or error, byte counts)
-                                                 and "stdout"/"stderr", the last 4000 bytes of each (valid
-                                                 UTF-8; what the sandbox printed, i.e. untrusted)
-      "audit": [ {record}, ... ]}                its last 64 audit records (sandlet_audit.h), as far back as
-                                                 the audit log's rotated files reach
-   A live sandbox of the root (any process's), or one that expired under on_expiry "keep_logs" less than
-   its keep_s ago. NOT_FOUND for neither; INVALID_ARGUMENT for a malformed id. */
-SANDLET_API sandlet_error_t *sandlet_runtime_logs(sandlet_runtime_t *rt, const char *id, char **out_json);
-/* The sandboxes that expired under on_expiry "keep_logs" and are still kept: a JSON array of
-   {"id", "state": "expired", "backend", "environment", "labels", "created_at", "ended_at", "reason",
-   "keep_until"}, sorted by id. */
-SANDLET_API sandlet_error_t *sandlet_runtime_expired(sandlet_runtime_t *rt, char **out_json);
-/* Drops what is kept of an expired sandbox at once (as gc does after its keep_s). NOT_FOUND when nothing is. */
-SANDLET_API sandlet_error_t *sandlet_runtime_forget_expired(sandlet_runtime_t *rt, const char *id);
-
 #ifdef __cplusplus
 }
 #endif
-/* The layer store; snapshots, restore and fork; builds from a recipe; remote stores; the audit log; metrics
+/* The layer store; snapshots, restore and fork; builds from a recipe; remote stores; the audit log and kept logs; metrics
    and node admission; FnCall calls in pooled containers; job-level pause and resume (parts of this header,
    kept in their own files). */
 #include "sandlet/sandlet_layers.h"

@@ -10,6 +10,7 @@
  * "ts" (RFC 3339 UTC, microseconds), "event", "sandbox" (the id), "labels" (the sandbox's), "pid" (of the
  * writing process) and the event's own fields. Writing never fails a sandbox operation: a record that
  * could not be written is counted in sandlet_runtime_stats_json ("audit": {"failed", "last_error", ...}).
+ * At its end this header also has the logs kept of sandboxes past their end (sandlet_runtime_logs).
  */
 #ifndef SANDLET_SANDLET_AUDIT_H
 #define SANDLET_SANDLET_AUDIT_H
@@ -55,6 +56,28 @@ SANDLET_API sandlet_error_t *sandlet_audit_reader_open(const char *path, const s
    write cut short by a full disk) are skipped. */
 SANDLET_API sandlet_error_t *sandlet_audit_reader_next(sandlet_audit_reader_t *reader, char **line);
 SANDLET_API void sandlet_audit_reader_close(sandlet_audit_reader_t *reader);
+
+/* Kept logs (spec on_expiry "keep_logs" or "keep", docs/AUDIT.md).
+   What is kept of sandbox `id` for debugging, as JSON in *out_json (free with sandlet_free):
+     {"id", "state": "running"|"paused"|"dead"|"creating"|"expired", "backend", "environment",
+      "labels": {...}, "created_at", "on_expiry",
+      "reason", "ended_at", "keep_until",        (expired only: why and when it ended, kept until)
+      "last_output": [ {record}, ... ],          the last 16 execs, oldest first (on_expiry keep_logs or
+                                                 keep): an audit "output" record with the exec's fields
+                                                 (argv, exit_code, signal, timed_out or error, byte counts)
+                                                 and "stdout"/"stderr", the last 4000 bytes of each (valid
+                                                 UTF-8; what the sandbox printed, i.e. untrusted)
+      "audit": [ {record}, ... ]}                its last 64 audit records (as above), as far back as
+                                                 the audit log's rotated files reach
+   A live sandbox of the root (any process's), or one that expired under on_expiry "keep_logs" less than
+   its keep_s ago. NOT_FOUND for neither; INVALID_ARGUMENT for a malformed id. */
+SANDLET_API sandlet_error_t *sandlet_runtime_logs(sandlet_runtime_t *rt, const char *id, char **out_json);
+/* The sandboxes that expired under on_expiry "keep_logs" and are still kept: a JSON array of
+   {"id", "state": "expired", "backend", "environment", "labels", "created_at", "ended_at", "reason",
+   "keep_until"}, sorted by id. */
+SANDLET_API sandlet_error_t *sandlet_runtime_expired(sandlet_runtime_t *rt, char **out_json);
+/* Drops what is kept of an expired sandbox at once (as gc does after its keep_s). NOT_FOUND when nothing is. */
+SANDLET_API sandlet_error_t *sandlet_runtime_forget_expired(sandlet_runtime_t *rt, const char *id);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
 // What stays of a sandbox that expired under on_expiry "keep_logs": a tombstone <root>/expired/<id>.json
 // with its identity, why and when it ended, until when it is kept, and the last output of its commands
 // (runtime/output_log.hpp). Its audit trail stays in the root's audit log, as every sandbox's does; `logs`
-// joins the two. gc removes tombstones past their keep_until; forget_expired removes one at once.
+// joins the two. The file's mtime is its keep_until, so that gc (which runs at every runtime open) finds
+// the ones to remove with a stat each; forget_expired removes one at once.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,7 +40,7 @@ json::object labels_object(const std::map<std::string, std::string>& labels) {
   return o;
 }
 
-// The tombstone of `id` (nullopt when there is none or it is damaged: gc removes a damaged one).
+// The tombstone at `path` (nullopt when there is none or it is damaged; either way gc removes it at its mtime).
 std::optional<json::object> read_tombstone(const std::string& path) {
   std::string text;
   try {
@@ -52,9 +54,11 @@ std::optional<json::object> read_tombstone(const std::string& path) {
   return std::move(v.as_object());
 }
 
-double keep_until_of(const json::object& t) {
-  const json::value* v = t.if_contains("keep_until_unix");
-  return v && v->is_number() ? v->to_number<double>() : 0;
+// Until when the tombstone at `path` is kept (its mtime); 0 when there is none.
+double kept_until(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
 }
 
 // The tombstone ids under <root>/expired.
@@ -92,10 +96,16 @@ void Runtime::keep_expired_logs(const SandboxRecord& rec, const char* reason) no
     t["ended_at"] = audit_time(now);
     t["reason"] = reason;
     t["keep_until"] = audit_time(now + rec.spec.keep_s);
-    t["keep_until_unix"] = now + rec.spec.keep_s;
     t["last_output"] = output_log::read_last(output_log_path(rec.id));
     ::mkdir(expired_dir(root_).c_str(), 0700);
-    sys::write_file_atomic(tombstone_path(root_, rec.id), json::serialize(t) + "\n");
+    const std::string path = tombstone_path(root_, rec.id);
+    sys::write_file_atomic(path, json::serialize(t) + "\n");
+    const double until = now + rec.spec.keep_s;
+    struct timespec times[2];
+    times[0].tv_sec = static_cast<time_t>(until);
+    times[0].tv_nsec = static_cast<long>((until - static_cast<double>(times[0].tv_sec)) * 1e9);
+    times[1] = times[0];
+    if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0) ::unlink(path.c_str());  // else gc would drop it early
   } catch (...) {
     // Its audit trail still says how it ended; only the last output is lost.
   }
@@ -105,8 +115,7 @@ size_t Runtime::sweep_expired_logs(double now) noexcept {
   size_t removed = 0;
   for (const std::string& id : tombstone_ids(root_)) {
     const std::string path = tombstone_path(root_, id);
-    std::optional<json::object> t = read_tombstone(path);
-    if (t && keep_until_of(*t) > now) continue;
+    if (kept_until(path) > now) continue;
     if (::unlink(path.c_str()) == 0) ++removed;
   }
   return removed;
@@ -132,12 +141,14 @@ std::string Runtime::logs_json(const std::string& id) {
     out["created_at"] = audit_time(rec->created_at);
     out["on_expiry"] = on_expiry_name(rec->spec.on_expiry);
     out["last_output"] = output_log::read_last(output_log_path(id));
-  } else if (std::optional<json::object> t = read_tombstone(tombstone_path(root_, id))) {
+  } else if (std::optional<json::object> t = kept_until(tombstone_path(root_, id)) > sys::now_unix_seconds()
+                                                   ? read_tombstone(tombstone_path(root_, id))
+                                                   : std::nullopt) {
     out["id"] = id;
     out["state"] = "expired";
     out["on_expiry"] = "keep_logs";
     for (auto& kv : *t)
-      if (kv.key() != "id" && kv.key() != "keep_until_unix") out[kv.key()] = std::move(kv.value());
+      if (kv.key() != "id") out[kv.key()] = std::move(kv.value());
   } else {
     throw Error(Code::kNotFound, "no sandbox '" + id + "' and no logs kept of one under " + root_);
   }
@@ -162,11 +173,13 @@ std::string Runtime::expired_json() {
   json::array out;
   const double now = sys::now_unix_seconds();
   for (const std::string& id : tombstone_ids(root_)) {
-    std::optional<json::object> t = read_tombstone(tombstone_path(root_, id));
-    if (!t || keep_until_of(*t) <= now) continue;  // gc's to remove
+    const std::string path = tombstone_path(root_, id);
+    if (kept_until(path) <= now) continue;  // gc's to remove
+    std::optional<json::object> t = read_tombstone(path);
+    if (!t) continue;
     json::object summary{{"id", id}, {"state", "expired"}};
     for (auto& kv : *t)
-      if (kv.key() != "id" && kv.key() != "keep_until_unix" && kv.key() != "last_output") summary[kv.key()] = std::move(kv.value());
+      if (kv.key() != "id" && kv.key() != "last_output") summary[kv.key()] = std::move(kv.value());
     out.push_back(std::move(summary));
   }
   return json::serialize(out);

@@ -11,6 +11,7 @@ from ._common import (Command, SpecLike, build_spec, capability_names, env_defau
                       listed, run_args, call_args)
 from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
+from ._operations import RuntimeOperations
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
 from ._store import StoreURL, call_store, lazy_flag, open_kwargs
 from ._stream import ExecStream
@@ -215,7 +216,7 @@ class Sandbox:
         return f"<sandlet.Sandbox {self.id}{' closed' if self.closed else ''}>"
 
 
-class Runtime:
+class Runtime(RuntimeOperations):
     """A sandlet runtime rooted at a state directory (default $SANDLET_ROOT, else /var/lib/sandlet).
 
     Opening sweeps what crashed runs left behind. Closing (or leaving the ``with`` block) destroys every
@@ -416,64 +417,6 @@ class Runtime:
         rows = listed(self._h.list(f"{first[0]}={first[1]}" if first else ""))
         return [r for r in rows if all(r.get("spec", {}).get("labels", {}).get(k) == v for k, v in wanted.items())]
 
-    def stats(self) -> Dict[str, Any]:
-        """Counters of this runtime: {"warm_pool": {"hits", "misses", "ready", ...}} (see sandlet.h)."""
-        return json.loads(self._h.stats_json())
-
-    def metrics(self) -> str:
-        """Platform metrics, Prometheus text 0.0.4 (docs/METRICS.md); ``metrics_json``: the same as dicts."""
-        return self._h.metrics_text()
-
-    def metrics_json(self) -> Dict[str, Any]:
-        return json.loads(self._h.metrics_json())
-
-    def pause(self, labels: Mapping[str, str]) -> Dict[str, Any]:
-        """Freezes every sandbox of the root (any process's) carrying all of ``labels``, in parallel.
-        Returns {"matched", "paused", "already", "failed": [{"id", "error"}], "reclaimed_bytes", "elapsed_ns"}."""
-        return json.loads(self._h.pause_jobs(_selector(labels), True))
-
-    def resume(self, labels: Mapping[str, str]) -> Dict[str, Any]:
-        """Lets every paused sandbox carrying all of ``labels`` run on (result as pause, "resumed" counted)."""
-        return json.loads(self._h.pause_jobs(_selector(labels), False))
-
-    def set_call_pool(self, spec: SpecLike = None, *, min_idle: int = 0, max_size: int = 8, reuse: str = "reset",
-                      freeze_after_s: float = 30, destroy_frozen_after_s: float = 300, **fields: Any) -> None:
-        """Settings of the pool behind ``call`` for this spec (given as to ``call``: the same spec, the same
-        pool; docs/FNCALL.md): containers at most and kept idle, ``reuse`` "reset" (reuse one a call left
-        clean) or "replace" (never), when idle ones freeze and when frozen ones go."""
-        s, _ = build_spec(spec, fields)
-        self._h.set_call_pool(s, min_idle, max_size, reuse, float(freeze_after_s), float(destroy_frozen_after_s))
-
-    def call_stats(self) -> Dict[str, Any]:
-        """Per pool behind ``call``: {"pools": [{"idle", "frozen", "in_use", "created", "reused",
-        "discarded_dirty", "handover_p50_us", ...}]} (sandlet_fncall.h)."""
-        return json.loads(self._h.call_stats_json())
-
-    def set_admission(self, *, max_sandboxes: int = 0, max_memory: int = 0, max_pids: int = 0,
-                      max_cpus: float = 0, max_initializing: int = 0, timeout_s: float = 30,
-                      max_queue: int = 1024) -> None:
-        """Node admission for this runtime's later creates (sandlet_metrics.h): a budget shared by every
-        process on the root — sandboxes, the sum of specs' memory (bytes), pids and cpus limits, creates under
-        way; 0 = unbounded, all 0 = off. A create that does not fit waits (spec label "sandlet/priority" =
-        "latency" first) up to ``timeout_s``, then raises Unavailable naming the resource."""
-        self._h.set_admission(max_sandboxes, max_memory, max_pids, float(max_cpus), max_initializing,
-                              float(timeout_s), max_queue)
-
-    def logs(self, sandbox_id: str) -> Dict[str, Any]:
-        """What is kept of a sandbox for debugging: a live one, or one that expired under
-        ``on_expiry="keep_logs"`` (state "expired", with reason, ended_at, keep_until). "last_output": its
-        last 16 execs (argv, exit status, the last 4000 bytes of stdout and stderr; on_expiry keep_logs or
-        keep); "audit": its last 64 audit records. NotFound for neither."""
-        return json.loads(self._h.logs(sandbox_id))
-
-    def expired(self) -> List[Dict[str, Any]]:
-        """The sandboxes that expired under ``on_expiry="keep_logs"`` and are still kept (summaries)."""
-        return json.loads(self._h.expired())
-
-    def forget_expired(self, sandbox_id: str) -> None:
-        """Drops what is kept of an expired sandbox now (gc does it after its keep_s). NotFound if nothing is."""
-        self._h.forget_expired(sandbox_id)
-
     def gc(self) -> int:
         """Removes what crashed or expired runs left behind (and the node's idle "sandlet" parent
         cgroups); returns how many sandboxes went."""
@@ -618,13 +561,3 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"<sandlet.Runtime {self.root}{' closed' if self.closed else ''}>"
-
-
-def _selector(labels: Mapping[str, str]) -> str:
-    """{"k": "v", ...} -> "k=v,..." (a pause/resume selector: every pair must match)."""
-    if not labels:
-        raise InvalidArgument("labels: at least one label is required", 3)
-    for k, v in labels.items():
-        if not k or "=" in k or "," in k or "," in v:
-            raise InvalidArgument(f"labels: {k!r}={v!r} cannot be a selector pair", 3)
-    return ",".join(f"{k}={v}" for k, v in labels.items())
