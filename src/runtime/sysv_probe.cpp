@@ -40,27 +40,35 @@ SysvProbe::~SysvProbe() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool SysvProbe::answer(int ipc_ns_fd) {
-  if (::setns(ipc_ns_fd, CLONE_NEWIPC) != 0) return true;
+bool SysvProbe::answer(int ipc_ns_fd, int home_fd) {
+  if (home_fd < 0 || ::setns(ipc_ns_fd, CLONE_NEWIPC) != 0) return true;
+  bool found = false;
   for (const char* f : {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"})
-    if (lists_objects(f)) return true;
-  return false;
+    if (!found && lists_objects(f)) found = true;
+  // Back home: a thread left in a sandbox's namespace would keep it, and every object in it, alive after
+  // the sandbox is gone.
+  if (::setns(home_fd, CLONE_NEWIPC) != 0) found = true;
+  return found;
 }
 
 void SysvProbe::serve() {
+  // The namespace this thread started in (the process's), opened before it joins any other.
+  const int home_fd = ::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC);
   std::unique_lock lock(mutex_);
   for (;;) {
     asked_.wait(lock, [&] { return stopping_ || !questions_.empty(); });
-    if (questions_.empty()) return;  // stopping, nothing left to answer
+    if (questions_.empty()) break;  // stopping, nothing left to answer
     Question* q = questions_.front();
     questions_.pop_front();
     lock.unlock();
-    const bool a = answer(q->fd);
+    const bool a = answer(q->fd, home_fd);
     lock.lock();
     q->answer = a;
     q->answered = true;
     answered_.notify_all();
   }
+  lock.unlock();
+  if (home_fd >= 0) ::close(home_fd);
 }
 
 bool SysvProbe::has_objects(int ipc_ns_fd) {

@@ -1,7 +1,8 @@
 // Whether a sandbox's IPC namespace holds SysV objects (shared memory, semaphores, message queues). The
 // files of /proc/sysvipc show the reading thread's own IPC namespace, so one long-lived thread of the host
-// process joins each namespace asked about in turn (setns) and reads them there: no other thread of the
-// process ever changes namespace, and no thread is started per question.
+// process joins each namespace asked about in turn (setns), reads them there and returns to its own: no
+// other thread of the process ever changes namespace, none is started per question, and none keeps a
+// sandbox's namespace alive.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -28,7 +29,7 @@ class SysvProbe final {
     bool answered = false;
   };
   void serve();
-  static bool answer(int ipc_ns_fd);  // on the probe thread
+  static bool answer(int ipc_ns_fd, int home_fd);  // on the probe thread
 
   std::mutex mutex_;
   std::condition_variable asked_, answered_;

@@ -146,6 +146,14 @@ TEST_CASE("fncall: a SysV object a call leaves costs its container; the next cal
     CHECK(c.ok(look).out == "clean\n");
   }
   CHECK(num(c.stats(), "discarded_dirty") == 3);
+  // Every thread of this process is back in its own IPC namespace: none keeps a discarded container's
+  // namespace (and its objects) alive.
+  const std::string home = fs::read_symlink("/proc/self/ns/ipc").string();
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::error_code ec;
+    const std::string ns = fs::read_symlink(task.path() / "ns" / "ipc", ec).string();
+    if (!ec) CHECK(ns == home);
+  }
   h.check_no_leaks();
 }
 
