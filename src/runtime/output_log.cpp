@@ -56,8 +56,9 @@ std::string read_end(int fd) {
 
 // Rewrites the locked file to its last kKeptRecords lines.
 void compact(int fd) {
+  const std::string data = read_end(fd);  // (the lines below point into it)
   std::string kept;
-  for (std::string_view line : last_lines(read_end(fd))) (kept += line) += '\n';
+  for (std::string_view line : last_lines(data)) (kept += line) += '\n';
   if (::ftruncate(fd, 0) != 0) return;
   write_line(fd, kept);  // O_APPEND: at the new end, i.e. offset 0
 }
@@ -91,7 +92,18 @@ void append(const std::string& path, const std::string& sandbox, const std::map<
     // Concurrent execs (of any process) append whole lines; the lock orders a compaction against them.
     if (::flock(fd.get(), LOCK_EX) != 0) return;
     struct stat st;
-    if (::fstat(fd.get(), &st) == 0 && static_cast<size_t>(st.st_size) > kCompactAt) compact(fd.get());
+    if (::fstat(fd.get(), &st) != 0) return;
+    if (static_cast<size_t>(st.st_size) > kCompactAt) {
+      compact(fd.get());
+      write_line(fd.get(), line);
+      return;
+    }
+    // After a line a crash cut short, this record starts a line of its own (the cut one is skipped on read).
+    char last = '\n';
+    if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') {
+      write_line(fd.get(), "\n" + line);
+      return;
+    }
     write_line(fd.get(), line);
   } catch (...) {
   }
