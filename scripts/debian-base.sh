@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds (once) and caches a minimal Debian bookworm root filesystem with python3 and git: the base layer
-# of the demo and the benchmarks.
+# Builds (once) and caches a minimal Debian bookworm root filesystem with python3, git, adduser and procps:
+# the base layer of the demo, the benchmarks and the framework tests (Inspect's checks add users and run ps).
 #
 # Usage: scripts/debian-base.sh [--print-path]
 #   --print-path  print only the rootfs path on stdout (progress always goes to stderr)
@@ -19,6 +19,8 @@ set -euo pipefail
 
 suite=bookworm
 name=debian-$suite-minbase
+# A stamp made with another list is stale: the tree is built again.
+include=python3,git,adduser,procps
 
 die() { echo "debian-base.sh: $*" >&2; exit 1; }
 say() { echo "debian-base.sh: $*" >&2; }
@@ -42,7 +44,8 @@ report() {
 }
 
 # Fast path: the stamp is written last, so its presence means a finished, checked tree.
-if [[ -e $stamp && -d $rootfs ]]; then
+stamp_current() { [[ -e $stamp && -d $rootfs ]] && grep -qx "suite=$suite variant=minbase include=$include" "$stamp"; }
+if stamp_current; then
   [[ $print_path -eq 1 ]] || say "cached ($stamp exists)"
   report
   exit 0
@@ -57,7 +60,7 @@ mkdir -p "$base"
 # One builder at a time (the demo and a benchmark may start together); the second waits, then finds the stamp.
 exec 9>"$base/.lock"
 flock 9
-if [[ -e $stamp && -d $rootfs ]]; then
+if stamp_current; then
   say "built by a concurrent run"
   report
   exit 0
@@ -167,9 +170,9 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM HUP
 
-say "debootstrap --variant=minbase --include=python3,git $suite into $tmp (takes a few minutes)"
+say "debootstrap --variant=minbase --include=$include $suite into $tmp (takes a few minutes)"
 # debootstrap's progress goes to stderr like ours; stdout stays for the path.
-debootstrap --variant=minbase --include=python3,git "$suite" "$tmp" "$mirror" >&2 ||
+debootstrap --variant=minbase --include="$include" "$suite" "$tmp" "$mirror" >&2 ||
   die "debootstrap failed (mirror $mirror)"
 unmount_under_base  # debootstrap unmounts its /proc and /sys itself; make sure
 
@@ -184,7 +187,7 @@ echo localhost >"$tmp/etc/hostname"
 : >"$tmp/etc/resolv.conf"
 
 # ---- check, publish, stamp ----------------------------------------------------------------------------
-for f in /usr/bin/python3 /usr/bin/git; do
+for f in /usr/bin/python3 /usr/bin/git /usr/sbin/adduser /usr/bin/ps; do
   chroot "$tmp" /usr/bin/test -x "$f" || die "the new rootfs has no executable $f"
 done
 out=$(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$tmp" python3 -c 'print(1)') ||
@@ -197,7 +200,7 @@ mv -T -- "$tmp" "$rootfs"
 tmp=
 sync -f "$rootfs" 2>/dev/null || sync
 {
-  echo "suite=$suite variant=minbase include=python3,git"
+  echo "suite=$suite variant=minbase include=$include"
   echo "debootstrap=$(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null || echo unknown)"
   echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >"$stamp.tmp.$$"

@@ -69,7 +69,7 @@ show() {
 
 echo
 echo "== 9. the CLI (same library, same root)"
-echo "  -- layered environments: a cached Debian bookworm minbase with python3 and git as the base layer,"
+echo "  -- layered environments: a cached Debian bookworm minbase (python3, git, adduser, procps) as the base layer,"
 echo "     a task repository as the workspace layer, composed by name"
 debian=$("$repo/scripts/debian-base.sh" --print-path)
 ws=$scratch/workspace

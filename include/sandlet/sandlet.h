@@ -437,7 +437,7 @@ typedef struct sandlet_exec_options {
   uint32_t size;                 /* sizeof(sandlet_exec_options_t) */
   const char *const *argv;       /* NULL-terminated, argv[0] required; resolved through PATH */
   const char *const *env;        /* NULL-terminated "KEY=VALUE" added to the spec's env; may be NULL */
-  const char *cwd;               /* NULL = the spec's workdir */
+  const char *cwd;               /* NULL = the spec's workdir; entered as root, then the user's ids apply */
   const char *user;              /* NULL = the spec's user; "uid[:gid]" or a name from /etc/passwd */
   const void *stdin_data;        /* bytes fed to stdin, then EOF; NULL = empty stdin */
   size_t stdin_len;
@@ -547,7 +547,8 @@ SANDLET_API sandlet_error_t *sandlet_run_async(sandlet_runtime_t *rt, const sand
  * Files, resolved inside the sandbox's root (symlinks cannot escape it). A file call whose sandbox does not
  * answer within a minute, plus a second for every 4 MiB moved (max_bytes for reads), is DEADLINE_EXCEEDED.
  * ------------------------------------------------------------------------------------------------- */
-/* Creates or replaces `path`, creating missing parent directories. mode 0 = 0644. */
+/* Creates or replaces `path` (atomically), creating missing parent directories. mode 0 = 0644. Replacing a
+   file the spec's user may not write is PERMISSION_DENIED (EACCES), as open(2) would say. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_write_file(sandlet_sandbox_t *sb, const char *path, const void *data,
                                                         size_t len, uint32_t mode);
 /* Reads at most `max_bytes` (0 = 64 MiB); a larger file is OUT_OF_RANGE. *data is freed with sandlet_free. */

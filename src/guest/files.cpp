@@ -164,6 +164,15 @@ void Server::write_start(Conn* c, std::string_view payload) {
     w.error = st;
     return;
   }
+  // The rename below would replace a file the user may not write (the directory is all it needs): refuse
+  // it as open(2) with O_WRONLY would. AT_EACCESS checks the file-system ids in force (the user's).
+  // (faccessat2: the plain faccessat system call has no flags argument.)
+  if (syscall(SYS_faccessat2, w.dirfd, w.base.c_str(), W_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0 &&
+      errno != ENOENT && errno != ENOSYS) {  // (before 5.8: no check, the rename decides)
+    w.error = path_status(errno, "write", req.path);
+    write_abort(c);
+    return;
+  }
   w.tmp = ".sandlet-" + std::to_string(++file_counter_) + ".tmp";
   w.fd = openat(w.dirfd, w.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
   if (w.fd < 0) {

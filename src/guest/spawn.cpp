@@ -126,11 +126,15 @@ int child_main(void* arg) {
   // Nor CAP_SYS_RESOURCE (not in the usual container set either): it would let root inside lift the
   // namespace counters the init set to 0 (see forbid_new_namespaces).
   if (prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) != 0) child_fail(c, SpawnStep::kCaps);
+  // The working directory is entered as root first, then (if that failed) as the user: a user's command
+  // may start in a directory only root may enter (an image's WORKDIR /root, say), as container runtimes
+  // allow; a directory only the user may enter (root squashed on a mount) still works.
+  const bool in_cwd = s.cwd && chdir(s.cwd) == 0;
   // Raw syscalls: glibc's set*id wrappers coordinate threads through shared state we must not touch.
   if (syscall(SYS_setgroups, s.ngroups, s.groups) != 0) child_fail(c, SpawnStep::kGroups);
   if (syscall(SYS_setresgid, s.gid, s.gid, s.gid) != 0) child_fail(c, SpawnStep::kSetgid);
   if (syscall(SYS_setresuid, s.uid, s.uid, s.uid) != 0) child_fail(c, SpawnStep::kSetuid);
-  if (s.cwd && chdir(s.cwd) != 0) child_fail(c, SpawnStep::kChdir);
+  if (s.cwd && !in_cwd && chdir(s.cwd) != 0) child_fail(c, SpawnStep::kChdir);
   if (s.stdin_fd >= 0 && dup2(s.stdin_fd, 0) < 0) child_fail(c, SpawnStep::kStdio);
   if ((s.stdout_fd >= 0 && dup2(s.stdout_fd, 1) < 0) || (s.stderr_fd >= 0 && dup2(s.stderr_fd, 2) < 0))
     child_fail(c, SpawnStep::kStdio);

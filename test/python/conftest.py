@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from typing import Iterator, List
 
@@ -39,6 +40,21 @@ def rootfs() -> str:
     path = os.environ.get("SANDLET_TEST_ROOTFS", "")
     if not path or not os.path.isfile(os.path.join(path, "bin", "busybox")):
         pytest.fail(f"SANDLET_TEST_ROOTFS={path!r} is not a busybox root filesystem (run the tests through ctest)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def debian_base() -> str:
+    """The Debian bookworm base (python3, git, adduser, procps), built once per machine by
+    scripts/debian-base.sh and cached; tests that need it SKIP, saying why, when it cannot be built."""
+    script = os.path.join(REPO, "scripts", "debian-base.sh")
+    try:
+        p = subprocess.run([script, "--print-path"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=900, check=True)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot build the Debian base with {script}: {(e.stderr or '')[-800:]}")
+    path = p.stdout.strip()
+    assert os.path.exists(os.path.join(path, "usr/bin/python3")), f"{script} printed {path!r}, which has no usr/bin/python3"
     return path
 
 

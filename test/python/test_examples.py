@@ -137,20 +137,6 @@ def busybox() -> str:
     return ROOTFS
 
 
-@pytest.fixture(scope="session")
-def debian_base() -> str:
-    """The Debian bookworm base (python3), built once per machine by scripts/debian-base.sh and cached."""
-    script = REPO / "scripts" / "debian-base.sh"
-    try:
-        p = subprocess.run([str(script), "--print-path"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=900, check=True)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot build the Debian base with {script}: {(e.stderr or '')[-800:]}")
-    path = p.stdout.strip()
-    assert Path(path, "usr/bin/python3").exists(), f"{script} printed {path!r}, which has no usr/bin/python3"
-    return path
-
-
 # ---- quickstart -----------------------------------------------------------------------------------------
 
 

@@ -56,6 +56,11 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     assert "sandlet/__init__.py" in names and "sandlet/libsandlet.so.1" in names and "sandlet/py.typed" in names
     assert any(n.startswith("sandlet/_sandlet.") and n.endswith(".so") for n in names)
     assert "sandlet/_sandlet.pyi" in names
+    # Subpackages ship too, and the Inspect provider's entry point is declared (Inspect finds it by name).
+    assert "sandlet/inspect/__init__.py" in names and "sandlet/inspect/_environment.py" in names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    declared = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[inspect_ai]" in declared and "sandlet = sandlet.inspect" in declared, declared
 
     venv = os.path.join(workdir, "venv")
     run([sys.executable, "-m", "venv", venv], timeout=300)

@@ -66,6 +66,12 @@ def test_users_including_one_added_at_run_time(conf: Conformance) -> None:
         with pytest.raises(sandlet.NotFound) as e:
             sb.exec("true", user="nosuchuser")
         assert "nosuchuser" in str(e.value)
+        # A working directory only root may enter is entered before the command becomes its user (as
+        # container runtimes do): the command starts there, and the kernel still guards what is inside.
+        shell(sb, "mkdir -p /rootonly/inner && chmod 700 /rootonly")
+        r = sb.exec("pwd; ls . >/dev/null 2>&1 || echo cannot-list; cd inner 2>/dev/null || echo cannot-enter",
+                    user="sandbox", cwd="/rootonly")
+        assert r.stdout == b"/rootonly\ncannot-list\ncannot-enter\n", r
     conf.check_no_leaks()
 
 

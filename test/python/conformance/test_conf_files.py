@@ -72,6 +72,18 @@ def test_permission_denied(conf: Conformance) -> None:
         assert (e2.value.errno, e2.value.filename) == (errno.EACCES, "/etc/new-file")
         sb.write_file("/home/sandbox/mine", "data")
         assert shell(sb, "stat -c %u:%g /home/sandbox/mine") == "1000:1000\n"
+        # The user's own file, made read-only: replacing it is refused as open(2) would refuse it, although
+        # the directory would let a rename through; the file keeps its content.
+        shell(sb, "chmod a-w /home/sandbox/mine")
+        with pytest.raises(PermissionError) as e3:
+            sb.write_file("/home/sandbox/mine", "replaced")
+        assert (e3.value.errno, e3.value.filename) == (errno.EACCES, "/home/sandbox/mine")
+        assert sb.read_file("/home/sandbox/mine") == b"data"
+        assert shell(sb, "ls -a /home/sandbox | grep -c '^.sandlet-' || true") == "0\n"
+    with conf.create() as sb:  # root may (CAP_DAC_OVERRIDE), as with open(2)
+        sb.write_file("/tmp/ro", "data", 0o444)
+        sb.write_file("/tmp/ro", "replaced", 0o444)
+        assert sb.read_file("/tmp/ro") == b"replaced"
     conf.check_no_leaks()
 
 

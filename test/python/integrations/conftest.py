@@ -1,0 +1,48 @@
+"""Fixtures of the framework integration tests (Inspect, ...): a throw-away runtime root shared by a module,
+with the Debian base (scripts/debian-base.sh) imported into its store for recipes to build FROM.
+
+At the end of each module nothing may stay: no sandbox in the root, no mount under it."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Iterator, List
+
+import pytest
+
+import sandlet
+
+BASE_LAYER = "inspect-test-debian"
+
+
+@pytest.fixture(scope="module")
+def integration_root(debian_base: str) -> Iterator[str]:
+    path = tempfile.mkdtemp(prefix="sandlet-integration.")
+    with sandlet.Runtime(path) as rt:
+        rt.layer_import(debian_base, name=BASE_LAYER)
+    yield path
+    with sandlet.Runtime(path) as rt:
+        left = [s["id"] for s in rt.list()]
+        rt.gc()
+    mounts = mounts_under(path)
+    shutil.rmtree(path, ignore_errors=True)
+    assert not left, f"sandboxes left in {path}: {left}"
+    assert not mounts, f"mounts left under {path}: {mounts}"
+
+
+def mounts_under(path: str) -> List[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if line.split()[4].startswith(path.rstrip("/") + "/")]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def write(path: str, text: str) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path

@@ -1,0 +1,69 @@
+"""An Inspect task for test_inspect_eval.py: Inspect's mock model, scripted to call the bash(), text_editor()
+and bash_session() tools, solves a small job in the sandbox and the scorer checks the result in the sandbox.
+
+The task names no sandbox provider in code: the test runs ``inspect eval ... --sandbox sandlet:CONFIG``, so the
+provider is found through its entry point, as a user's would be. It never imports sandlet.
+"""
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
+from inspect_ai.solver import TaskState, generate, use_tools
+from inspect_ai.tool import bash, bash_session, text_editor
+from inspect_ai.util import sandbox
+
+MODEL = "mockllm/model"
+
+
+def script() -> list:
+    call = ModelOutput.for_tool_call
+    outputs = [
+        # bash(): a one-shot shell command; its user and directory come from the sandbox config.
+        call(MODEL, "bash", {"command": "echo 40 > base.txt && id -un && pwd"}),
+        # text_editor(): a file created through Inspect's injected tool server.
+        call(MODEL, "text_editor", {"command": "create", "path": "/root/add.sh",
+                                    "file_text": "echo $(( $(cat /root/base.txt) + 2 ))\n"}),
+        # bash_session(): a persistent shell; the variable survives from one call to the next.
+        call(MODEL, "bash_session", {"action": "type_submit", "input": "cd /root && STEP=$(sh add.sh)"}),
+        call(MODEL, "bash_session", {"action": "type_submit", "input": "echo $STEP > answer.txt && echo saved"}),
+        ModelOutput.from_content(MODEL, "The answer is in /root/answer.txt."),
+    ]
+    for output in outputs:  # (given, so that the mock model does not fetch a tokenizer to count them)
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return outputs
+
+
+@scorer(metrics=[accuracy()])
+def answer_in_sandbox():
+    async def score(state: TaskState, target: Target) -> Score:
+        result = await sandbox().exec(["cat", "/root/answer.txt"])
+        value = result.stdout.strip()
+        return Score(value=CORRECT if result.success and value == target.text else INCORRECT, answer=value,
+                     explanation=result.stderr)
+    return score
+
+
+@task
+def sandlet_tools() -> Task:
+    return Task(
+        dataset=[Sample(input="Compute base + 2 into /root/answer.txt.", target="42")],
+        solver=[use_tools(bash(timeout=60), text_editor(timeout=60), bash_session(timeout=240)), generate()],
+        scorer=answer_in_sandbox(),
+        model=get_model(MODEL, custom_outputs=script()),
+        message_limit=30,
+    )
+
+
+HANG_MARKER = "sandlet-inspect-hang-marker"
+
+
+@task
+def sandlet_hang() -> Task:
+    """A sample whose command never ends: the test kills the eval's process meanwhile."""
+    outputs = [ModelOutput.for_tool_call(MODEL, "bash", {"command": f"sleep 600; echo {HANG_MARKER}"}),
+               ModelOutput.from_content(MODEL, "unreachable")]
+    for output in outputs:
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return Task(dataset=[Sample(input="Wait.", target="never")],
+                solver=[use_tools(bash(timeout=900)), generate()],
+                scorer=answer_in_sandbox(), model=get_model(MODEL, custom_outputs=outputs))
