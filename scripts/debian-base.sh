@@ -2,8 +2,10 @@
 # Builds (once) and caches a minimal Debian bookworm root filesystem with python3, git, adduser and procps:
 # the base layer of the demo, the benchmarks and the framework tests (Inspect's checks add users and run ps).
 #
-# Usage: scripts/debian-base.sh [--print-path]
+# Usage: scripts/debian-base.sh [--print-path] [--toolchain]
 #   --print-path  print only the rootfs path on stdout (progress always goes to stderr)
+#   --toolchain   another tree, debian-bookworm-toolchain: the same plus g++ (the code-execution service's
+#                 C++ pool and its tests), kept apart so that the base layer stays small
 #
 # Output: ${SANDLET_CACHE:-/var/cache/sandlet}/debian-bookworm-minbase/rootfs, plus the stamp file
 # .../debian-bookworm-minbase/complete, written last. With the stamp present the script does nothing (no
@@ -29,8 +31,9 @@ print_path=0
 for arg in "$@"; do
   case $arg in
     --print-path) print_path=1 ;;
+    --toolchain) name=debian-$suite-toolchain; include=$include,g++ ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-    *) die "unknown argument '$arg' (usage: $0 [--print-path])" ;;
+    *) die "unknown argument '$arg' (usage: $0 [--print-path] [--toolchain])" ;;
   esac
 done
 
@@ -187,7 +190,9 @@ echo localhost >"$tmp/etc/hostname"
 : >"$tmp/etc/resolv.conf"
 
 # ---- check, publish, stamp ----------------------------------------------------------------------------
-for f in /usr/bin/python3 /usr/bin/git /usr/sbin/adduser /usr/bin/ps; do
+checks=(/usr/bin/python3 /usr/bin/git /usr/sbin/adduser /usr/bin/ps)
+[[ $include != *g++* ]] || checks+=(/usr/bin/g++)
+for f in "${checks[@]}"; do
   chroot "$tmp" /usr/bin/test -x "$f" || die "the new rootfs has no executable $f"
 done
 out=$(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$tmp" python3 -c 'print(1)') ||

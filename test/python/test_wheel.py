@@ -61,6 +61,7 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     declared = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[inspect_ai]" in declared and "sandlet = sandlet.inspect" in declared, declared
+    assert "sandlet-sandbox-fusion = sandlet.sandbox_fusion.__main__:main" in declared, declared
 
     venv = os.path.join(workdir, "venv")
     run([sys.executable, "-m", "venv", venv], timeout=300)
@@ -74,3 +75,7 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     """)
     out = run([py, "-c", script], env={"PATH": os.environ["PATH"]}, timeout=120, cwd=workdir)
     assert out.stdout.startswith("from-wheel 0.")
+    # The service's command is installed and answers --help (it needs nothing beyond the standard library).
+    help_out = run([os.path.join(venv, "bin", "sandlet-sandbox-fusion"), "--help"], env={"PATH": os.environ["PATH"]},
+                   timeout=60, cwd=workdir)
+    assert "--language" in help_out.stdout
