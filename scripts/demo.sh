@@ -232,6 +232,63 @@ else
   echo "== 11. Python part skipped: no $python or no Python module in $build/python (run scripts/setup.sh)"
 fi
 
+# ---- the frameworks people already run: Inspect and the SandboxFusion API ------------------------------
+if [[ -x $python && -d $build/python/sandlet && -n ${debian:-} ]] && "$python" -c 'import inspect_ai' 2>/dev/null; then
+  echo
+  echo "== 12. frameworks: an Inspect eval whose (mock) model calls bash, text_editor and bash_session in a"
+  echo "       sandlet sandbox (provider found by its entry point), then verl-style code rewards over HTTP"
+  evaldir=$scratch/inspect
+  mkdir -p "$evaldir"
+  cp "$repo/examples/python/inspect_task.py" "$evaldir/"
+  printf 'layers: [%s]\nworkdir: /root\nroot: %s\nmemory: 1G\n' "$debian" "$root" >"$evaldir/sandlet.yaml"
+  show cat "$evaldir/sandlet.yaml"
+  echo "  \$ inspect eval inspect_task.py@sandlet_tools --sandbox sandlet:sandlet.yaml"
+  (cd "$evaldir" && PYTHONPATH=$build/python INSPECT_LOG_DIR=$evaldir/logs INSPECT_DISPLAY=none \
+     "$python" -m inspect_ai eval inspect_task.py@sandlet_tools --sandbox sandlet:sandlet.yaml) >"$evaldir/eval.out" 2>&1 ||
+    { cat "$evaldir/eval.out"; die "inspect eval failed"; }
+  PYTHONPATH=$build/python "$python" - "$evaldir/logs" <<'PY'
+import glob, sys
+from inspect_ai.log import read_eval_log
+log = read_eval_log(sorted(glob.glob(sys.argv[1] + "/*.eval"))[-1])
+for m in log.samples[0].messages:
+    if m.role == "assistant" and m.tool_calls:
+        c = m.tool_calls[0]
+        print(f"    model -> {c.function}({', '.join(f'{k}={v!r}' for k, v in c.arguments.items())})")
+    elif m.role == "tool":
+        print(f"    tool  <- {m.text.strip()[:90]!r}")
+score = next(iter(log.samples[0].scores.values()))
+print(f"    scored in the sandbox: answer {score.answer!r}, {score.value}; accuracy "
+      f"{log.results.scores[0].metrics['accuracy'].value}; eval status {log.status}")
+PY
+  echo "  \$ python -m sandlet.sandbox_fusion --listen 127.0.0.1:0 --language python=\$debian &   # the SandboxFusion API"
+  PYTHONPATH=$build/python "$python" -m sandlet.sandbox_fusion --listen 127.0.0.1:0 --root "$root" \
+    --language "python=$debian" >"$scratch/fusion.out" 2>&1 &
+  fusion_pid=$!
+  for _ in $(seq 100); do grep -q '^listening on' "$scratch/fusion.out" && break; sleep 0.1; done
+  url=http://$(sed -n 's/^listening on //p' "$scratch/fusion.out")
+  PYTHONPATH=$build/python "$python" - "$url" <<'PY'
+import json, sys, time, urllib.request
+def run_code(body):
+    req = urllib.request.Request(sys.argv[1] + "/run_code", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    t = time.perf_counter()
+    with urllib.request.urlopen(req) as r:
+        out = json.load(r)
+    return out, (time.perf_counter() - t) * 1000
+for name, body in [("a correct answer", {"code": "print(sum(map(int, input().split())))", "stdin": "40 2"}),
+                   ("an infinite loop", {"code": "while True: pass", "run_timeout": 1}),
+                   ("a memory hog", {"code": "x = bytearray(1 << 30)", "memory_limit_MB": 128})]:
+    out, ms = run_code({"language": "python", **body})
+    rr = out["run_result"]
+    print(f"    {name:17}: {out['status']:7} run {rr['status']}, exit {rr['return_code']}, "
+          f"stdout {rr['stdout'].strip()!r} ({ms:.0f} ms round trip)")
+PY
+  kill -TERM "$fusion_pid"
+  wait "$fusion_pid" || die "the SandboxFusion service did not stop cleanly"
+else
+  echo
+  echo "== 12. frameworks skipped: no Python environment with inspect-ai or no Debian base (scripts/setup.sh)"
+fi
+
 elapsed_ms=$(( (${EPOCHREALTIME/./} - start_us) / 1000 ))
 kept=" (kept)"; [[ $root == "$scratch/root" ]] && kept=" (throw-away: removed now)"
 printf '\ndemo: done in %d.%03d s; runtime root %s%s\n' $((elapsed_ms / 1000)) $((elapsed_ms % 1000)) "$root" "$kept"

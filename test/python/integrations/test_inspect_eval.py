@@ -2,8 +2,8 @@
 text_editor() and bash_session() tools in a sandlet sandbox, scored in the sandbox.
 
 The provider is found the way a user's install finds it: through the ``inspect_ai`` entry point declared in
-pyproject.toml (here as the dist-info a wheel install would write, beside the build tree's package), not by an
-import in the task. Afterwards no sandbox of the eval is left in the runtime root.
+pyproject.toml (the build writes the dist-info a wheel install would, beside the build tree's package), not by
+an import in the task. Afterwards no sandbox of the eval is left in the runtime root.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -26,36 +25,19 @@ from inspect_ai.log import read_eval_log  # noqa: E402
 
 from .conftest import BASE_LAYER, write  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
-
-
-def entry_point_dist(into: Path) -> Path:
-    """A dist-info holding pyproject.toml's entry points, so importlib.metadata (and Inspect) see them."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    dist = into / f"sandlet-{project['version']}.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sandlet\nVersion: {project['version']}\n")
-    lines = []
-    for group, eps in project["entry-points"].items():
-        lines.append(f"[{group}]")
-        lines += [f"{name} = {value}" for name, value in eps.items()]
-    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    return dist
+EXAMPLE_TASK = Path(__file__).resolve().parents[3] / "examples" / "python" / "inspect_task.py"
 
 
 def inspect_eval(root: str, tmp_path: Path, task: str) -> Tuple[List[str], Dict[str, str]]:
     """The `inspect eval` command line of `task` (of inspect_task.py) with a sandlet config, and its env."""
-    site = tmp_path / "site"
-    entry_point_dist(site)
     config = write(str(tmp_path / "sandlet.yaml"),
                    f"layers: [{BASE_LAYER}]\nworkdir: /root\nroot: {root}\nmemory: 1G\npids: 512\n")
     env = dict(os.environ)
     package_dir = os.path.dirname(os.path.dirname(os.path.abspath(sandlet.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([package_dir, str(site)])
+    env["PYTHONPATH"] = package_dir  # beside the package: its dist-info (the build writes it, as a wheel install does)
     env.update(INSPECT_LOG_DIR=str(tmp_path / "logs"), INSPECT_DISPLAY="plain", NO_COLOR="1",
                INSPECT_TELEMETRY="", HOME=str(tmp_path))
-    shutil.copy(HERE / "inspect_task.py", tmp_path / "inspect_task.py")  # (Inspect takes relative task paths)
+    shutil.copy(EXAMPLE_TASK, tmp_path / "inspect_task.py")  # (Inspect takes relative task paths)
     return [sys.executable, "-m", "inspect_ai", "eval", f"inspect_task.py@{task}", "--sandbox",
             f"sandlet:{config}"], env
 

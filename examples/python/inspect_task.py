@@ -1,8 +1,12 @@
-"""An Inspect task for test_inspect_eval.py: Inspect's mock model, scripted to call the bash(), text_editor()
-and bash_session() tools, solves a small job in the sandbox and the scorer checks the result in the sandbox.
+"""Inspect tasks on sandlet sandboxes, with Inspect's mock model (no API key, no network): `sandlet_tools` has the
+model call the bash(), text_editor() and bash_session() tools to solve a small job in the sandbox, scored in
+the sandbox; `sandlet_hang` starts a command that never ends (interrupt the eval: nothing is left behind).
 
-The task names no sandbox provider in code: the test runs ``inspect eval ... --sandbox sandlet:CONFIG``, so the
-provider is found through its entry point, as a user's would be. It never imports sandlet.
+    inspect eval inspect_task.py@sandlet_tools --sandbox sandlet:sandlet.yaml
+
+The task names no sandbox provider in code: `--sandbox sandlet:CONFIG` finds the provider through its entry
+point, as a user's install does. It never imports sandlet. Run by `make demo` and
+test/python/integrations/test_inspect_eval.py.
 """
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
