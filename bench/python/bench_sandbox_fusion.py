@@ -8,7 +8,7 @@ with one keep-alive connection each. Rounds alternate between the sides so that 
 One JSON object per line (the shape sandlet-bench prints).
 
 Run: PYTHONPATH=<build>/python python3 bench/python/bench_sandbox_fusion.py --rootfs DIR [--calls N]
-     [--concurrency 1,8] [--rounds 3]
+     [--concurrency 1,8] [--rounds 3] [--server python|PATH-OF-SANDLET-CLI]
 """
 from __future__ import annotations
 
@@ -34,10 +34,13 @@ import sandlet  # noqa: E402
 BODY = json.dumps({"code": "print(sum(range(1000)))", "language": "python", "run_timeout": 10}).encode()
 
 
-def start(root: str, rootfs: str, pooled: bool, pool_size: int) -> Tuple[subprocess.Popen, int]:
+def start(root: str, rootfs: str, pooled: bool, server: str) -> Tuple[subprocess.Popen, int]:
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(sandlet.__file__))))
-    cmd = [sys.executable, "-m", "sandlet.sandbox_fusion", "--listen", "127.0.0.1:0", "--root", root,
-           "--language", f"python={rootfs}", "--pool-size", str(pool_size)] + ([] if pooled else ["--no-pool"])
+    if server == "python":
+        cmd = [sys.executable, "-m", "sandlet.sandbox_fusion", "--root", root]
+    else:  # the CLI's `sandlet serve --sandbox-fusion`, given as the path of the sandlet binary
+        cmd = [server, "--root", root, "serve", "--sandbox-fusion"]
+    cmd += ["--listen", "127.0.0.1:0", "--language", f"python={rootfs}"] + ([] if pooled else ["--no-pool"])
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None
     line = p.stdout.readline()
@@ -91,12 +94,14 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=200, help="calls per side per round")
     ap.add_argument("--concurrency", default="1,8", help="comma-separated client counts")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--server", default="python",
+                    help="'python' (python -m sandlet.sandbox_fusion) or the path of a sandlet CLI (sandlet serve)")
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="sandlet-bench-fusion.")
     procs = []
     try:
-        pooled, pooled_port = start(os.path.join(root, "pooled"), args.rootfs, True, 8)
-        fresh, fresh_port = start(os.path.join(root, "fresh"), args.rootfs, False, 8)
+        pooled, pooled_port = start(os.path.join(root, "pooled"), args.rootfs, True, args.server)
+        fresh, fresh_port = start(os.path.join(root, "fresh"), args.rootfs, False, args.server)
         procs = [pooled, fresh]
         for port in (pooled_port, fresh_port):
             load(port, 16, 4)  # warm: pools filled, page cache hot
@@ -108,7 +113,8 @@ def main() -> int:
                     sides[name] = (sides[name][0] + lat, sides[name][1] + wall)
             pool, peer = summary(*sides["pool"]), summary(*sides["fresh"])
             print(json.dumps({
-                "scenario": "sandbox-fusion", "concurrency": concurrency, "calls": args.calls * args.rounds,
+                "scenario": "sandbox-fusion", "server": "python" if args.server == "python" else "cli",
+                "concurrency": concurrency, "calls": args.calls * args.rounds,
                 "sandlet_fncall_pool": pool, "peer_fresh_sandbox_per_call": peer,
                 "throughput_ratio": round(pool["calls_per_s"] / peer["calls_per_s"], 2),
                 "p50_ratio": round(peer["p50_ms"] / pool["p50_ms"], 2),

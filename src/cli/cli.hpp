@@ -63,6 +63,7 @@ int cmd_audit(CommandContext& ctx, const std::vector<std::string>& args);   // a
 int cmd_net(CommandContext& ctx, const std::vector<std::string>& args);     // net.cpp
 int cmd_policy(CommandContext& ctx, const std::vector<std::string>& args);  // policy.cpp
 int cmd_metrics(CommandContext& ctx, const std::vector<std::string>& args);  // metrics.cpp
+int cmd_serve(CommandContext& ctx, const std::vector<std::string>& args);    // serve.cpp
 
 // ---- exec machinery shared by run and exec (exec.cpp) ----------------------------------------------
 

@@ -39,6 +39,7 @@ constexpr std::string_view kUsage =
     "  doctor    Report the kernel features sandlet uses here and the paths it takes\n"
     "  audit     Print (and follow) the audit log: execs, lifecycle events, policy denials\n"
     "  metrics   Print or serve (--listen) the platform metrics, Prometheus text format\n"
+    "  serve     Serve an HTTP API over sandboxes: --sandbox-fusion (SandboxFusion's /run_code)\n"
     "  version   Print the version\n"
     "  help      Show help for a command\n"
     "\n"
@@ -76,6 +77,7 @@ constexpr Command kCommands[] = {
     {"net", cmd_net},
     {"policy", cmd_policy},
     {"metrics", cmd_metrics},
+    {"serve", cmd_serve},
 };
 
 CommandFn find_command(std::string_view name) {

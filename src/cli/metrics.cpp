@@ -53,7 +53,9 @@ std::string metrics_json(Runtime& rt) {
   return detail::take_string(out);
 }
 
-tcp::endpoint parse_listen(const std::string& spec) {
+}  // namespace
+
+boost::asio::ip::tcp::endpoint parse_listen(const std::string& spec) {
   std::string host = "127.0.0.1", port = spec;
   const size_t colon = spec.rfind(':');
   if (colon != std::string::npos) {
@@ -70,6 +72,8 @@ tcp::endpoint parse_listen(const std::string& spec) {
   if (ec) throw UsageError("--listen: bad address '" + host + "' (a numeric IPv4 or IPv6 address)");
   return {addr, static_cast<unsigned short>(std::stoul(port))};
 }
+
+namespace {
 
 std::string http_response(int status, const char* reason, const std::string& content_type, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + content_type +

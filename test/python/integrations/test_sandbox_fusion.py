@@ -1,5 +1,6 @@
-"""The SandboxFusion-compatible service (``python -m sandlet.sandbox_fusion``), driven by the ``sandbox-fusion``
-client package itself and by verl's request shape: Python and C++ with stdin, timeouts, memory limits,
+"""The SandboxFusion-compatible service — both implementations, ``python -m sandlet.sandbox_fusion`` and
+``sandlet serve --sandbox-fusion`` — driven by the ``sandbox-fusion`` client package itself and by verl's
+request shape: Python and C++ with stdin, timeouts, memory limits,
 compile errors, files in and out, bad requests, parallel callers. The service runs as its own process on
 loopback, as a user starts it; when it stops, its runtime root holds no sandbox and no mount."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -23,16 +24,26 @@ from sandbox_fusion import RunCodeRequest, RunStatus, run_code  # noqa: E402
 
 import sandlet  # noqa: E402
 
-from .conftest import mounts_under  # noqa: E402
+from .conftest import REPO, mounts_under  # noqa: E402
 
 CPP_SUM = '#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << "\\n"; }\n'
 
 
-@pytest.fixture(scope="module")
-def service(debian_toolchain: str) -> Iterator[str]:
+def server_command(kind: str, root: str) -> List[str]:
+    """The two implementations of one API: the Python package's entry point and the CLI's `serve`."""
+    if kind == "python":
+        return [sys.executable, "-m", "sandlet.sandbox_fusion", "--root", root]
+    cli = os.environ.get("SANDLET_CLI") or os.path.join(REPO, "build", "sandlet")
+    if not os.access(cli, os.X_OK):
+        pytest.skip(f"no sandlet CLI at {cli} (set SANDLET_CLI)")
+    return [cli, "--root", root, "serve", "--sandbox-fusion"]
+
+
+@pytest.fixture(scope="module", params=["python", "cli"])
+def service(request: pytest.FixtureRequest, debian_toolchain: str) -> Iterator[str]:
     root = tempfile.mkdtemp(prefix="sandlet-fusion.")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(sandlet.__file__))))
-    p = subprocess.Popen([sys.executable, "-m", "sandlet.sandbox_fusion", "--listen", "127.0.0.1:0", "--root", root,
+    p = subprocess.Popen([*server_command(request.param, root), "--listen", "127.0.0.1:0",
                           "--language", f"python={debian_toolchain}", "--language", f"cpp={debian_toolchain}",
                           "--memory", "512M"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -141,3 +152,13 @@ def test_parallel_callers(service: str) -> None:
 
     with ThreadPoolExecutor(16) as pool:
         assert list(pool.map(one, range(48))) == [f"{i * i}\n" for i in range(48)]
+
+
+@pytest.mark.parametrize("kind", ["python", "cli"])
+def test_bad_command_lines_are_usage_errors(kind: str, tmp_path: Any) -> None:
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(sandlet.__file__))))
+    base = server_command(kind, str(tmp_path / "root"))
+    for extra, needle in [([], "--language"), (["--language", "python"], "LANG=ENV"),
+                          (["--language", "cobol=/x"], "cobol"), (["--listen", "nowhere", "--language", "python=/x"], "listen")]:
+        p = subprocess.run([*base, *extra], env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and needle in p.stderr, (extra, p.returncode, p.stderr)
