@@ -14,7 +14,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "cli.hpp"
@@ -90,33 +92,40 @@ class Server {
 
   // Serves one accepted connection on a thread of its own.
   void adopt(int fd) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (active_ >= max_) {
+    timeval tv{kIdleTimeoutS, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    bool full;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      full = static_cast<int>(open_.size()) >= max_;
+      if (!full) open_.insert(fd);
+    }
+    if (full) {
       send_reply(fd, error_reply(503, "too many connections"), false);
       ::close(fd);
       return;
     }
-    ++active_;
     std::thread([this, fd] {
       serve_connection(fd);
-      ::close(fd);
       std::lock_guard<std::mutex> l(mu_);
-      --active_;
+      open_.erase(fd);
+      ::close(fd);  // (under the lock: stop() never shuts down a descriptor number already reused)
       idle_.notify_all();
     }).detach();
   }
 
-  // Waits for the connections in progress to finish (their sandboxes end with the runtime otherwise).
-  void drain(std::chrono::seconds limit) {
+  // Stops reading from every connection (a request being answered still gets its answer) and waits for
+  // them to end; returns how many are still running after `limit`.
+  size_t stop(std::chrono::seconds limit) {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait_for(lock, limit, [this] { return active_ == 0; });
+    for (int fd : open_) ::shutdown(fd, SHUT_RD);
+    idle_.wait_for(lock, limit, [this] { return open_.empty(); });
+    return open_.size();
   }
 
  private:
   void serve_connection(int fd) {
-    timeval tv{kIdleTimeoutS, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     std::string buf;
@@ -197,7 +206,7 @@ class Server {
   const int max_;
   std::mutex mu_;
   std::condition_variable idle_;
-  int active_ = 0;
+  std::set<int> open_;  // the connections being served
 };
 
 void accept_next(tcp::acceptor& acceptor, Server& server) {
@@ -283,7 +292,12 @@ int cmd_serve(CommandContext& ctx, const std::vector<std::string>& args) {
   write_all(STDOUT_FILENO, "listening on " + host + ":" + std::to_string(bound.port()) + "\n");
   accept_next(acceptor, server);
   io.run();
-  server.drain(std::chrono::seconds(60));
+  if (const size_t left = server.stop(std::chrono::seconds(60)); left != 0) {
+    // Their threads still use the runtime: end the process now; their sandboxes are owned by it, so the
+    // library's owner check removes them.
+    print_error("serve: " + std::to_string(left) + " request(s) still running 60 s after the signal; exiting");
+    std::_Exit(kExitRuntimeError);
+  }
   rt.close();
   return 0;
 }

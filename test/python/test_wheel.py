@@ -66,7 +66,8 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     venv = os.path.join(workdir, "venv")
     run([sys.executable, "-m", "venv", venv], timeout=300)
     py = os.path.join(venv, "bin", "python")
-    run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], timeout=300)
+    # Without PYTHONPATH: the build tree's package (and its dist-info) would count as installed already.
+    run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], env=env, timeout=300)
     script = textwrap.dedent(f"""
         import sandlet, os
         assert os.path.dirname(sandlet.__file__).startswith({venv!r}), sandlet.__file__
