@@ -18,6 +18,7 @@ namespace bj = boost::json;
 constexpr const char* kWorkdir = "/tmp/sandbox-fusion";
 constexpr size_t kMaxArgvCode = 96 * 1024;  // one argv string holds at most 128 KiB (MAX_ARG_STRLEN)
 constexpr uint64_t kOutputLimit = 16u << 20;
+constexpr double kMaxMemoryMb = 1 << 20;
 
 struct Language {
   const char* name;
@@ -125,7 +126,9 @@ Request parse(const bj::value& doc) {
   r.run_timeout = timeout_field(*o, "run_timeout", 10);
   if (const bj::value* m = o->if_contains("memory_limit_MB"); m != nullptr && !m->is_null()) {
     if (!m->is_number()) throw RequestError("field 'memory_limit_MB': expected a number");
-    r.memory_mb = static_cast<int64_t>(m->to_number<double>());
+    const double mb = m->to_number<double>();
+    if (mb > kMaxMemoryMb) throw RequestError("field 'memory_limit_MB': at most 1048576 (1 TiB)");
+    r.memory_mb = static_cast<int64_t>(mb);
   }
   if (const bj::value* f = o->if_contains("files"); f != nullptr && !f->is_null()) {
     if (!f->is_object()) throw RequestError("field 'files': expected an object of path -> base64");

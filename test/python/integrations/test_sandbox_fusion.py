@@ -137,6 +137,8 @@ def test_bad_requests_name_the_field(service: str) -> None:
     assert r["http"] == 400 and "'cobol' is not served here (served: cpp, python)" in r["error"]
     r = post(service, "/run_code", {"code": "x", "language": "python", "run_timeout": -1})
     assert r["http"] == 400 and "run_timeout" in r["error"]
+    r = post(service, "/run_code", {"code": "x", "language": "python", "memory_limit_MB": 1 << 40})
+    assert r["http"] == 400 and "memory_limit_MB" in r["error"]
     r = post(service, "/run_code", b"{not json")
     assert r["http"] == 400 and "not JSON" in r["error"]
     assert post(service, "/nothing", {})["http"] == 404

@@ -76,6 +76,8 @@ class Request:
                   run_timeout=float(get("run_timeout", (int, float), 10.0)),
                   memory_limit_mb=int(get("memory_limit_MB", (int, float), -1)),
                   files=dict(get("files", dict, {})), fetch_files=list(get("fetch_files", list, [])))
+        if req.memory_limit_mb > 1 << 20:
+            raise RequestError("field 'memory_limit_MB': at most 1048576 (1 TiB)")
         for name in ("compile_timeout", "run_timeout"):
             if not 0 < getattr(req, name) <= 3600:
                 raise RequestError(f"field '{name}': must be in (0, 3600] seconds")
