@@ -1,6 +1,8 @@
 """Inspect tasks on sandlet sandboxes, with Inspect's mock model (no API key, no network): `sandlet_tools` has the
 model call the bash(), text_editor() and bash_session() tools to solve a small job in the sandbox, scored in
-the sandbox; `sandlet_hang` starts a command that never ends (interrupt the eval: nothing is left behind).
+the sandbox; `sandlet_parallel -T samples=N` runs N samples at once, each calling the same tools from a
+solver in a sandbox of its own; `sandlet_hang` starts a command that never ends (interrupt the eval:
+nothing is left behind).
 
     inspect eval inspect_task.py@sandlet_tools --sandbox sandlet:sandlet.yaml
 
@@ -12,7 +14,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
-from inspect_ai.solver import TaskState, generate, use_tools
+from inspect_ai.solver import Generate, TaskState, generate, solver, use_tools
 from inspect_ai.tool import bash, bash_session, text_editor
 from inspect_ai.util import sandbox
 
@@ -71,3 +73,23 @@ def sandlet_hang() -> Task:
     return Task(dataset=[Sample(input="Wait.", target="never")],
                 solver=[use_tools(bash(timeout=900)), generate()],
                 scorer=answer_in_sandbox(), model=get_model(MODEL, custom_outputs=outputs))
+
+
+@solver
+def square_with_tools():
+    """Calls the tools directly (no model: the mock model's script is one sequence shared by every sample)."""
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        n = state.metadata["n"]
+        await bash(timeout=60)(command=f"echo {n} > /root/base.txt")
+        await text_editor(timeout=60)(command="create", path="/root/square.sh",
+                                      file_text="n=$(cat /root/base.txt); echo $((n * n))\n")
+        await bash_session(timeout=240)(action="type_submit", input="sh /root/square.sh > /root/answer.txt")
+        return state
+    return solve
+
+
+@task
+def sandlet_parallel(samples: int = 8) -> Task:
+    """`samples` samples at once (run with --max-samples/--max-sandboxes >= samples): parallel starts."""
+    return Task(dataset=[Sample(input=f"Square {n}.", target=str(n * n), metadata={"n": n}) for n in range(samples)],
+                solver=square_with_tools(), scorer=answer_in_sandbox(), model=get_model(MODEL))

@@ -68,6 +68,23 @@ def test_inspect_eval_with_the_mock_model(integration_root: str, tmp_path: Path)
         assert rt.list() == [], "the eval left sandboxes behind"
 
 
+def test_parallel_samples_each_in_a_sandbox_of_their_own(integration_root: str, tmp_path: Path) -> None:
+    # Eight samples start together (no container daemon to queue on); each solves its own instance.
+    cmd, env = inspect_eval(integration_root, tmp_path, "sandlet_parallel")
+    p = subprocess.run([*cmd, "-T", "samples=8", "--max-samples", "8", "--max-sandboxes", "8"], env=env, cwd=tmp_path,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-6000:]
+    (path,) = sorted((tmp_path / "logs").glob("*.eval"))
+    log = read_eval_log(str(path))
+    assert log.status == "success", log.error
+    assert log.samples is not None and len(log.samples) == 8
+    answers = sorted((s.metadata["n"], next(iter(s.scores.values())).answer) for s in log.samples if s.scores)
+    assert answers == [(n, str(n * n)) for n in range(8)], answers
+    assert log.results is not None and log.results.scores[0].metrics["accuracy"].value == 1.0
+    with sandlet.Runtime(integration_root) as rt:
+        assert rt.list() == [], "the eval left sandboxes behind"
+
+
 def processes_with(marker: str) -> List[int]:
     pids = []
     for pid in os.listdir("/proc"):
