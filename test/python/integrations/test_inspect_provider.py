@@ -4,6 +4,8 @@ sandboxes per sample), and configs refused with the field and the reason."""
 from __future__ import annotations
 
 from pathlib import Path
+
+import anyio
 from typing import AsyncIterator
 
 import pytest
@@ -159,3 +161,34 @@ async def test_cli_cleanup_destroys_what_a_task_left(integration_root: str, monk
     with sandlet.Runtime(integration_root) as rt:
         assert rt.list(labels={"inspect.task": TASK}) == []
     del held
+
+
+async def test_exec_remote_streams_and_kills(env: SandletSandboxEnvironment) -> None:
+    # Inspect's exec_remote runs through its injected tool server (started in the background by an exec),
+    # on the proxy Inspect wraps every sandbox in during an eval.
+    from inspect_ai.util import ExecCompleted, ExecRemoteAwaitableOptions, ExecStdout
+    from inspect_ai.util._sandbox.events import SandboxEnvironmentProxy
+
+    proxy = SandboxEnvironmentProxy(env)
+    done = await proxy.exec_remote(["sh", "-c", "echo one; echo two >&2; exit 3"], stream=False)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "one\n", "two\n")
+    proc = await proxy.exec_remote(["sh", "-c", "for i in 1 2 3; do echo line$i; sleep 0.2; done"])
+    out, code = "", None
+    async for event in proc:
+        if isinstance(event, ExecStdout):
+            out += event.data
+        elif isinstance(event, ExecCompleted):
+            code = event.exit_code
+    assert (out, code) == ("line1\nline2\nline3\n", 0)
+    with pytest.raises(TimeoutError):
+        await proxy.exec_remote(["sh", "-c", "sleep 300 # remote_marker"], ExecRemoteAwaitableOptions(timeout=2),
+                              stream=False)
+    assert not await running(env, "remote_marker")
+    long = await proxy.exec_remote(["sh", "-c", "sleep 300 # remote_killed"])
+    assert await running(env, "remote_killed")
+    await long.kill()
+    for _ in range(50):
+        if not await running(env, "remote_killed"):
+            break
+        await anyio.sleep(0.1)
+    assert not await running(env, "remote_killed")
