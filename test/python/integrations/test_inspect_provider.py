@@ -1,13 +1,16 @@
 """The sandlet Inspect provider beyond Inspect's own checks: background servers that outlive an exec while a
 timeout still kills the tree, the output-limit error, compose files and recipes as configs (several named
-sandboxes per sample), and configs refused with the field and the reason."""
+sandboxes per sample), configs refused with the field and the reason, exec_remote, and cleanup that leaves
+another process's sandboxes alone."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
-
-import anyio
 from typing import AsyncIterator
 
+import anyio
 import pytest
 
 pytest.importorskip("inspect_ai", reason="inspect-ai is not installed (scripts/setup.sh installs it)")
@@ -192,3 +195,26 @@ async def test_exec_remote_streams_and_kills(env: SandletSandboxEnvironment) -> 
             break
         await anyio.sleep(0.1)
     assert not await running(env, "remote_killed")
+
+
+async def test_task_cleanup_leaves_another_process_sandboxes(integration_root: str) -> None:
+    # Another eval of the same task on the same root: its sandbox carries the same labels, another owner.
+    script = (f"import sandlet, sys\nrt = sandlet.Runtime({integration_root!r})\n"
+              f"sb = rt.create(layers=[{BASE_LAYER!r}], labels={{'inspect.provider': 'sandlet', 'inspect.task': {TASK!r}}})\n"
+              "print(sb.id, flush=True)\nsys.stdin.read()\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(sandlet.__file__))))
+    other = subprocess.Popen([sys.executable, "-c", script], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert other.stdout is not None
+        other_id = other.stdout.readline().strip()
+        assert other_id, "the other process made no sandbox"
+        cfg = SandletSandboxConfig(layers=[BASE_LAYER], root=integration_root)
+        mine = await SandletSandboxEnvironment.sample_init(TASK, cfg, {})
+        await SandletSandboxEnvironment.task_cleanup(TASK, cfg, True)
+        with sandlet.Runtime(integration_root) as rt:
+            left = [s["id"] for s in rt.list(labels={"inspect.task": TASK})]
+        assert left == [other_id], left  # this process's went, the other's stays
+        del mine
+    finally:
+        other.communicate("", timeout=60)

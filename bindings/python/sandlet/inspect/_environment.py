@@ -170,7 +170,9 @@ class SandletSandboxEnvironment(SandboxEnvironment):
         if not cleanup:
             return
         cfg = load_config(config)
-        await _destroy_labelled(_root_of(cfg), {PROVIDER_LABEL: "sandlet", TASK_LABEL: _label_value(task_name)})
+        # Only this process's: another eval of the same task may share the root.
+        await _destroy_labelled(_root_of(cfg), {PROVIDER_LABEL: "sandlet", TASK_LABEL: _label_value(task_name)},
+                                owner_pid=os.getpid())
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
@@ -261,10 +263,12 @@ async def _workdir_of(sb: sandlet.AsyncSandbox) -> str:
     return workdir if isinstance(workdir, str) and workdir.startswith("/") else "/"
 
 
-async def _destroy_labelled(root: str, labels: Dict[str, str]) -> None:
+async def _destroy_labelled(root: str, labels: Dict[str, str], owner_pid: int = 0) -> None:
     rt = await runtime_for(root)
     for entry in await rt.list(labels=labels):
-        sid = entry["id"] if isinstance(entry, dict) else entry[0]
+        if owner_pid and entry.get("owner_pid") != owner_pid:
+            continue
+        sid = entry["id"]
         try:
             sb = await rt.attach(sid)
             await sb.destroy()
