@@ -243,6 +243,8 @@ if [[ -x $python && -d $build/python/sandlet && -n ${debian:-} ]] && "$python" -
   printf 'layers: [%s]\nworkdir: /root\nroot: %s\nmemory: 1G\n' "$debian" "$root" >"$evaldir/sandlet.yaml"
   show cat "$evaldir/sandlet.yaml"
   echo "  \$ inspect eval inspect_task.py@sandlet_tools --sandbox sandlet:sandlet.yaml"
+  # Inspect's caches and traces go to the scratch directory, not the user's home.
+  export XDG_CACHE_HOME=$evaldir/cache XDG_DATA_HOME=$evaldir/data XDG_CONFIG_HOME=$evaldir/config
   (cd "$evaldir" && PYTHONPATH=$build/python INSPECT_LOG_DIR=$evaldir/logs INSPECT_DISPLAY=none \
      "$python" -m inspect_ai eval inspect_task.py@sandlet_tools --sandbox sandlet:sandlet.yaml) >"$evaldir/eval.out" 2>&1 ||
     { cat "$evaldir/eval.out"; die "inspect eval failed"; }

@@ -52,6 +52,26 @@ def debian_toolchain() -> str:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _framework_state_in_a_temp_dir() -> Iterator[None]:
+    """The frameworks' caches, traces and settings (XDG directories) go to a throw-away directory, not the
+    home directory of whoever runs the tests."""
+    path = tempfile.mkdtemp(prefix="sandlet-integration-home.")
+    names = ("XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
+    saved = {n: os.environ.get(n) for n in names}
+    for n in names:
+        os.environ[n] = os.path.join(path, n.lower())
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
