@@ -8,16 +8,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
-#include <csignal>
 #include <istream>
 #include <memory>
 
 #include "cli.hpp"
+#include "listen.hpp"
 #include "sandlet/sandlet_metrics.h"
 
 namespace sandlet::cli {
@@ -52,28 +51,6 @@ std::string metrics_json(Runtime& rt) {
   detail::check(sandlet_runtime_metrics_node_json(rt.get(), &out));
   return detail::take_string(out);
 }
-
-}  // namespace
-
-boost::asio::ip::tcp::endpoint parse_listen(const std::string& spec) {
-  std::string host = "127.0.0.1", port = spec;
-  const size_t colon = spec.rfind(':');
-  if (colon != std::string::npos) {
-    host = spec.substr(0, colon);
-    port = spec.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    if (host.empty()) host = "127.0.0.1";
-  }
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(port) > 65535)
-    throw UsageError("--listen: bad port in '" + spec + "' (ADDR:PORT, PORT 0-65535)");
-  boost::system::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  if (ec) throw UsageError("--listen: bad address '" + host + "' (a numeric IPv4 or IPv6 address)");
-  return {addr, static_cast<unsigned short>(std::stoul(port))};
-}
-
-namespace {
 
 std::string http_response(int status, const char* reason, const std::string& content_type, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + content_type +
@@ -164,24 +141,9 @@ void accept_next(tcp::acceptor& acceptor, Runtime& rt) {
 
 int serve(Runtime& rt, const tcp::endpoint& where) {
   asio::io_context io;
-  tcp::acceptor acceptor(io);
-  boost::system::error_code ec;
-  acceptor.open(where.protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(where, ec);
-  if (!ec) acceptor.listen(64, ec);
-  if (ec) throw Error(SANDLET_UNAVAILABLE, "metrics: cannot listen on " + where.address().to_string() + ":" +
-                                               std::to_string(where.port()) + ": " + ec.message());
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code, int) {
-    boost::system::error_code ignored;
-    acceptor.close(ignored);
-    io.stop();
-  });
-  const tcp::endpoint bound = acceptor.local_endpoint();
-  const std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
-  write_all(STDOUT_FILENO, "listening on http://" + host + ":" + std::to_string(bound.port()) + "/metrics\n");
-  accept_next(acceptor, rt);
+  Listener listener(io, where, "metrics", 64);
+  write_all(STDOUT_FILENO, "listening on http://" + listener.bound() + "/metrics\n");
+  accept_next(listener.acceptor(), rt);
   io.run();
   return 0;
 }

@@ -10,10 +10,8 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <condition_variable>
-#include <csignal>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -21,10 +19,9 @@
 
 #include "cli.hpp"
 #include "fusion.hpp"
+#include "listen.hpp"
 
 namespace sandlet::cli {
-
-boost::asio::ip::tcp::endpoint parse_listen(const std::string& spec);  // metrics.cpp
 
 namespace {
 
@@ -272,25 +269,10 @@ int cmd_serve(CommandContext& ctx, const std::vector<std::string>& args) {
   if (svc.specs.empty()) throw UsageError("give at least one --language LANG=ENV");
 
   asio::io_context io;
-  tcp::acceptor acceptor(io);
-  boost::system::error_code ec;
-  acceptor.open(where.protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(where, ec);
-  if (!ec) acceptor.listen(128, ec);
-  if (ec) throw Error(SANDLET_UNAVAILABLE, "serve: cannot listen on " + where.address().to_string() + ":" +
-                                               std::to_string(where.port()) + ": " + ec.message());
+  Listener listener(io, where, "serve", 128);
   Server server(std::move(svc), max_connections);
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code, int) {
-    boost::system::error_code ignored;
-    acceptor.close(ignored);
-    io.stop();
-  });
-  const tcp::endpoint bound = acceptor.local_endpoint();
-  const std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
-  write_all(STDOUT_FILENO, "listening on " + host + ":" + std::to_string(bound.port()) + "\n");
-  accept_next(acceptor, server);
+  write_all(STDOUT_FILENO, "listening on " + listener.bound() + "\n");
+  accept_next(listener.acceptor(), server);
   io.run();
   if (const size_t left = server.stop(std::chrono::seconds(60)); left != 0) {
     // Their threads still use the runtime: end the process now; their sandboxes are owned by it, so the

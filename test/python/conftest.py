@@ -43,18 +43,31 @@ def rootfs() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def debian_base() -> str:
-    """The Debian bookworm base (python3, git, adduser, procps), built once per machine by
-    scripts/debian-base.sh and cached; tests that need it SKIP, saying why, when it cannot be built."""
+def debian_tree(*flags: str) -> str:
+    """A Debian tree of scripts/debian-base.sh (built once per machine and cached); SKIPs, saying why, when it
+    cannot be built (offline, say)."""
     script = os.path.join(REPO, "scripts", "debian-base.sh")
     try:
-        p = subprocess.run([script, "--print-path"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.run([script, *flags, "--print-path"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=900, check=True)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot build the Debian base with {script}: {(e.stderr or '')[-800:]}")
-    path = p.stdout.strip()
-    assert os.path.exists(os.path.join(path, "usr/bin/python3")), f"{script} printed {path!r}, which has no usr/bin/python3"
+        pytest.skip(f"cannot build the Debian tree with {script} {' '.join(flags)}: {(e.stderr or '')[-800:]}")
+    return p.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def debian_base() -> str:
+    """The Debian bookworm base (python3, git, adduser, procps)."""
+    path = debian_tree()
+    assert os.path.exists(os.path.join(path, "usr/bin/python3")), f"debian-base.sh printed {path!r}, which has no python3"
+    return path
+
+
+@pytest.fixture(scope="session")
+def debian_toolchain() -> str:
+    """The base plus g++ (debian-base.sh --toolchain)."""
+    path = debian_tree("--toolchain")
+    assert os.path.exists(os.path.join(path, "usr/bin/g++")), f"debian-base.sh printed {path!r}, which has no g++"
     return path
 
 

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
-from typing import Iterator, List
+from typing import Iterator
 
 import pytest
 
 import sandlet
+from conftest import REPO, mounts_under  # test/python's (on sys.path as the tests' rootdir)
 
 BASE_LAYER = "inspect-test-debian"
-REPO = os.environ.get("SANDLET_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 @pytest.fixture(scope="module")
@@ -31,25 +30,6 @@ def integration_root(debian_base: str) -> Iterator[str]:
     shutil.rmtree(path, ignore_errors=True)
     assert not left, f"sandboxes left in {path}: {left}"
     assert not mounts, f"mounts left under {path}: {mounts}"
-
-
-def mounts_under(path: str) -> List[str]:
-    with open("/proc/self/mountinfo") as f:
-        return [line.split()[4] for line in f if line.split()[4].startswith(path.rstrip("/") + "/")]
-
-
-@pytest.fixture(scope="session")
-def debian_toolchain() -> str:
-    """The Debian base plus g++ (scripts/debian-base.sh --toolchain), built once per machine and cached."""
-    script = os.path.join(REPO, "scripts", "debian-base.sh")
-    try:
-        p = subprocess.run([script, "--toolchain", "--print-path"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=900, check=True)
-    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot build the Debian toolchain tree with {script}: {str(getattr(e, 'stderr', e))[-800:]}")
-    path = p.stdout.strip()
-    assert os.path.exists(os.path.join(path, "usr/bin/g++")), f"{script} printed {path!r}, which has no g++"
-    return path
 
 
 @pytest.fixture(scope="session", autouse=True)

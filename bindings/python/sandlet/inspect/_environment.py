@@ -207,7 +207,7 @@ class SandletSandboxEnvironment(SandboxEnvironment):
         except sandlet.NotFound as e:  # e.g. no such user in the sandbox's /etc/passwd
             return ExecResult(False, 126, "", f"{e}\n")
         except (sandlet.FailedPrecondition, sandlet.Unavailable) as e:
-            raise SandboxUnavailableError(f"sandlet sandbox {self.sandbox.id}: {e}") from None
+            raise self._unavailable(e) from None
         if r.timed_out:
             raise TimeoutError(f"command timed out after {timeout} s (every process it started was killed)")
         if r.stdout_truncated or r.stderr_truncated:
@@ -221,9 +221,7 @@ class SandletSandboxEnvironment(SandboxEnvironment):
         try:
             await self.sandbox.write_file(self._path(file), data)
         except (sandlet.FailedPrecondition, sandlet.Unavailable) as e:
-            if isinstance(e, OSError):
-                raise
-            raise SandboxUnavailableError(f"sandlet sandbox {self.sandbox.id}: {e}") from None
+            raise self._unavailable(e) from None
 
     @overload
     async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
@@ -238,13 +236,16 @@ class SandletSandboxEnvironment(SandboxEnvironment):
             raise OutputLimitExceededError(limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR,
                                            truncated_output=None) from None
         except (sandlet.FailedPrecondition, sandlet.Unavailable) as e:
-            if isinstance(e, OSError):
-                raise
-            raise SandboxUnavailableError(f"sandlet sandbox {self.sandbox.id}: {e}") from None
+            raise self._unavailable(e) from None
         return data.decode("utf-8") if text else data
 
     def default_polling_interval(self) -> float:
         return 0.2  # an exec here costs milliseconds, not a docker round trip
+
+    def _unavailable(self, e: sandlet.Error) -> BaseException:
+        """A sandbox that is gone or does not answer is Inspect's SandboxUnavailableError; a file error the
+        sandbox's kernel gave (e.g. reading a directory: FAILED_PRECONDITION and IsADirectoryError) stays."""
+        return e if isinstance(e, OSError) else SandboxUnavailableError(f"sandlet sandbox {self.sandbox.id}: {e}")
 
     def _path(self, path: str) -> str:
         return path if path.startswith("/") else posixpath.normpath(posixpath.join(self.workdir, path))
