@@ -592,4 +592,5 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 #include "sandlet/sandlet_metrics.h"
 #include "sandlet/sandlet_fncall.h"
 #include "sandlet/sandlet_jobs.h"
+#include "sandlet/sandlet_copy.h"
 #endif /* SANDLET_SANDLET_H */

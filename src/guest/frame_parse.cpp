@@ -30,7 +30,11 @@ Action classify(Phase phase, proto::AgentMsg type, bool takes_stdin, bool stdin_
         case AgentMsg::kExec: return Action::kExecStart;
         case AgentMsg::kWriteFile: return Action::kWriteStart;
         case AgentMsg::kReadFile: return Action::kReadStart;
-        default: *why = "the first frame of a connection must be a request (exec, write-file, read-file, ping)"; break;
+        case AgentMsg::kPutTree: return Action::kPutTreeStart;
+        case AgentMsg::kGetTree: return Action::kGetTreeStart;
+        default:
+          *why = "the first frame of a connection must be a request (exec, write-file, read-file, put-tree, get-tree, ping)";
+          break;
       }
       break;
     case Phase::kExec:
@@ -51,6 +55,13 @@ Action classify(Phase phase, proto::AgentMsg type, bool takes_stdin, bool stdin_
       *why = "only file data and its end may follow a write-file request";
       break;
     case Phase::kRead: *why = "nothing may follow a read-file request"; break;
+    case Phase::kPutTree:
+      if (type == AgentMsg::kTreeEntryIn) return Action::kTreeEntry;
+      if (type == AgentMsg::kFileData) return Action::kFileData;
+      if (type == AgentMsg::kFileEof) return Action::kFileEof;
+      *why = "only tree entries, file data and their end may follow a put-tree request";
+      break;
+    case Phase::kGetTree: *why = "nothing may follow a get-tree request"; break;
     case Phase::kDone: return Action::kIgnore;
   }
   return Action::kReject;

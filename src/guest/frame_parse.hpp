@@ -25,13 +25,15 @@ struct FrameView {
 FrameView next_agent_frame(const char* data, size_t size);
 
 // Where a connection's request is.
-enum class Phase : uint8_t { kNew, kExec, kWrite, kRead, kDone };
+enum class Phase : uint8_t { kNew, kExec, kWrite, kRead, kPutTree, kGetTree, kDone };
 
 // What a frame means where it arrives.
 enum class Action : uint8_t {
   kPing, kExecStart, kWriteStart, kReadStart,  // first frames
+  kPutTreeStart, kGetTreeStart,
   kStdin, kStdinEof, kSignal,                  // during an exec
-  kFileData, kFileEof,                         // during a file write
+  kFileData, kFileEof,                         // during a file write or a put-tree
+  kTreeEntry,                                  // during a put-tree
   kIgnore,                                     // after the request completed
   kReject,                                     // out of order: *why says what
 };

@@ -249,7 +249,7 @@ void Server::conn_read(Conn* c) {
         c->exec->stdin_eof = true;  // a half-closed request stream also ends stdin
         if (c->exec->stdin_buf.empty()) exec_stdin_close(c->exec);
       }
-      if (c->state == Conn::State::kNew || c->state == Conn::State::kWrite) {
+      if (c->state == Conn::State::kNew || c->state == Conn::State::kWrite || c->state == Conn::State::kPutTree) {
         conn_close(c);  // the request can never be completed
         break;
       }
@@ -290,8 +290,16 @@ void Server::conn_handle_frame(Conn* c, proto::AgentMsg type, std::string_view p
     case Action::kExecStart: exec_start(c, payload); return;
     case Action::kWriteStart: write_start(c, payload); return;
     case Action::kReadStart: read_start(c, payload); return;
+    case Action::kPutTreeStart: tree_put_start(c, payload); return;
+    case Action::kGetTreeStart: tree_get_start(c, payload); return;
     case Action::kStdin: case Action::kStdinEof: case Action::kSignal: exec_frame(c, action, payload); return;
-    case Action::kFileData: case Action::kFileEof: write_frame(c, action, payload); return;
+    case Action::kTreeEntry: tree_put_frame(c, action, payload); return;
+    case Action::kFileData: case Action::kFileEof:
+      if (c->state == Conn::State::kPutTree)
+        tree_put_frame(c, action, payload);
+      else
+        write_frame(c, action, payload);
+      return;
     case Action::kIgnore: return;
     case Action::kReject: conn_reject(c, why); return;
   }
@@ -345,9 +353,13 @@ void Server::conn_flush(Conn* c) {
       conn_close(c);  // the host is gone
       return;
     }
-    // A file being read refills the queue as soon as it runs low (read_pump only appends).
+    // A file or tree being read refills the queue as soon as it runs low (the pumps only append).
     if (c->state == Conn::State::kRead && c->out.size() < kOutLow) {
       read_pump(c);
+      if (!blocked) continue;
+    }
+    if (c->state == Conn::State::kGetTree && c->out.size() < kOutLow) {
+      tree_get_pump(c);
       if (!blocked) continue;
     }
     break;
@@ -386,6 +398,8 @@ void Server::conn_close(Conn* c) {
   }
   if (c->state == Conn::State::kWrite) write_abort(c);
   if (c->rjob.fd >= 0) read_end(c);
+  c->tput.reset();  // (a half-written file's temporary name is removed)
+  c->tget.reset();
   --nconns_;
   dead_conns_.push_back(c);
   if (listener_paused_) {

@@ -5,11 +5,12 @@
 // connection (cancelling its exec); the other connections go on.
 //
 // The Server's methods are split by subsystem: server.cpp (loop, connections, framing, timers),
-// exec.cpp (exec lifecycle), files.cpp (file transfer).
+// exec.cpp (exec lifecycle), files.cpp (file transfer), tree_files.cpp (directory trees).
 #pragma once
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "guest/frame_parse.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
+#include "guest/tree_jobs.hpp"
 #include "guest/users.hpp"
 #include "proto/agent_protocol.hpp"
 #include "proto/init_protocol.hpp"
@@ -65,6 +67,8 @@ struct Conn {
   Exec* exec = nullptr;
   WriteJob wjob;
   ReadJob rjob;
+  std::unique_ptr<TreePutJob> tput;
+  std::unique_ptr<TreeGetJob> tget;
 };
 
 struct Exec {
@@ -153,6 +157,14 @@ class Server final {
   void read_start(Conn* c, std::string_view payload);
   void read_pump(Conn* c);
   void read_end(Conn* c);
+
+  // tree_files.cpp
+  void tree_put_start(Conn* c, std::string_view payload);
+  void tree_put_frame(Conn* c, Action action, std::string_view payload);
+  void tree_put_fail(Conn* c, const Status& s);
+  void tree_get_start(Conn* c, std::string_view payload);
+  void tree_get_pump(Conn* c);
+  void tree_get_end(Conn* c, proto::AgentMsg type, std::string_view payload);
 
   proto::InitConfig cfg_;
   InitFds fds_;

@@ -1,5 +1,5 @@
 // The agent protocol: the host runtime and the in-sandbox agent, over the channel the backend provides
-// (a Unix stream socket for containers). Only exec, stdin, signals, files and ping, with their replies;
+// (a Unix stream socket for containers). Only exec, stdin, signals, files, trees and ping, with their replies;
 // the container init's start-up messages are another protocol (init_protocol.hpp) with types of their own.
 //
 // The host always opens the connection (the agent only accepts on a socket the host created and handed
@@ -16,6 +16,7 @@
 
 #include "proto/frame.hpp"
 #include "proto/replies.hpp"
+#include "proto/tree_protocol.hpp"
 #include "proto/wire.hpp"
 
 namespace sandlet::proto {
@@ -33,12 +34,15 @@ enum class AgentMsg : uint8_t {
   kWriteFile = 0x05,  // WriteFileRequest; followed by kFileData* and kFileEof
   kReadFile = 0x08,   // ReadFileRequest
   kPing = 0x09,       // empty; the agent answers kPong
+  kPutTree = 0x0A,    // PutTreeRequest; followed by (kTreeEntryIn, a file's kFileData*)* and kFileEof
+  kGetTree = 0x0B,    // GetTreeRequest
   // host -> agent, later frames
   kStdin = 0x02,      // raw bytes
   kStdinEof = 0x03,   // empty
   kSignal = 0x04,     // u32 signal number: deliver to every process of this exec (cancellation)
   kFileData = 0x06,   // raw bytes
   kFileEof = 0x07,    // empty
+  kTreeEntryIn = 0x0C,  // TreeEntry of a put-tree
   // agent -> host
   kStarted = 0x41,    // u32 pid inside the sandbox; first reply of an exec that started
   kStdout = 0x42,     // raw bytes
@@ -49,6 +53,8 @@ enum class AgentMsg : uint8_t {
   kFileDone = 0x47,   // FileDone; last frame of a successful read
   kOk = 0x48,         // empty; last frame of a successful write
   kPong = 0x49,       // empty
+  kTreeEntryOut = 0x4A,  // TreeEntry of a get-tree; a file's data follows as kFileChunk frames
+  kTreeDone = 0x4B,      // TreeDone; last frame of a successful get-tree or put-tree
 };
 
 inline constexpr FrameType kHostToAgentTypes[] = {
@@ -61,6 +67,9 @@ inline constexpr FrameType kHostToAgentTypes[] = {
     {0x07, 0, 0, "file-eof"},
     {0x08, 12, kMaxPathRequest, "read-file"},
     {0x09, 0, 0, "ping"},
+    {0x0A, 12, kMaxPathRequest, "put-tree"},
+    {0x0B, 20, kMaxPathRequest, "get-tree"},
+    {0x0C, kTreeEntryMin, kTreeEntryMax, "tree-entry"},
 };
 inline constexpr FrameType kAgentToHostTypes[] = {
     {0x41, 4, 4, "started"},
@@ -72,6 +81,8 @@ inline constexpr FrameType kAgentToHostTypes[] = {
     {0x47, 12, 12, "file-done"},
     {0x48, 0, 0, "ok"},
     {0x49, 0, 0, "pong"},
+    {0x4A, kTreeEntryMin, kTreeEntryMax, "tree-entry"},
+    {0x4B, TreeDone::kSize, TreeDone::kSize, "tree-done"},
 };
 inline constexpr Direction kHostToAgent{"agent protocol, host -> agent", kAgentVersion, kHostToAgentTypes,
                                         sizeof kHostToAgentTypes / sizeof kHostToAgentTypes[0]};

@@ -17,6 +17,7 @@
 #include "runtime/record.hpp"
 #include "runtime/sandbox_owner.hpp"
 #include "runtime/snapshot_types.hpp"
+#include "runtime/tree_transfer.hpp"
 
 namespace sandlet {
 
@@ -48,6 +49,16 @@ struct ExecParams {
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
 };
 
+// Copies of whole trees (runtime/sandbox_tree.cpp; the semantics are sandlet_copy_options_t's in sandlet.h).
+struct CopyOptions {
+  std::string user;          // inside: whose credentials read or write (and, into it, who owns); "" = the spec's
+  bool keep_owners = false;  // the source's owners (into a sandbox: done as root)
+  bool follow_root = false;  // a symlink named as the source is followed
+  uint64_t max_bytes = 0;    // out of a sandbox: file data in all; 0 = 8 GiB
+  uint64_t max_entries = 0;  // out of a sandbox: 0 = 1,048,576
+  TreeProgress progress;
+};
+
 class Sandbox final : public std::enable_shared_from_this<Sandbox> {
  public:
   // `created_here`: made by this handle's runtime (an owned one then dies with its last handle).
@@ -72,6 +83,15 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   using FileDone = std::function<void(std::exception_ptr, std::string data, uint32_t mode)>;
   void write_file_async(const std::string& path, std::string data, uint32_t mode, FileDone done);
   void read_file_async(const std::string& path, uint64_t max_bytes, FileDone done);
+
+  // `host_path` (a directory, file or link) becomes `path` inside; an existing directory there is merged into.
+  TreeCopyStats copy_in(const std::string& host_path, const std::string& path, const CopyOptions& options);
+  // `path` inside becomes `host_path`, written so that nothing leaves it (tree/tree_apply.hpp, strict).
+  TreeCopyStats copy_out(const std::string& path, const std::string& host_path, const CopyOptions& options);
+  // A tar stream read from `fd` is unpacked at `path` / `path` is written to `fd` as a tar stream whose
+  // entries are named under the path's last component. Blocking (not on the loop thread), as the others.
+  TreeCopyStats put_archive(int fd, const std::string& path, const CopyOptions& options);
+  TreeCopyStats get_archive(const std::string& path, int fd, const CopyOptions& options);
 
   // Kills every process and removes all host state. Idempotent.
   void destroy();
@@ -110,6 +130,8 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   std::shared_ptr<SandboxOwner> owner_checked() const;
   // Before a call that needs the agent: resumes a paused sandbox; returns a new connection to the agent.
   sys::UniqueFd connect_for_call();
+  TreeCopyStats put_tree(TreeSource& source, const std::string& path, const CopyOptions& options);
+  TreeCopyStats get_tree(const std::string& path, TreeSink& sink, const CopyOptions& options);
   // A file call moving up to `bytes`: given up on after file_backstop(bytes) (agent_client.hpp).
   void call_async(std::string frames, std::function<bool(proto::AgentMsg, std::string_view)> on_frame,
                   std::function<void(std::exception_ptr)> done, uint64_t bytes);

@@ -79,6 +79,8 @@ std::vector<Layout> table() {
   const AF af_init = SANDLET_AUDIT_FILTER_INIT;
   using AD = sandlet_admission_options_t;
   const AD ad_init = SANDLET_ADMISSION_OPTIONS_INIT;
+  using CO = sandlet_copy_options_t;
+  const CO co_init = SANDLET_COPY_OPTIONS_INIT;
   return {
       {"sandlet_runtime_options_t", sizeof(RT), 64, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
@@ -137,6 +139,12 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(AD, max_memory, 16, 8, false), SANDLET_OPTION_ROW_(AD, max_pids, 24, 8, false),
         SANDLET_OPTION_ROW_(AD, max_initializing, 32, 8, false), SANDLET_OPTION_ROW_(AD, timeout_s, 40, 8, false),
         SANDLET_OPTION_ROW_(AD, max_queue, 48, 8, false), SANDLET_OPTION_ROW_(AD, max_cpus, 56, 8, false)}},
+      {"sandlet_copy_options_t", sizeof(CO), 56, co_init.size,
+       {SANDLET_OPTION_ROW_(CO, size, 0, 4, false), SANDLET_OPTION_ROW_(CO, keep_owners, 4, 4, false),
+        SANDLET_OPTION_ROW_(CO, user, 8, 8, false), SANDLET_OPTION_ROW_(CO, follow_links, 16, 4, false),
+        SANDLET_OPTION_ROW_(CO, reserved, 20, 4, false), SANDLET_OPTION_ROW_(CO, max_bytes, 24, 8, false),
+        SANDLET_OPTION_ROW_(CO, max_entries, 32, 8, false), SANDLET_OPTION_ROW_(CO, progress, 40, 8, false),
+        SANDLET_OPTION_ROW_(CO, progress_user_data, 48, 8, false)}},
       // Handed to a callback: versioned by its own `size`.
       {"sandlet_build_event_t", sizeof(BE), 48, 0,
        {SANDLET_ROW_(BE, size, 0, 4, false), SANDLET_ROW_(BE, step, 4, 4, false), SANDLET_ROW_(BE, steps, 8, 4, false),

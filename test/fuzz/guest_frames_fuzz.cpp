@@ -51,6 +51,26 @@ struct Conn {
         phase = Phase::kRead;
         return true;
       }
+      case Action::kPutTreeStart: {
+        proto::PutTreeRequest req;
+        if (!proto::PutTreeRequest::decode(payload, &req)) return false;
+        phase = Phase::kPutTree;
+        return true;
+      }
+      case Action::kGetTreeStart: {
+        proto::GetTreeRequest req;
+        if (!proto::GetTreeRequest::decode(payload, &req)) return false;
+        phase = Phase::kGetTree;
+        return true;
+      }
+      case Action::kTreeEntry: {
+        proto::TreeEntry e;
+        if (!proto::TreeEntry::decode(payload, &e)) return false;
+        // The applier opens these beneath its destination: a decoded path that is not a tree path is a broken check.
+        if (proto::tree_path_problem(e.path, true) != nullptr) __builtin_trap();
+        if (e.kind == proto::TreeKind::kHardlink && proto::tree_path_problem(e.link, false) != nullptr) __builtin_trap();
+        return true;
+      }
       case Action::kStdin: return true;
       case Action::kStdinEof: stdin_eof = true; return true;
       case Action::kSignal: {

@@ -11,6 +11,8 @@
     and src/store never include it (LayerMounts knows the loader only through its hooks);
   - src/net (the DNS name gate) includes only common, sys/fd.hpp, the spec's network header, the allowlist's
     resolved-set headers and its own headers;
+  - src/tree (directory trees, built into the agent too) includes only the errno table, sandlet.h, the tree
+    protocol and its own headers;
   - src/build (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
   - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
   - no source file over MAX_LINES lines.
@@ -58,6 +60,7 @@ ONLY = [
                    "image/fs_tree.hpp")),
     # The DNS name gate (linked into the node's gateway): the spec's rules, the allowlist's resolved set,
     # fds, the DNS log's layout, and its own headers; never the runtime or a backend.
+    ("src/tree/", ("common/errno_code.hpp", "sandlet/sandlet.h", "proto/tree_protocol.hpp", "proto/wire.hpp", "tree/")),
     ("src/net/", ("common/", "sys/fd.hpp", "spec/network_spec.hpp", "policy/net_resolved.hpp", "policy/net_rules.hpp",
                   "proto/dns_log.hpp", "net/")),
 ]

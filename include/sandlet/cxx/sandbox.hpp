@@ -67,6 +67,16 @@ struct ForkOptions {
   uint32_t max_depth = 0;
 };
 
+// Directory copies (sandlet_copy.h): the fields of sandlet_copy_options_t.
+struct CopyOptions {
+  std::string user;          // empty = the spec's user
+  bool keep_owners = false;
+  bool follow_links = false;
+  uint64_t max_bytes = 0;    // out of a sandbox; 0 = 8 GiB
+  uint64_t max_entries = 0;  // out of a sandbox; 0 = 1,048,576
+  std::function<void(const sandlet_copy_stats_t&)> progress;  // on the copying thread
+};
+
 class Sandbox;
 struct ForkResult;
 
@@ -209,6 +219,29 @@ class Sandbox {
     ctx.release();
   }
 
+  // Whole trees (sandlet_copy.h): a host directory, file or link becomes `path` inside / `path` becomes
+  // `host_path` / a tar stream on `fd` is unpacked at `path` / `path` is written to `fd` as tar.
+  sandlet_copy_stats_t copy_in(const std::string& host_path, const std::string& path, const CopyOptions& o = {}) {
+    return copy(o, [&](const sandlet_copy_options_t* c, sandlet_copy_stats_t* s) {
+      return sandlet_sandbox_copy_in(sb_, host_path.c_str(), path.c_str(), c, s);
+    });
+  }
+  sandlet_copy_stats_t copy_out(const std::string& path, const std::string& host_path, const CopyOptions& o = {}) {
+    return copy(o, [&](const sandlet_copy_options_t* c, sandlet_copy_stats_t* s) {
+      return sandlet_sandbox_copy_out(sb_, path.c_str(), host_path.c_str(), c, s);
+    });
+  }
+  sandlet_copy_stats_t put_archive(int fd, const std::string& path, const CopyOptions& o = {}) {
+    return copy(o, [&](const sandlet_copy_options_t* c, sandlet_copy_stats_t* s) {
+      return sandlet_sandbox_put_archive(sb_, fd, path.c_str(), c, s);
+    });
+  }
+  sandlet_copy_stats_t get_archive(const std::string& path, int fd, const CopyOptions& o = {}) {
+    return copy(o, [&](const sandlet_copy_options_t* c, sandlet_copy_stats_t* s) {
+      return sandlet_sandbox_get_archive(sb_, path.c_str(), fd, c, s);
+    });
+  }
+
   // Freezes every process of the sandbox / lets them run on (sandlet_sandbox_pause).
   void pause() { detail::check(sandlet_sandbox_pause(sb_)); }
   void resume() { detail::check(sandlet_sandbox_resume(sb_)); }
@@ -260,6 +293,29 @@ class Sandbox {
   }
 
  private:
+  template <class F>
+  static sandlet_copy_stats_t copy(const CopyOptions& o, F&& call) {
+    sandlet_copy_options_t c = SANDLET_COPY_OPTIONS_INIT;
+    c.keep_owners = o.keep_owners ? 1 : 0;
+    c.user = o.user.empty() ? nullptr : o.user.c_str();
+    c.follow_links = o.follow_links ? 1 : 0;
+    c.max_bytes = o.max_bytes;
+    c.max_entries = o.max_entries;
+    if (o.progress) {
+      c.progress = [](void* ud, const sandlet_copy_stats_t* so_far) {
+        try {
+          (*static_cast<const std::function<void(const sandlet_copy_stats_t&)>*>(ud))(*so_far);
+        } catch (...) {
+          // An exception must not cross the C ABI; a progress display that failed is dropped.
+        }
+      };
+      c.progress_user_data = const_cast<void*>(static_cast<const void*>(&o.progress));
+    }
+    sandlet_copy_stats_t stats{};
+    detail::check(call(&c, &stats));
+    return stats;
+  }
+
   struct ExecContext {
     ExecCallback done;
     detail::OutputFn on_output;
