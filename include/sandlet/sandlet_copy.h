@@ -42,8 +42,9 @@ typedef struct sandlet_copy_stats {
   uint64_t skipped; /* sockets and device nodes left out */
 } sandlet_copy_stats_t;
 
-/* Called on the copying thread after each entry and every 4 MiB of data (progress bars). */
-typedef void (*sandlet_copy_progress_cb)(void *user_data, const sandlet_copy_stats_t *so_far);
+/* Called on the copying thread after each entry and every 4 MiB of data (progress bars). Returning non-zero
+   stops the copy, which then fails with CANCELLED (what it placed so far stays). */
+typedef int (*sandlet_copy_progress_cb)(void *user_data, const sandlet_copy_stats_t *so_far);
 
 typedef struct sandlet_copy_options {
   uint32_t size;          /* sizeof(sandlet_copy_options_t) */

@@ -24,7 +24,7 @@ sandlet::CopyOptions to_options(const sandlet_copy_options_t* opts) {
     void* ud = field_or(*opts, &T::progress_user_data, nullptr);
     o.progress = [fn, ud](const sandlet::TreeCopyStats& s) {
       const sandlet_copy_stats_t c{s.entries, s.bytes, s.skipped};
-      fn(ud, &c);
+      if (fn(ud, &c) != 0) throw sandlet::Error(sandlet::Code::kCancelled, "copy: stopped by its progress callback");
     };
   }
   return o;

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "capi/c_check.h"
+
+int passed, failed;  /* (c_check.h's counts) */
 #include "sandlet/sandlet.h"
 
 /* Checks that `err` is INVALID_ARGUMENT whose message holds `needle`, and frees it. */

@@ -7,7 +7,7 @@
 
 #include "sandlet/sandlet.h"
 
-static int passed, failed;
+extern int passed, failed; /* defined once by each test program (capi_test.c counts for all its files) */
 #define CHECK(cond)                                                              \
   do {                                                                           \
     if (cond) {                                                                  \
@@ -24,5 +24,8 @@ static int passed, failed;
     CHECK(e_ == NULL);                                                                                \
     sandlet_error_delete(e_);                                                                         \
   } while (0)
+
+/* The tests of other files, run by capi_test.c's main. */
+void test_copy(const char *root);
 
 #endif

@@ -476,6 +476,8 @@ static void test_audit(const char *root) {
   sandlet_error_delete(err);
 }
 
+int passed, failed;
+
 int main(void) {
   char root[] = "/tmp/sandlet-capi-XXXXXX";
   if (!mkdtemp(root)) return 1;
@@ -487,6 +489,7 @@ int main(void) {
   test_mount(root);
   test_store_arguments(root);
   test_audit(root);
+  test_copy(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd) != 0) ++failed;

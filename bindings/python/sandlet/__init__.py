@@ -44,6 +44,7 @@ from ._errors import (
 )
 from ._sandlet import ExecResult, Spec
 from ._fork import AsyncForkResult, ForkResult
+from ._copy import CopyStats
 from ._sync import ExecStream, Runtime, Sandbox
 
 STDOUT: int = _sandlet.STDOUT
@@ -53,7 +54,7 @@ ABI_VERSION: int = _sandlet.abi_version()
 
 __all__ = [
     "Runtime", "Sandbox", "ExecStream", "AsyncRuntime", "AsyncSandbox", "AsyncExecStream", "ExecResult", "Spec",
-    "BuildEvent", "ForkResult", "AsyncForkResult",
+    "BuildEvent", "ForkResult", "AsyncForkResult", "CopyStats",
     "STDOUT", "STDERR", "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
     "Unimplemented", "Internal", "Unavailable", "DataLoss", "CommandFailed",

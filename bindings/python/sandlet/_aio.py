@@ -22,6 +22,7 @@ from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_re
                     snapshot_fork_args)
 from ._store import StoreURL
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
+from ._copy import AsyncSandboxCopies
 
 _Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
 
@@ -91,7 +92,7 @@ def _start(begin: Callable[[_sandlet.CompletionQueue, int], Any],
         raise
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncSandboxCopies):
     """The asyncio face of a sandbox (see Sandbox for the semantics). Leaving ``async with`` destroys a
     sandbox that ``create`` made with the default ``owned`` lifetime and closes the handle."""
 

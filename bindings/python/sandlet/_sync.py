@@ -15,6 +15,7 @@ from ._operations import RuntimeOperations
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
 from ._store import StoreURL, call_store, lazy_flag, open_kwargs
 from ._stream import ExecStream
+from ._copy import SandboxCopies
 
 PathLike = Union[str, "os.PathLike[str]"]
 ProgressFn = Callable[[int, int, int], None]
@@ -24,7 +25,7 @@ def _plain_argv(argv: List[Any]) -> bool:
     return bool(argv) and all(type(a) is str for a in argv)
 
 
-class Sandbox:
+class Sandbox(SandboxCopies):
     """One sandbox. Use it as a context manager: leaving the block of a sandbox made by ``create`` with the
     default ``owned`` lifetime destroys it before going on; a ``detached`` or attached one is only closed
     (it lives on; ``destroy()`` removes it for good).

@@ -77,6 +77,7 @@ pybind11::tuple fork_to_python(ForkData& fork);
 void bind_results(pybind11::module_& m);
 void bind_spec(pybind11::module_& m);
 void bind_sandbox(pybind11::module_& m);
+void bind_copy(pybind11::module_& m);  // after bind_sandbox: adds to its Sandbox class
 void bind_runtime(pybind11::module_& m);
 void bind_bench(pybind11::module_& m);
 void bind_audit(pybind11::module_& m);  // bind_audit.cpp

@@ -74,7 +74,7 @@ struct CopyOptions {
   bool follow_links = false;
   uint64_t max_bytes = 0;    // out of a sandbox; 0 = 8 GiB
   uint64_t max_entries = 0;  // out of a sandbox; 0 = 1,048,576
-  std::function<void(const sandlet_copy_stats_t&)> progress;  // on the copying thread
+  std::function<void(const sandlet_copy_stats_t&)> progress;  // on the copying thread; throwing stops the copy
 };
 
 class Sandbox;
@@ -302,11 +302,12 @@ class Sandbox {
     c.max_bytes = o.max_bytes;
     c.max_entries = o.max_entries;
     if (o.progress) {
-      c.progress = [](void* ud, const sandlet_copy_stats_t* so_far) {
+      c.progress = [](void* ud, const sandlet_copy_stats_t* so_far) -> int {
         try {
           (*static_cast<const std::function<void(const sandlet_copy_stats_t&)>*>(ud))(*so_far);
+          return 0;
         } catch (...) {
-          // An exception must not cross the C ABI; a progress display that failed is dropped.
+          return 1;  // (no exception crosses the C ABI) the copy stops with CANCELLED
         }
       };
       c.progress_user_data = const_cast<void*>(static_cast<const void*>(&o.progress));
