@@ -64,6 +64,8 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"qos", scenario_qos, 30,
        "step latency of a latency-sensitive sandbox alone and beside best-effort spinners on half, then all, the CPUs, "
        "without and with the batch class (label sandlet/priority=batch)"},
+      {"copy", scenario_copy, 10,
+       "a task directory of M MiB (default 64) copied into a sandbox and back out; peer: a tar stream through exec"},
       {"cold-start", scenario_cold_start, 32,
        "N sandboxes run a Python test on a >=1 GB image from a throttled store: eager pull, untar, lazy pull"},
   };
@@ -101,7 +103,7 @@ void usage(std::FILE *out) {
                "                   fleet measured for memory and net_update (default 1000)\n"
                "  --workspace-mb M workspace-provision, import: workspace size in MiB (default 500; generated\n"
                "                   once, cached under /var/cache/sandlet/bench-workspace-<M>mb/); snapshot,\n"
-               "                   fork: MiB of changes (default 100)\n"
+               "                   fork: MiB of changes (default 100); copy: the tree's size (default 64)\n"
                "  --no-warm-pool   open the runtime without its warm pool: every create starts cold\n"
                "  --environments N lifecycle: cycle through N environments (the rootfs plus one small layer\n"
                "                   each), as a trainer interleaving N tasks does (default 1)\n"

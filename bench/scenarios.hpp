@@ -25,6 +25,7 @@ boost::json::object scenario_fncall(const Context &ctx);
 boost::json::object scenario_pool(const Context &ctx);
 boost::json::object scenario_pause(const Context &ctx);
 boost::json::object scenario_qos(const Context &ctx);
+boost::json::object scenario_copy(const Context &ctx);
 
 struct ScenarioInfo {
   const char *name;

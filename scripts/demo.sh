@@ -121,6 +121,18 @@ for c in "$id" $children; do
   ! sandlet ps -q | grep -qx "$c" || die "sandbox $c is still listed after rm"
 done
 
+echo "  -- whole directories in and out, as docker cp moves them (docs/COPY.md): a task directory in, the"
+echo "     trial's outputs back out (modes, times, links kept; nothing written outside the destination)"
+mkdir -p trial/tests && printf '#!/bin/sh\nmkdir -p /work/out && echo "score: 1.0" > /work/out/result.txt\n' >trial/run.sh
+chmod 755 trial/run.sh && printf 'check\n' >trial/tests/spec.txt && ln -sf run.sh trial/entrypoint
+echo '  $ id=$(sandlet create --environment greeter --label task=copy --max-lifetime 60)'
+id=$(sandlet create --environment greeter --label task=copy --max-lifetime 60)
+show sandlet cp trial "$id:/work"
+show sandlet exec "$id" -- sh -c '/work/entrypoint && ls -l /work | tail -n +2'
+show sandlet cp "$id:/work/out" results
+show sh -c 'cat results/result.txt; sandlet cp '"$id"':/work - | tar -tf - | sort | head -4'
+show sandlet rm "$id"
+
 echo "  -- the security boundary (docs/POLICY.md, NETWORK.md, AUDIT.md): file rules that bind root inside, the"
 echo "     seccomp profile with a named relaxation, a protected toolkit for the harness's own commands, an"
 echo "     egress allowlist enforced in the kernel, and the audit log kept outside the sandbox"

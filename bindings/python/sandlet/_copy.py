@@ -1,6 +1,6 @@
 """Directory copies into and out of a sandbox (``Sandbox.copy_in`` and friends), as ``docker cp`` makes them:
 modes, times, symlinks (never followed), hard links, FIFOs and empty directories are kept; nothing a copy
-writes leaves its destination. The semantics are sandlet_copy.h's (docs/FILES.md)."""
+writes leaves its destination. The semantics are sandlet_copy.h's (docs/COPY.md)."""
 from __future__ import annotations
 
 import asyncio
