@@ -116,3 +116,42 @@ def test_async_copies(root_dir: str, rootfs: str, tmp_path) -> None:
     assert (tmp_path / "a-back" / "pkg" / "mod.py").read_text() == "VALUE = 42\n"
     with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as t:
         assert "pkg/mod.py" in t.getnames()
+
+
+def test_cli_shows_progress_on_a_terminal_only(sb: sandlet.Sandbox, rt: sandlet.Runtime, tmp_path) -> None:
+    import pty
+    import subprocess
+    cli = os.environ.get("SANDLET_CLI")
+    if not cli:
+        pytest.skip("SANDLET_CLI is not set (the ctest entry sets it)")
+    # Enough small files that the copy outlasts the half second before the first progress line.
+    sb.exec(["sh", "-c", "for d in $(seq 1 300); do mkdir -p /many/d$d; for i in $(seq 1 10); do "
+                         "echo $d$i > /many/d$d/f$i; done; done"], timeout=120)
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([cli, "--root", rt.root, "cp", f"{sb.id}:/many", str(tmp_path / "tty")],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, timeout=120)
+        os.close(slave)
+        slave = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert p.returncode == 0
+    assert len(os.listdir(tmp_path / "tty")) == 300
+    if b"copied" not in seen:
+        pytest.skip("the copy ended within the half second before a progress line (a fast host)")
+    assert b"entries" in seen and b"MiB" in seen
+    # Not a terminal: nothing on stderr.
+    p = subprocess.run([cli, "--root", rt.root, "cp", f"{sb.id}:/many", str(tmp_path / "pipe")],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == b""
