@@ -84,6 +84,36 @@ if [[ ! -f $stamp ]] || ! cmp -s "$stamp" "$requirements"; then
     || die "pip install -r $requirements failed"
   cp "$requirements" "$stamp"
 fi
+# Harbor (Terminal-Bench's harness) needs Python >= 3.12, newer than Debian 12's: its own environment with
+# the first such interpreter the machine has (pyenv's here; SANDLET_HARBOR_PYTHON to choose). The build
+# then makes the sandlet extension for it too. Without one, the Harbor tests SKIP and say why.
+harbor_venv=${SANDLET_HARBOR_VENV:-$here/.venv-harbor}
+harbor_requirements=$here/bindings/python/requirements-harbor.txt
+harbor_python=${SANDLET_HARBOR_PYTHON:-}
+if [[ -z $harbor_python ]]; then
+  for candidate in python3.13 python3.12 /root/.pyenv/versions/3.12*/bin/python3 /root/.pyenv/versions/3.13*/bin/python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      harbor_python=$(command -v "$candidate"); break
+    fi
+  done
+fi
+if [[ -n $harbor_python ]]; then
+  if [[ ! -x $harbor_venv/bin/python ]]; then
+    echo "setup.sh: creating Harbor's Python environment $harbor_venv with $harbor_python"
+    "$harbor_python" -m venv "$harbor_venv" || die "cannot create a venv with $harbor_python"
+  fi
+  stamp=$harbor_venv/.sandlet-requirements
+  if [[ ! -f $stamp ]] || ! cmp -s "$stamp" "$harbor_requirements"; then
+    echo "setup.sh: installing Harbor into $harbor_venv"
+    "$harbor_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$harbor_requirements" \
+      || die "pip install -r $harbor_requirements failed"
+    cp "$harbor_requirements" "$stamp"
+  fi
+else
+  echo "setup.sh: no Python >= 3.12 on this machine: Harbor is not installed and its tests will be skipped" >&2
+fi
+
 # The VM tests' kernels (Debian's 6.1 and 6.12, and the newest): unpacked into a cache, never installed.
 # Without one, the tests that boot it SKIP (saying why) rather than every test failing with the set-up.
 "$here/scripts/fetch-vm-kernel.sh" ||

@@ -16,7 +16,8 @@
  * agent with the user's credentials, and a symlink met on the way that leads outside it (absolute, or by
  * "..") fails the copy with PERMISSION_DENIED. Out of a sandbox, what the sandbox sends is hostile: no
  * symlink is followed below the destination at all, hard links may only name files of the same copy,
- * set-user-ID and set-group-ID bits are dropped, and max_bytes / max_entries cap what it may write.
+ * set-user-ID and set-group-ID bits are dropped, symlinks that would point outside the destination are left
+ * out unless allow_outside_links, and max_bytes / max_entries cap what it may write.
  *
  * Owners: into a sandbox, everything belongs to `user` (default: the spec's user), unless keep_owners
  * gives each entry its source's uid and gid (the agent then works as root). Out of a sandbox, files belong
@@ -53,7 +54,10 @@ typedef struct sandlet_copy_options {
                              what a copy into the sandbox makes; "uid[:gid]" or a name from /etc/passwd */
   int follow_links;       /* non-zero: a symlink named as the source is followed (else it is copied as a
                              link); links below the source are always copied as links */
-  uint32_t reserved;      /* 0 */
+  int allow_outside_links; /* out of a sandbox: non-zero makes symlinks that point outside the destination
+                             (absolute, or climbing out with ".."), as docker cp does; by default they are
+                             left out and counted in `skipped` (a host program that later followed one
+                             would read or write a host file), and a source that is such a link fails */
   uint64_t max_bytes;     /* out of a sandbox: file data in all; more is OUT_OF_RANGE. 0 = 8 GiB */
   uint64_t max_entries;   /* out of a sandbox: entries in all; more is OUT_OF_RANGE. 0 = 1,048,576 */
   sandlet_copy_progress_cb progress; /* NULL = none */

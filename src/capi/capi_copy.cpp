@@ -16,8 +16,7 @@ sandlet::CopyOptions to_options(const sandlet_copy_options_t* opts) {
   o.keep_owners = field_or(*opts, &T::keep_owners, 0) != 0;
   if (const char* user = field_or(*opts, &T::user, nullptr)) o.user = user;
   o.follow_root = field_or(*opts, &T::follow_links, 0) != 0;
-  if (field_or(*opts, &T::reserved, 0u) != 0)
-    throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid copy field 'reserved': must be 0");
+  o.outside_links = field_or(*opts, &T::allow_outside_links, 0) != 0;
   o.max_bytes = field_or(*opts, &T::max_bytes, 0);
   o.max_entries = field_or(*opts, &T::max_entries, 0);
   if (sandlet_copy_progress_cb fn = field_or(*opts, &T::progress, nullptr)) {

@@ -26,7 +26,8 @@ constexpr std::string_view kCpUsage =
     "  SRC a file:      DST is the copy; an existing directory DST (or DST ending in '/') receives it as\n"
     "                   DST/NAME.\n"
     "Everything made inside belongs to the sandbox's user (--archive: the source's owners). Nothing copied\n"
-    "out of a sandbox is written outside DST, and it loses set-user/group-ID bits.\n"
+    "out of a sandbox is written outside DST; it loses set-user/group-ID bits, and its symlinks that would\n"
+    "point outside DST are left out (and counted) unless --allow-outside-links.\n"
     "'-' is stdin or stdout: a file's bytes, or with --tar a tar stream (a directory copied to '-' is\n"
     "always one), unpacked at DST / named under SRC's last component. A local path that contains ':' can\n"
     "be written as ./a:b.\n"
@@ -34,6 +35,7 @@ constexpr std::string_view kCpUsage =
     "Options:\n"
     "  -a, --archive       Keep the source's owners (uid and gid)\n"
     "  -L, --follow-link   Follow a symlink named as SRC (links below it are copied as links)\n"
+    "      --allow-outside-links  Out of a sandbox: make symlinks that point outside DST, as docker cp does\n"
     "  -r, --recursive     Accepted for familiarity: a directory is always copied whole\n"
     "      --tar           '-' is a tar stream (plain, gzip or zstd in; POSIX tar out)\n"
     "      --user USER     Whose credentials read or write inside (default: the sandbox's user)\n"
@@ -136,7 +138,7 @@ int cmd_cp(CommandContext& ctx, const std::vector<std::string>& args) {
   ParsedArgs a;
   if (!parse_command(ctx,
                      {{"archive", 'a', false}, {"follow-link", 'L', false}, {"recursive", 'r', false}, {"tar", 0, false},
-                      {"user", 0, true}, {"quiet", 'q', false}},
+                      {"user", 0, true}, {"quiet", 'q', false}, {"allow-outside-links", 0, false}},
                      args, OperandMode::kPermute, kCpUsage, &a))
     return 0;
   if (a.operands.size() != 2) throw UsageError("requires exactly two arguments: SRC and DST");
@@ -152,13 +154,15 @@ int cmd_cp(CommandContext& ctx, const std::vector<std::string>& args) {
   CopyOptions opts;
   opts.keep_owners = a.has("archive");
   opts.follow_links = a.has("follow-link");
+  opts.allow_outside_links = a.has("allow-outside-links");
   if (const std::string* user = a.last("user")) opts.user = *user;
   ProgressLine line(!a.has("quiet"));
   opts.progress = [&line](const sandlet_copy_stats_t& s) { line.update(s); };
   auto done = [&line](const sandlet_copy_stats_t& s) {
     if (line.shown()) line.update(s, true);
     if (s.skipped)
-      print_error(std::to_string(s.skipped) + " socket(s) or device node(s) left out (a copy does not carry them)");
+      print_error(std::to_string(s.skipped) + " entries left out: sockets and device nodes (a copy carries none), "
+                  "and out of a sandbox symlinks that would point outside the destination (--allow-outside-links)");
     return 0;
   };
 

@@ -31,7 +31,7 @@ constexpr std::string_view kUsage =
     "  snapshot  Pack a sandbox's changes into a layer (restore it with create --layer)\n"
     "  fork      Make N sandboxes that carry on from a sandbox or a snapshot\n"
     "  gc        Remove what crashed or expired runs left behind\n"
-    "  cp        Copy a file into or out of a sandbox\n"
+    "  cp        Copy a file or a directory into or out of a sandbox\n"
     "  layer     Manage the layer store (import, export, ls, inspect, rm, gc, merge, push, pull)\n"
     "  loader    Show the node's loader of lazy layers and its cache (status)\n"
     "  env       Manage environments: named, versioned layer lists (create, ls, rm)\n"

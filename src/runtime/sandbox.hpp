@@ -54,6 +54,7 @@ struct CopyOptions {
   std::string user;          // inside: whose credentials read or write (and, into it, who owns); "" = the spec's
   bool keep_owners = false;  // the source's owners (into a sandbox: done as root)
   bool follow_root = false;  // a symlink named as the source is followed
+  bool outside_links = false;  // out of a sandbox: make symlinks that point outside the destination
   uint64_t max_bytes = 0;    // out of a sandbox: file data in all; 0 = 8 GiB
   uint64_t max_entries = 0;  // out of a sandbox: 0 = 1,048,576
   TreeProgress progress;

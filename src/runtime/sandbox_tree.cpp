@@ -86,6 +86,7 @@ TreeCopyStats Sandbox::copy_out(const std::string& path, const std::string& host
   return with_context("copy \"" + path + "\" out of sandbox " + id() + " to \"" + host_path + "\"", [&] {
     HostTreeOptions h;
     h.keep_owners = options.keep_owners;
+    h.outside_links = options.outside_links;
     // The destination is opened first, so a bad one fails before the agent walks anything (missing parents
     // are made, as `mkdir -p` would).
     auto sink = host_dir_sink(host_path, h);

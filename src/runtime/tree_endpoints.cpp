@@ -55,6 +55,7 @@ class HostDirSink final : public TreeSink {
     tree::ApplyOptions a;
     a.strict = true;
     a.keep_owners = o.keep_owners;
+    a.outside_links = o.outside_links;
     a.chown = false;
     a.mkdir_parents = true;
     if (tree::TreeStatus st = applier_.begin(path, a); !st.ok()) throw_tree(st);
@@ -62,6 +63,7 @@ class HostDirSink final : public TreeSink {
   void entry(const proto::TreeEntry& e) override { check(applier_.entry(e)); }
   void data(const char* p, size_t n) override { check(applier_.data(p, n)); }
   void finish() override { check(applier_.finish()); }
+  uint64_t skipped() const override { return applier_.skipped(); }
 
  private:
   void check(const tree::TreeStatus& st) {

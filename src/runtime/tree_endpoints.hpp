@@ -13,6 +13,7 @@ namespace sandlet {
 struct HostTreeOptions {
   bool follow_root = false;  // source: a symlink named as the source is followed (else copied as a link)
   bool keep_owners = false;  // sink: the entries' owners (else the files belong to this process's user)
+  bool outside_links = false;  // sink: make symlinks that point outside the destination (else left out)
 };
 
 std::unique_ptr<TreeSource> host_dir_source(const std::string& path, const HostTreeOptions& options);

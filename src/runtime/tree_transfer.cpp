@@ -228,8 +228,8 @@ TreeCopyStats receive_tree(sys::UniqueFd conn, const proto::GetTreeRequest& req,
         if (!proto::TreeDone::decode(payload, &done)) throw_protocol_violation("malformed tree-done reply");
         if (file_left > 0 || got.entries == 0 || done.entries != got.entries || done.bytes != got.bytes)
           throw_protocol_violation("tree-done does not match the entries and data sent");
-        got.skipped = done.skipped;
         sink.finish();
+        got.skipped = done.skipped + sink.skipped();
         return got;
       }
       default:

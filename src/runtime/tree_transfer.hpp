@@ -41,6 +41,7 @@ class TreeSink {
   virtual void entry(const proto::TreeEntry& e) = 0;
   virtual void data(const char* p, size_t n) = 0;
   virtual void finish() = 0;
+  virtual uint64_t skipped() const { return 0; }  // entries it left out itself
 };
 
 struct TreeLimits {

@@ -27,6 +27,30 @@ std::string base_of(const std::string& rel) {
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
 
+// Whether a link at tree path `rel` with target `target` points outside the tree, by the names alone
+// (absolute, or climbing above the root with ".."). A link at the root points outside whatever it says:
+// its directory is not part of the copy.
+bool leaves_tree(const std::string& rel, const std::string& target) {
+  if (rel.empty() || target.empty() || target[0] == '/') return true;
+  size_t depth = 0;  // components of the link's own directory
+  for (char c : rel)
+    if (c == '/') ++depth;
+  size_t start = 0;
+  while (start <= target.size()) {
+    size_t slash = target.find('/', start);
+    if (slash == std::string::npos) slash = target.size();
+    const std::string comp = target.substr(start, slash - start);
+    if (comp == "..") {
+      if (depth == 0) return true;
+      --depth;
+    } else if (!comp.empty() && comp != ".") {
+      ++depth;
+    }
+    start = slash + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 TreeApplier::~TreeApplier() {
@@ -228,6 +252,15 @@ TreeStatus TreeApplier::make_other(int dirfd, const std::string& base, const pro
       return e.size == 0 ? finish_file() : TreeStatus{};
     }
     case proto::TreeKind::kSymlink:
+      if (options_.strict && !options_.outside_links && leaves_tree(e.path, e.link)) {
+        if (e.path.empty())
+          return tree_error(SANDLET_FAILED_PRECONDITION, 0,
+                            "copy to \"" + dest_ + "\": the source is a symlink (to \"" + e.link +
+                                "\"), which would point outside the copy: copy what it points to (follow links) or "
+                                "allow links that point outside");
+        ++skipped_;  // (a link that leaves the tree is not made on the host by default)
+        return {};
+      }
       if (sys::symlink_at(e.link.c_str(), dirfd, t) != 0) return tree_errno(errno, "copy to", where(e.path));
       break;
     case proto::TreeKind::kFifo:

@@ -5,10 +5,11 @@
 //
 // Nothing leaves the destination: every entry's parent is opened relative to the destination with
 // RESOLVE_BENEATH (a link that points outside, absolutely or by "..", fails the copy; a link to a directory
-// inside it is merged through, where a directory entry meets one), and in `strict` mode — the host, writing what a sandbox sent — with no symlink followed at all, set-user/group-ID bits
-// dropped, and hard links only to files this copy made. Directory modes and times are applied at finish(),
-// deepest first, so a read-only directory can still receive its contents. Used by the agent (put-tree)
-// and the host (get-tree); neither throws.
+// inside it is merged through, where a directory entry meets one), and in `strict` mode — the host, writing
+// what a sandbox sent — with no symlink followed at all, no symlink made that points outside (unless asked),
+// set-user/group-ID bits dropped, and hard links only to files this copy made. Directory modes and times
+// are applied at finish(), deepest first, so a read-only directory can still receive its contents. Used by
+// the agent (put-tree) and the host (get-tree); neither throws.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,6 +26,10 @@ struct ApplyOptions {
   bool chown = true;
   uint32_t uid = 0, gid = 0;
   bool strict = false;
+  // Strict: a symlink that would point outside the destination (absolute, or climbing out with "..") is
+  // made only when this is set; otherwise it is left out and counted in skipped() — a host program that
+  // later followed it would read or write a file of the host's. A root that is such a link fails the copy.
+  bool outside_links = false;
   bool mkdir_parents = true;  // missing parents of the destination are made (owned as above)
   uint64_t resolve = 0;       // RESOLVE_* flags for the destination's own path (the agent: no magic links)
 };
@@ -48,6 +53,7 @@ class TreeApplier final {
 
   uint64_t entries() const { return entries_; }
   uint64_t bytes() const { return bytes_; }
+  uint64_t skipped() const { return skipped_; }
 
  private:
   struct DeferredDir {
@@ -84,7 +90,7 @@ class TreeApplier final {
   proto::TreeEntry file_entry_;
   std::vector<DeferredDir> dirs_;
   StringTable made_files_;  // strict: the regular files this copy made (hard link targets)
-  uint64_t counter_ = 0, entries_ = 0, bytes_ = 0;
+  uint64_t counter_ = 0, entries_ = 0, bytes_ = 0, skipped_ = 0;
 };
 
 }  // namespace sandlet::tree

@@ -142,7 +142,7 @@ std::vector<Layout> table() {
       {"sandlet_copy_options_t", sizeof(CO), 56, co_init.size,
        {SANDLET_OPTION_ROW_(CO, size, 0, 4, false), SANDLET_OPTION_ROW_(CO, keep_owners, 4, 4, false),
         SANDLET_OPTION_ROW_(CO, user, 8, 8, false), SANDLET_OPTION_ROW_(CO, follow_links, 16, 4, false),
-        SANDLET_OPTION_ROW_(CO, reserved, 20, 4, false), SANDLET_OPTION_ROW_(CO, max_bytes, 24, 8, false),
+        SANDLET_OPTION_ROW_(CO, allow_outside_links, 20, 4, false), SANDLET_OPTION_ROW_(CO, max_bytes, 24, 8, false),
         SANDLET_OPTION_ROW_(CO, max_entries, 32, 8, false), SANDLET_OPTION_ROW_(CO, progress, 40, 8, false),
         SANDLET_OPTION_ROW_(CO, progress_user_data, 48, 8, false)}},
       // Handed to a callback: versioned by its own `size`.

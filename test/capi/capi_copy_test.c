@@ -95,6 +95,23 @@ void test_copy(const char *root) {
   CHECK(len == 5 && data && memcmp(data, "beta!", 5) == 0);
   sandlet_free(data);
 
+  /* A link inside that points outside the copy is left out on the host unless asked for. */
+  const char *mklink[] = {"ln", "-s", "/etc/passwd", "/c/tree/outside", NULL};
+  sandlet_exec_options_t eo = SANDLET_EXEC_OPTIONS_INIT;
+  eo.argv = mklink;
+  sandlet_exec_result_t *res = NULL;
+  OK(sandlet_sandbox_exec(sb, &eo, &res));
+  sandlet_exec_result_delete(res);
+  snprintf(out, sizeof out, "%s/links", src);
+  OK(sandlet_sandbox_copy_out(sb, "/c/tree", out, NULL, &st));
+  CHECK(st.skipped == 1);
+  snprintf(path, sizeof path, "%s/links/outside", src);
+  CHECK(lstat(path, &s) != 0);
+  sandlet_copy_options_t links = SANDLET_COPY_OPTIONS_INIT;
+  links.allow_outside_links = 1;
+  OK(sandlet_sandbox_copy_out(sb, "/c/tree", out, &links, &st));
+  CHECK(st.skipped == 0 && lstat(path, &s) == 0 && S_ISLNK(s.st_mode));
+
   /* A progress callback that returns non-zero stops the copy: CANCELLED. */
   struct progress stop = {0, 0, 2};
   opts.progress_user_data = &stop;
@@ -111,9 +128,10 @@ void test_copy(const char *root) {
   CHECK(err && sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT && strstr(sandlet_error_message(err), "host_path"));
   sandlet_error_delete(err);
   sandlet_copy_options_t bad = SANDLET_COPY_OPTIONS_INIT;
-  bad.reserved = 1;
+  bad.size = 2;
   err = sandlet_sandbox_copy_in(sb, src, "/x", &bad, NULL);
-  CHECK(err && sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT && strstr(sandlet_error_message(err), "reserved"));
+  CHECK(err && sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT &&
+        strstr(sandlet_error_message(err), "sandlet_copy_options_t.size"));
   sandlet_error_delete(err);
   err = sandlet_sandbox_get_archive(sb, "/c/tree", -1, NULL, NULL);
   CHECK(err && sandlet_error_code(err) == SANDLET_INVALID_ARGUMENT);

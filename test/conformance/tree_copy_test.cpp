@@ -93,9 +93,17 @@ TEST_CASE("copy: a tree round-trips with modes, times, links, FIFOs and empty di
   CHECK(out(sb, "stat -c %i /work/tree/a/readme /work/tree/a/b/again | uniq | wc -l") == "1\n");
   CHECK(out(sb, "find /work/tree ! -user 0 | wc -l") == "0\n");
 
-  const sandlet_copy_stats_t back = sb.copy_out("/work/tree", t.path + "/back");
+  // (the tree's "abs" link points outside it: made on the host only when asked for)
+  sandlet::CopyOptions links;
+  links.allow_outside_links = true;
+  const sandlet_copy_stats_t back = sb.copy_out("/work/tree", t.path + "/back", links);
   CHECK(back.entries == in.entries);
   CHECK(back.bytes == in.bytes);
+  CHECK(back.skipped == 0);
+  const sandlet_copy_stats_t safe = sb.copy_out("/work/tree", t.path + "/safe");
+  CHECK(safe.skipped == 1);
+  CHECK(::access((t.path + "/safe/abs").c_str(), F_OK) != 0);
+  CHECK(host("readlink " + t.path + "/safe/rel") == "a/readme\n");
   // Out of a sandbox, set-id bits are dropped; everything else is as it was.
   std::string without_setid = expected;
   const size_t at = without_setid.find("regular file 4755");
@@ -182,18 +190,28 @@ TEST_CASE("copy: a symlink never leads a copy outside its destination", "[confor
   CHECK(out(sb, "cat /elsewhere/f; cat /dest/f; [ -L /dest/f ] || echo replaced") == "original\nnew\nreplaced\n");
   CHECK(out(sb, "cat /dest/real/g; [ -L /dest/inner ] && echo kept") == "through\nkept\n");
 
-  // Out of the sandbox: links pointing at host paths arrive as links; nothing is read or written through them.
+  // Out of the sandbox: links pointing at host paths are left out (a host program following one later would
+  // read the host's file); asked for, they arrive as links, and nothing is read or written through them.
   const std::string victim = t.path + "/victim";
   put(victim, "host data", 0644);
-  out(sb, "mkdir -p /out && ln -s " + victim + " /out/to-victim && ln -s / /out/to-root");
-  sb.copy_out("/out", t.path + "/got");
+  out(sb, "mkdir -p /out && ln -s " + victim + " /out/to-victim && ln -s / /out/to-root && ln -s ../.. /out/up");
+  CHECK(sb.copy_out("/out", t.path + "/safe").skipped == 3);
+  CHECK(host("ls -A " + t.path + "/safe") == "");
+  e = error_of([&] { sb.copy_out("/out/to-victim", t.path + "/one-link"); });  // a lone such link: refused
+  CHECK(e.code() == SANDLET_FAILED_PRECONDITION);
+  sandlet::CopyOptions follow;
+  follow.follow_links = true;  // ... or followed inside the sandbox, where the host's path names nothing
+  CHECK(error_of([&] { sb.copy_out("/out/to-victim", t.path + "/one-link", follow); }).code() == SANDLET_NOT_FOUND);
+  sandlet::CopyOptions links;
+  links.allow_outside_links = true;
+  sb.copy_out("/out", t.path + "/got", links);
   char target[512] = {};
   CHECK(::readlink((t.path + "/got/to-victim").c_str(), target, sizeof target - 1) > 0);
   CHECK(std::string(target) == victim);
   CHECK(host("cat " + victim) == "host data");
   // A second copy over the first: the links at the destination are replaced, not written through.
   out(sb, "rm /out/to-victim && echo overwrite > /out/to-victim");
-  sb.copy_out("/out", t.path + "/got");
+  sb.copy_out("/out", t.path + "/got", links);
   CHECK(host("cat " + victim) == "host data");
   CHECK(host("cat " + t.path + "/got/to-victim") == "overwrite\n");
   f.check_no_leaks();

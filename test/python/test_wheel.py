@@ -33,7 +33,7 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     # Without build isolation the build uses this environment's scikit-build-core and pybind11 (no network).
     # The checkout is copied first so that nothing of the build lands in the source tree.
     src = os.path.join(workdir, "src")
-    anywhere = shutil.ignore_patterns(".git", ".venv", "target", "__pycache__", "results", "plots")
+    anywhere = shutil.ignore_patterns(".git", ".venv", ".venv-harbor", "target", "__pycache__", "results", "plots")
     top_only = shutil.ignore_patterns("build", "build-*")  # build directories; src/build is the builder's source
 
     def ignore(directory, names):

@@ -182,9 +182,22 @@ TEST_CASE("tree: nothing is written outside the destination", "[tree]") {
                        entry(K::kFile, "esc/victim", "", data.size())},
                 a, data);
       CHECK_FALSE(st.ok());
-      CHECK(st.code == SANDLET_PERMISSION_DENIED);
+      // (strict: the link itself is left out, so its path has no directory; with outside links allowed,
+      // the link is made and is not followed)
+      CHECK(st.code == (is_strict ? SANDLET_NOT_FOUND : SANDLET_PERMISSION_DENIED));
       CHECK(read(outside + "/victim") == "untouched");
       ::system(("rm -rf " + dest).c_str());
+      if (is_strict) {
+        tree::ApplyOptions links = a;
+        links.outside_links = true;
+        const tree::TreeStatus made =
+            apply(dest, {entry(K::kDir, ""), entry(K::kDir, "sub"), entry(K::kSymlink, "esc", link),
+                         entry(K::kFile, "esc/victim", "", data.size())},
+                  links, data);
+        CHECK(made.code == SANDLET_PERMISSION_DENIED);
+        CHECK(read(outside + "/victim") == "untouched");
+        ::system(("rm -rf " + dest).c_str());
+      }
     }
     // A link already in the destination, pointing out: a file of that name replaces the link.
     REQUIRE(::mkdir(dest.c_str(), 0755) == 0);
@@ -197,6 +210,24 @@ TEST_CASE("tree: nothing is written outside the destination", "[tree]") {
     proto::TreeEntry hl = entry(K::kHardlink, "hl", "../outside/victim");
     proto::TreeEntry decoded;
     CHECK_FALSE(proto::TreeEntry::decode(hl.encode(), &decoded));
+  }
+  // Strict: links that would point outside are left out and counted; links inside are made.
+  {
+    ::system(("rm -rf " + dest).c_str());
+    tree::TreeApplier ap;
+    REQUIRE(ap.begin(dest, strict()).ok());
+    for (const auto& e : {entry(K::kDir, ""), entry(K::kDir, "d"), entry(K::kSymlink, "abs", "/etc/passwd"),
+                          entry(K::kSymlink, "d/up", "../../x"), entry(K::kSymlink, "d/in", "../abs"),
+                          entry(K::kSymlink, "d/dots", "./.././d")})
+      REQUIRE(ap.entry(e).ok());
+    REQUIRE(ap.finish().ok());
+    CHECK(ap.skipped() == 2);
+    CHECK(::access((dest + "/abs").c_str(), F_OK) != 0);
+    CHECK(S_ISLNK(lstat_of(dest + "/d/in").st_mode));
+    CHECK(S_ISLNK(lstat_of(dest + "/d/dots").st_mode));
+    tree::TreeApplier lone;
+    REQUIRE(lone.begin(t.path + "/lone", strict()).ok());
+    CHECK(lone.entry(entry(K::kSymlink, "", "target")).code == SANDLET_FAILED_PRECONDITION);
   }
   // Strict: a hard link may only name a file the copy made (not one that was already there).
   ::system(("rm -rf " + dest).c_str());

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import threading
 from typing import IO, Any, Callable, NamedTuple, Optional, Union
 
 from ._errors import Error, os_flavoured
@@ -24,9 +25,10 @@ class CopyStats(NamedTuple):
 
 
 def _options(user: Optional[str], keep_owners: bool, follow_links: bool, max_bytes: int, max_entries: int,
-             progress: Optional[CopyProgressFn]) -> dict:
-    return dict(user=user or "", keep_owners=keep_owners, follow_links=follow_links, max_bytes=max_bytes,
-                max_entries=max_entries, progress=progress)
+             progress: Optional[CopyProgressFn], allow_outside_links: bool = False) -> dict:
+    return dict(user=user or "", keep_owners=keep_owners, follow_links=follow_links,
+                allow_outside_links=allow_outside_links, max_bytes=max_bytes, max_entries=max_entries,
+                progress=progress)
 
 
 def _fd(archive: Archive) -> int:
@@ -54,14 +56,15 @@ class SandboxCopies:
             raise os_flavoured(e, path) from None
 
     def copy_out(self, src: str, dst: PathLike, *, user: Optional[str] = None, keep_owners: bool = False,
-                 follow_links: bool = False, max_bytes: int = 0, max_entries: int = 0,
-                 progress: Optional[CopyProgressFn] = None) -> CopyStats:
+                 follow_links: bool = False, allow_outside_links: bool = False, max_bytes: int = 0,
+                 max_entries: int = 0, progress: Optional[CopyProgressFn] = None) -> CopyStats:
         """``src`` in the sandbox becomes ``dst`` on the host. What the sandbox sends cannot write outside
-        ``dst`` (no symlink below it is followed) and loses set-user/group-ID bits; ``max_bytes`` (default
-        8 GiB) and ``max_entries`` (default 1,048,576) cap it."""
+        ``dst`` (no symlink below it is followed) and loses set-user/group-ID bits; a symlink that would point
+        outside ``dst`` is left out (counted in ``skipped``) unless ``allow_outside_links``; ``max_bytes``
+        (default 8 GiB) and ``max_entries`` (default 1,048,576) cap it."""
         try:
-            return CopyStats(*self._h.copy_out(src, os.fspath(dst), **_options(user, keep_owners, follow_links,
-                                                                              max_bytes, max_entries, progress)))
+            return CopyStats(*self._h.copy_out(src, os.fspath(dst), **_options(
+                user, keep_owners, follow_links, max_bytes, max_entries, progress, allow_outside_links)))
         except Error as e:
             raise os_flavoured(e, src) from None
 
@@ -98,18 +101,44 @@ class SandboxCopies:
 
 
 class AsyncSandboxCopies:
-    """The same for ``AsyncSandbox``, each on a worker thread (a copy is disk and socket work that blocks)."""
+    """The same for ``AsyncSandbox``, each on a worker thread (a copy is disk and socket work that blocks).
+    Cancelling the awaiting task stops the copy at its next entry (or 4 MiB) and waits for it to end."""
 
     sync: Any
 
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any, progress: Optional[CopyProgressFn] = None,
+                         **kwargs: Any) -> Any:
+        stop = threading.Event()
+
+        def checked(entries: int, nbytes: int, skipped: int) -> None:  # (on the copying thread)
+            if stop.is_set():
+                raise _Stopped()
+            if progress is not None:
+                progress(entries, nbytes, skipped)
+
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args, progress=checked, **kwargs))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            stop.set()
+            try:
+                await work
+            except BaseException:  # (_Stopped, or whatever the copy ended with meanwhile)
+                pass
+            raise
+
     async def copy_in(self, src: PathLike, dst: str, **kwargs: Any) -> CopyStats:
-        return await asyncio.to_thread(self.sync.copy_in, src, dst, **kwargs)
+        return await self._in_thread(self.sync.copy_in, src, dst, **kwargs)
 
     async def copy_out(self, src: str, dst: PathLike, **kwargs: Any) -> CopyStats:
-        return await asyncio.to_thread(self.sync.copy_out, src, dst, **kwargs)
+        return await self._in_thread(self.sync.copy_out, src, dst, **kwargs)
 
     async def put_archive(self, dst: str, archive: Union[Archive, bytes], **kwargs: Any) -> CopyStats:
-        return await asyncio.to_thread(self.sync.put_archive, dst, archive, **kwargs)
+        return await self._in_thread(self.sync.put_archive, dst, archive, **kwargs)
 
     async def get_archive(self, src: str, archive: Optional[Archive] = None, **kwargs: Any) -> Union[bytes, CopyStats]:
-        return await asyncio.to_thread(self.sync.get_archive, src, archive, **kwargs)
+        return await self._in_thread(self.sync.get_archive, src, archive, **kwargs)
+
+
+class _Stopped(Exception):
+    """Raised in a copy's progress callback to stop it (its awaiting task was cancelled)."""

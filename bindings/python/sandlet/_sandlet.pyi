@@ -116,16 +116,16 @@ class Sandbox:
     def read_file_async(self, queue: CompletionQueue, token: int, path: str, max_bytes: int = ...) -> None: ...
     # Directory copies: (entries, bytes, skipped). progress(entries, bytes, skipped) may raise to stop.
     def copy_in(self, host_path: str, path: str, *, user: str = ..., keep_owners: bool = ..., follow_links: bool = ...,
-                max_bytes: int = ..., max_entries: int = ...,
+                allow_outside_links: bool = ..., max_bytes: int = ..., max_entries: int = ...,
                 progress: Optional[Callable[[int, int, int], None]] = ...) -> Tuple[int, int, int]: ...
     def copy_out(self, path: str, host_path: str, *, user: str = ..., keep_owners: bool = ..., follow_links: bool = ...,
-                 max_bytes: int = ..., max_entries: int = ...,
+                 allow_outside_links: bool = ..., max_bytes: int = ..., max_entries: int = ...,
                  progress: Optional[Callable[[int, int, int], None]] = ...) -> Tuple[int, int, int]: ...
     def put_archive(self, fd: int, path: str, *, user: str = ..., keep_owners: bool = ..., follow_links: bool = ...,
-                    max_bytes: int = ..., max_entries: int = ...,
+                    allow_outside_links: bool = ..., max_bytes: int = ..., max_entries: int = ...,
                     progress: Optional[Callable[[int, int, int], None]] = ...) -> Tuple[int, int, int]: ...
     def get_archive(self, path: str, fd: int, *, user: str = ..., keep_owners: bool = ..., follow_links: bool = ...,
-                    max_bytes: int = ..., max_entries: int = ...,
+                    allow_outside_links: bool = ..., max_bytes: int = ..., max_entries: int = ...,
                     progress: Optional[Callable[[int, int, int], None]] = ...) -> Tuple[int, int, int]: ...
     def snapshot(self, exclude: Sequence[str], default_excludes: bool, full: bool, name: str,
                  max_depth: int) -> str: ...

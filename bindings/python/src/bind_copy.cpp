@@ -21,11 +21,12 @@ struct CopyCall {
   sandlet::CopyOptions options;
   std::shared_ptr<py::object> raised = std::make_shared<py::object>();  // what the progress callable raised
 
-  CopyCall(std::string user, bool keep_owners, bool follow_links, uint64_t max_bytes, uint64_t max_entries,
-           py::object progress) {
+  CopyCall(std::string user, bool keep_owners, bool follow_links, bool allow_outside_links, uint64_t max_bytes,
+           uint64_t max_entries, py::object progress) {
     options.user = std::move(user);
     options.keep_owners = keep_owners;
     options.follow_links = follow_links;
+    options.allow_outside_links = allow_outside_links;
     options.max_bytes = max_bytes;
     options.max_entries = max_entries;
     auto fn = std::make_shared<py::object>(std::move(progress));
@@ -61,7 +62,8 @@ struct CopyCall {
 
 #define SANDLET_PY_COPY_ARGS                                                                                  \
   py::kw_only(), py::arg("user") = "", py::arg("keep_owners") = false, py::arg("follow_links") = false,       \
-      py::arg("max_bytes") = 0, py::arg("max_entries") = 0, py::arg("progress") = py::none()
+      py::arg("allow_outside_links") = false, py::arg("max_bytes") = 0, py::arg("max_entries") = 0,             \
+      py::arg("progress") = py::none()
 
 }  // namespace
 
@@ -70,36 +72,40 @@ void bind_copy(py::module_& m) {
   cls.def(
          "copy_in",
          [](SandboxHandle& h, const std::string& host_path, const std::string& path, std::string user, bool keep_owners,
-            bool follow_links, uint64_t max_bytes, uint64_t max_entries, py::object progress) {
+            bool follow_links, bool allow_outside_links, uint64_t max_bytes, uint64_t max_entries, py::object progress) {
            auto sb = h.get();
-           CopyCall c(std::move(user), keep_owners, follow_links, max_bytes, max_entries, std::move(progress));
+           CopyCall c(std::move(user), keep_owners, follow_links, allow_outside_links, max_bytes, max_entries,
+                       std::move(progress));
            return c.run([&](const sandlet::CopyOptions& o) { return sb->copy_in(host_path, path, o); });
          },
          py::arg("host_path"), py::arg("path"), SANDLET_PY_COPY_ARGS)
       .def(
           "copy_out",
           [](SandboxHandle& h, const std::string& path, const std::string& host_path, std::string user,
-             bool keep_owners, bool follow_links, uint64_t max_bytes, uint64_t max_entries, py::object progress) {
+             bool keep_owners, bool follow_links, bool allow_outside_links, uint64_t max_bytes, uint64_t max_entries, py::object progress) {
             auto sb = h.get();
-            CopyCall c(std::move(user), keep_owners, follow_links, max_bytes, max_entries, std::move(progress));
+            CopyCall c(std::move(user), keep_owners, follow_links, allow_outside_links, max_bytes, max_entries,
+                       std::move(progress));
             return c.run([&](const sandlet::CopyOptions& o) { return sb->copy_out(path, host_path, o); });
           },
           py::arg("path"), py::arg("host_path"), SANDLET_PY_COPY_ARGS)
       .def(
           "put_archive",
           [](SandboxHandle& h, int fd, const std::string& path, std::string user, bool keep_owners, bool follow_links,
-             uint64_t max_bytes, uint64_t max_entries, py::object progress) {
+             bool allow_outside_links, uint64_t max_bytes, uint64_t max_entries, py::object progress) {
             auto sb = h.get();
-            CopyCall c(std::move(user), keep_owners, follow_links, max_bytes, max_entries, std::move(progress));
+            CopyCall c(std::move(user), keep_owners, follow_links, allow_outside_links, max_bytes, max_entries,
+                       std::move(progress));
             return c.run([&](const sandlet::CopyOptions& o) { return sb->put_archive(fd, path, o); });
           },
           py::arg("fd"), py::arg("path"), SANDLET_PY_COPY_ARGS)
       .def(
           "get_archive",
           [](SandboxHandle& h, const std::string& path, int fd, std::string user, bool keep_owners, bool follow_links,
-             uint64_t max_bytes, uint64_t max_entries, py::object progress) {
+             bool allow_outside_links, uint64_t max_bytes, uint64_t max_entries, py::object progress) {
             auto sb = h.get();
-            CopyCall c(std::move(user), keep_owners, follow_links, max_bytes, max_entries, std::move(progress));
+            CopyCall c(std::move(user), keep_owners, follow_links, allow_outside_links, max_bytes, max_entries,
+                       std::move(progress));
             return c.run([&](const sandlet::CopyOptions& o) { return sb->get_archive(path, fd, o); });
           },
           py::arg("path"), py::arg("fd"), SANDLET_PY_COPY_ARGS);

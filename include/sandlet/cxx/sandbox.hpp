@@ -72,6 +72,7 @@ struct CopyOptions {
   std::string user;          // empty = the spec's user
   bool keep_owners = false;
   bool follow_links = false;
+  bool allow_outside_links = false;  // out of a sandbox: make links that point outside the destination
   uint64_t max_bytes = 0;    // out of a sandbox; 0 = 8 GiB
   uint64_t max_entries = 0;  // out of a sandbox; 0 = 1,048,576
   std::function<void(const sandlet_copy_stats_t&)> progress;  // on the copying thread; throwing stops the copy
@@ -299,6 +300,7 @@ class Sandbox {
     c.keep_owners = o.keep_owners ? 1 : 0;
     c.user = o.user.empty() ? nullptr : o.user.c_str();
     c.follow_links = o.follow_links ? 1 : 0;
+    c.allow_outside_links = o.allow_outside_links ? 1 : 0;
     c.max_bytes = o.max_bytes;
     c.max_entries = o.max_entries;
     if (o.progress) {

@@ -19,7 +19,15 @@ void start_counter(sandlet::Sandbox& sb) {
   sb.exec(o);
 }
 
-std::string counter(sandlet::Sandbox& sb) { return sb.read_file("/tmp/n"); }
+// "" until the background loop has written it once (on a loaded host that can take a while).
+std::string counter(sandlet::Sandbox& sb) {
+  try {
+    return sb.read_file("/tmp/n");
+  } catch (const sandlet::Error& e) {
+    if (e.code() == SANDLET_NOT_FOUND) return "";
+    throw;
+  }
+}
 
 // True when the counter no longer moves (its process is stopped).
 bool counter_stopped(sandlet::Sandbox& sb) {

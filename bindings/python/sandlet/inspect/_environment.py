@@ -12,7 +12,6 @@ import hashlib
 import logging
 import os
 import posixpath
-import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Tuple, Union, overload
 
@@ -29,6 +28,7 @@ from pydantic import BaseModel
 
 import sandlet
 
+from .._frameworks import close_runtimes, runtime_for  # noqa: F401 (close_runtimes: for the tests and benches)
 from ._config import SandletSandboxConfig, SandletServiceConfig, load_config
 
 log = logging.getLogger(__name__)
@@ -37,30 +37,11 @@ log = logging.getLogger(__name__)
 PROVIDER_LABEL = "inspect.provider"
 TASK_LABEL = "inspect.task"
 
-_runtimes: Dict[str, sandlet.AsyncRuntime] = {}
-_runtime_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
 _builds: Dict[Tuple[str, ...], str] = {}  # (root, recipe, context, args...) -> environment name
 
 
 def _root_of(cfg: SandletSandboxConfig) -> str:
     return cfg.root or os.environ.get("SANDLET_ROOT", "")
-
-
-async def runtime_for(root: str) -> sandlet.AsyncRuntime:
-    """One runtime per root for the whole process (Inspect runs every sample of every task on one loop)."""
-    lock = _runtime_locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
-    async with lock:
-        rt = _runtimes.get(root)
-        if rt is None or rt.closed:
-            rt = _runtimes[root] = await sandlet.AsyncRuntime.open(root or None)
-        return rt
-
-
-def close_runtimes() -> None:
-    """Closes the provider's runtimes (destroying the sandboxes they own); the next use opens them again."""
-    while _runtimes:
-        _, rt = _runtimes.popitem()
-        rt.close()
 
 
 async def _environment_of_recipe(rt: sandlet.AsyncRuntime, root: str, svc: SandletServiceConfig) -> str:
