@@ -86,10 +86,11 @@ std::string landing(const std::string& src, const std::string& dst, bool dst_is_
   return dst;
 }
 
-enum class Kind { kMissing, kDir, kOther };
+enum class Kind { kMissing, kDir, kOther, kUnknown };
 
 // What a sandbox path is, through the one call that tells a directory from a file without a stat call: a
-// read of at most one byte (a larger file is refused before any data moves).
+// read of at most one byte (a larger file is refused before any data moves). kUnknown (not readable, say):
+// the copy itself then says what is wrong.
 Kind sandbox_kind(Sandbox& sb, const std::string& path) {
   try {
     sb.read_file(path, 1);
@@ -97,7 +98,8 @@ Kind sandbox_kind(Sandbox& sb, const std::string& path) {
   } catch (const Error& e) {
     if (e.err_no() == EISDIR) return Kind::kDir;
     if (e.code() == SANDLET_NOT_FOUND) return Kind::kMissing;
-    return Kind::kOther;
+    if (e.code() == SANDLET_OUT_OF_RANGE || e.code() == SANDLET_FAILED_PRECONDITION) return Kind::kOther;
+    return Kind::kUnknown;
   }
 }
 
