@@ -9,21 +9,7 @@
 #include "cli_support.hpp"
 
 namespace fs = std::filesystem;
-using namespace cli_test;
-
-namespace {
-
-std::string host(const std::string& cmd) {
-  std::string result;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) result.append(buf, n);
-  ::pclose(p);
-  return result;
-}
-
-}  // namespace
+using namespace cli_test;  // (host_sh: integration/harness.hpp, through cli_support.hpp)
 
 TEST_CASE("cli: cp copies directories as docker cp does", "[cli][commands][copy]") {
   Harness h;
@@ -56,18 +42,18 @@ TEST_CASE("cli: cp copies directories as docker cp does", "[cli][commands][copy]
   // Out: the same rules on the host side.
   const std::string out = h.root() + "/out";
   CHECK(cli(h, {"cp", id + ":/work", out}).status == 0);
-  CHECK(host("cat " + out + "/sub/a.txt " + out + "/proj/top.txt") == "alphatop");
+  CHECK(host_sh("cat " + out + "/sub/a.txt " + out + "/proj/top.txt") == "alphatop");
   CHECK(cli(h, {"cp", id + ":/work/sub", out}).status == 0);  // an existing directory: out/sub (merged)
   CHECK(fs::exists(out + "/sub/empty"));
   CHECK(cli(h, {"cp", id + ":/work/sub/a.txt", out + "/"}).status == 0);
-  CHECK(host("cat " + out + "/a.txt") == "alpha");
+  CHECK(host_sh("cat " + out + "/a.txt") == "alpha");
 
   // Tar streams: a directory to '-' is one (members under its name); --tar unpacks stdin at DST.
   r = cli(h, {"cp", id + ":/work/sub", "-"});
   CHECK(r.status == 0);
   std::ofstream(h.root() + "/sub.tar", std::ios::binary) << r.out;
-  CHECK(host("tar -tf " + h.root() + "/sub.tar | sort | tr '\\n' ' '") == "sub/ sub/a.txt sub/empty/ ");
-  host("tar -C " + src + " -cf " + h.root() + "/proj.tar .");
+  CHECK(host_sh("tar -tf " + h.root() + "/sub.tar | sort | tr '\\n' ' '") == "sub/ sub/a.txt sub/empty/ ");
+  host_sh("tar -C " + src + " -cf " + h.root() + "/proj.tar .");
   std::ifstream in(h.root() + "/proj.tar", std::ios::binary);
   const std::string tar_bytes((std::istreambuf_iterator<char>(in)), {});
   CHECK(cli(h, {"cp", "--tar", "-", id + ":/from-tar"}, {tar_bytes}).status == 0);
@@ -76,10 +62,10 @@ TEST_CASE("cli: cp copies directories as docker cp does", "[cli][commands][copy]
   CHECK(cli(h, {"cp", id + ":/work/top.txt", "-"}).out == "top");
   r = cli(h, {"cp", "--tar", id + ":/work/top.txt", "-"});
   std::ofstream(h.root() + "/one.tar", std::ios::binary) << r.out;
-  CHECK(host("tar -tf " + h.root() + "/one.tar") == "top.txt\n");
+  CHECK(host_sh("tar -tf " + h.root() + "/one.tar") == "top.txt\n");
 
   // --archive keeps the owners; --user decides whose files a copy makes.
-  host("chown -R 1234:2345 " + src);
+  host_sh("chown -R 1234:2345 " + src);
   CHECK(cli(h, {"cp", "-a", src, id + ":/owned"}).status == 0);
   CHECK(sh("stat -c %u:%g /owned/top.txt") == "1234:2345\n");
   CHECK(cli(h, {"cp", "--user", "sandbox", src + "/top.txt", id + ":/tmp/as-user"}).status == 0);

@@ -91,6 +91,20 @@ def harbor_root(integration_root: str) -> str:
     return integration_root
 
 
+def processes_with(text: str) -> List[str]:
+    """Host processes whose command line contains ``text`` (read from /proc, no tool needed)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{pid}: {cmdline}")
+    return found
+
+
 def left_in(root: str) -> List[str]:
     with sandlet.Runtime(root) as rt:
         return [s["id"] for s in rt.list()]
@@ -117,9 +131,9 @@ def test_oracle_scores_one_and_nop_zero_on_eight_parallel_trials(harbor_root: st
     assert all(t.get("exception_info") is None for t in ts), [t.get("exception_info") for t in ts]
     assert mean(oracle) == 1.0
     print(f"harbor oracle: 8 trials in {took:.1f} s")
-    # What the agent and verifier left came back to the trial directories (download_dir).
-    assert all(os.path.exists(os.path.join(jobs, "oracle", d, "verifier", "reward.txt"))
-               for d in os.listdir(os.path.join(jobs, "oracle")) if os.path.isdir(os.path.join(jobs, "oracle", d, "verifier")))
+    # What the verifier left came back to each trial's directory (download_dir).
+    rewards = glob.glob(os.path.join(jobs, "oracle", "*", "verifier", "reward.txt"))
+    assert len(rewards) == 8, rewards
     nop = harbor_run(harbor_root, tasks, "nop", jobs, "nop", "-n", "8")
     assert mean(nop) == 0.0
     assert left_in(harbor_root) == []
@@ -138,9 +152,8 @@ def test_a_runaway_command_is_killed_at_the_timeout_with_its_tree(harbor_root: s
     (t,) = trials(jobs, "runaway")
     assert t["exception_info"]["exception_type"] == "AgentTimeoutError", t["exception_info"]
     assert took < 120
-    # Not one of the command's processes is left, inside or on the host.
-    p = subprocess.run(["pgrep", "-f", f"sleep {marker}"], stdout=subprocess.PIPE, text=True)
-    assert p.stdout.strip() == "", p.stdout
+    # Not one of the command's processes is left, inside or on the host (a sandbox's processes are the host's).
+    assert processes_with(f"sleep {marker}") == []
     assert left_in(harbor_root) == []
 
 
