@@ -455,9 +455,21 @@ typedef struct sandlet_exec_options {
                                     LD_* and similar loader variables removed, a dynamic binary run through
                                     the toolkit's own loader. FAILED_PRECONDITION on a sandbox without a
                                     toolkit. Not for one-shot runs. (docs/POLICY.md, "Protected toolkit") */
+  int stdin_stream;              /* non-zero: stdin stays open after stdin_data; more comes through
+                                    sandlet_exec_control_write_stdin, its end with sandlet_exec_control_close_stdin
+                                    (so only with sandlet_sandbox_exec_start and its control handle) */
+  int tty;                       /* non-zero: stdin, stdout and stderr are one new pseudo-terminal inside the
+                                    sandbox, the command's controlling terminal (a session of its own), owned by
+                                    its user: what a shell or an editor needs. All output arrives as
+                                    SANDLET_STDOUT, with the terminal's line discipline applied (echo, \r\n);
+                                    stdin_data (and, with stdin_stream, what is written later) is typed into
+                                    it; the end of stdin closes nothing (write "\x04" as on a keyboard).
+                                    Resize with sandlet_exec_control_resize. (docs/SHELLS.md) */
+  uint32_t tty_rows;             /* the terminal's size: 0 = 24 rows x 80 columns; at most 4096 each */
+  uint32_t tty_cols;
   int reserved;                  /* must be 0 (room for the next flag; else the struct would end in padding) */
 } sandlet_exec_options_t;
-#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0, 0}
+#define SANDLET_EXEC_OPTIONS_INIT {sizeof(sandlet_exec_options_t), 0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct sandlet_exec_result sandlet_exec_result_t;
 
@@ -488,6 +500,19 @@ SANDLET_API sandlet_error_t *sandlet_exec_control_signal(sandlet_exec_control_t 
    once the sandbox has reported the command's exit — or after 2 s without that report, when the library
    drops the exec's connection (which makes the sandbox kill whatever is left). */
 SANDLET_API void sandlet_exec_control_cancel(sandlet_exec_control_t *control);
+/* Feeds `len` bytes to the stdin of an exec started with stdin_stream (or typed into its terminal). The
+   bytes are copied; this blocks only while the sandbox is 4 MiB behind in reading them (never when called
+   from a library callback). Returns NULL, also when the exec has already ended (the bytes are dropped);
+   FAILED_PRECONDITION when the exec has no open stdin or it was closed. */
+SANDLET_API sandlet_error_t *sandlet_exec_control_write_stdin(sandlet_exec_control_t *control, const void *data,
+                                                              size_t len);
+/* Ends that stdin (the command reads EOF once it consumed what came before). Idempotent; nothing for an exec
+   without stdin_stream. */
+SANDLET_API void sandlet_exec_control_close_stdin(sandlet_exec_control_t *control);
+/* Sets the size of the terminal of an exec started with tty (its foreground processes get SIGWINCH).
+   INVALID_ARGUMENT outside 1..4096; FAILED_PRECONDITION for an exec without a terminal. */
+SANDLET_API sandlet_error_t *sandlet_exec_control_resize(sandlet_exec_control_t *control, uint32_t rows,
+                                                         uint32_t cols);
 SANDLET_API void sandlet_exec_control_delete(sandlet_exec_control_t *control); /* NULL is fine */
 
 SANDLET_API int sandlet_exec_result_exit_code(const sandlet_exec_result_t *r); /* -1 if killed by a signal */
@@ -593,4 +618,5 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 #include "sandlet/sandlet_fncall.h"
 #include "sandlet/sandlet_jobs.h"
 #include "sandlet/sandlet_copy.h"
+#include "sandlet/sandlet_session.h"
 #endif /* SANDLET_SANDLET_H */

@@ -33,6 +33,13 @@ sandlet::ExecParams to_params(const sandlet_exec_options_t& o) {
   p.kill_on_output_limit = field_or(o, &T::kill_on_output_limit, 0) != 0;
   p.keep_background = field_or(o, &T::keep_background, 0) != 0;
   p.toolkit = field_or(o, &T::toolkit, 0) != 0;
+  p.stdin_stream = field_or(o, &T::stdin_stream, 0) != 0;
+  p.tty = field_or(o, &T::tty, 0) != 0;
+  const uint32_t rows = field_or(o, &T::tty_rows, 0), cols = field_or(o, &T::tty_cols, 0);
+  if (rows || cols) {
+    p.tty_rows = rows ? rows : 24;
+    p.tty_cols = cols ? cols : 80;
+  }
   if (field_or(o, &T::reserved, 0) != 0)
     throw sandlet::Error(sandlet::Code::kInvalidArgument, "invalid sandlet_exec_options_t: 'reserved' must be 0");
   if (sandlet_output_cb cb = field_or(o, &T::on_output, nullptr)) {
@@ -173,9 +180,15 @@ SANDLET_API sandlet_error_t* sandlet_sandbox_exec_start(sandlet_sandbox_t* sb, c
   SANDLET_REQUIRE(opts);
   SANDLET_REQUIRE(cb);
   return guard([&] {
+    sandlet::ExecParams params = to_params(*opts);
+    if (params.stdin_stream && !control)
+      throw sandlet::Error(sandlet::Code::kInvalidArgument,
+                           "invalid exec field 'stdin_stream': only with a control handle to write it through "
+                           "(sandlet_sandbox_exec_start)");
     // Allocated first: once the exec is started, nothing here may fail any more.
-    std::unique_ptr<sandlet_exec_control> handle(control ? new sandlet_exec_control{sandlet::ExecControl({})} : nullptr);
-    auto started = sb->sb->exec_async(to_params(*opts), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
+    std::unique_ptr<sandlet_exec_control> handle(
+        control ? new sandlet_exec_control{sandlet::ExecControl({}, false, false)} : nullptr);
+    auto started = sb->sb->exec_async(std::move(params), [cb, user_data](std::exception_ptr error, sandlet::ExecOutcome outcome) {
       sandlet::capi::complete_exec(cb, user_data, std::move(error), std::move(outcome));
     });
     if (handle) {
@@ -201,6 +214,27 @@ SANDLET_API void sandlet_exec_control_cancel(sandlet_exec_control_t* control) {
     control->control.cancel();
   } catch (...) {
   }
+}
+
+SANDLET_API sandlet_error_t* sandlet_exec_control_write_stdin(sandlet_exec_control_t* control, const void* data,
+                                                              size_t len) {
+  SANDLET_REQUIRE(control);
+  SANDLET_REQUIRE(data || len == 0);
+  return guard([&] { control->control.write_stdin(std::string_view(static_cast<const char*>(data), len)); });
+}
+
+SANDLET_API void sandlet_exec_control_close_stdin(sandlet_exec_control_t* control) {
+  if (!control) return;
+  try {
+    control->control.close_stdin();
+  } catch (...) {
+  }
+}
+
+SANDLET_API sandlet_error_t* sandlet_exec_control_resize(sandlet_exec_control_t* control, uint32_t rows,
+                                                         uint32_t cols) {
+  SANDLET_REQUIRE(control);
+  return guard([&] { control->control.resize(rows, cols); });
 }
 
 SANDLET_API void sandlet_exec_control_delete(sandlet_exec_control_t* control) { delete control; }

@@ -91,6 +91,9 @@ double parse_seconds(const std::string& text, std::string_view option);
 // left to clean up on our side). A second signal kills the CLI immediately.
 class SignalGuard;
 int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, SignalGuard& guard);
+// exec -i / -t (exec_interactive.cpp): stdin streamed as it comes (`forward_stdin`), and/or a pseudo-terminal
+// inside (`tty`; with -i this terminal raw and its size followed). Exit statuses as run_command's.
+int run_interactive(Sandbox& sb, const CommandOptions& cmd, bool forward_stdin, bool tty, SignalGuard& guard);
 // The CLI's exit status for a command's result (printing why when it timed out or lost output), and for
 // an error starting it (printed; 127 not found, 126 not executable, 2 bad input, else 1).
 int status_for_result(const ExecResult& r, const CommandOptions& cmd);

@@ -45,7 +45,9 @@ constexpr std::string_view kExecUsage =
     "  -e, --env K=V        Add an environment variable (repeatable; a bare K copies it from here)\n"
     "  -w, --workdir DIR    Working directory inside the sandbox\n"
     "  -u, --user USER      uid[:gid] or a user name from the sandbox's /etc/passwd\n"
-    "  -i, --interactive    Send this process's stdin to the command (read to EOF first)\n"
+    "  -i, --interactive    Stream this process's stdin to the command as it comes\n"
+    "  -t, --tty            Give the command a pseudo-terminal (stdout and stderr merged, as on a\n"
+    "                       terminal); with -i this terminal goes raw and its size is followed\n"
     "      --timeout S      Kill the command and everything it started after S seconds\n"
     "      --keep-background  Let processes the command leaves running (server &) outlive it;\n"
     "                       by default they are killed when the command exits\n"
@@ -56,7 +58,8 @@ constexpr std::string_view kExecUsage =
     "\n"
     "Exit status: the command's; 128+N if it was killed by signal N; 124 if --timeout expired;\n"
     "126 if it cannot be executed, 127 if it was not found; 1 on other errors, 2 on usage errors.\n"
-    "Ctrl-C ends the CLI; the library then kills the command and everything it started.\n";
+    "Ctrl-C ends the CLI; the library then kills the command and everything it started\n"
+    "(with -it, Ctrl-C is typed into the command's terminal instead).\n";
 
 }  // namespace
 
@@ -247,7 +250,7 @@ int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, Sign
 int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {
       {"env", 'e', true}, {"workdir", 'w', true}, {"user", 'u', true},
-      {"interactive", 'i', false}, {"timeout", 0, true}, {"keep-background", 0, false},
+      {"interactive", 'i', false}, {"tty", 't', false}, {"timeout", 0, true}, {"keep-background", 0, false},
       {"toolkit", 0, false},
   };
   ParsedArgs a;
@@ -266,13 +269,14 @@ int cmd_exec(CommandContext& ctx, const std::vector<std::string>& args) {
   if (const auto* v = a.last("workdir")) cmd.cwd = *v;
   if (const auto* v = a.last("user")) cmd.user = *v;
   if (const auto* v = a.last("timeout")) cmd.timeout_s = parse_seconds(*v, "--timeout");
-  if (a.has("interactive")) cmd.stdin_data = read_local_file("-", nullptr);
+  const bool interactive = a.has("interactive"), tty = a.has("tty");
   cmd.keep_background = a.has("keep-background");
   cmd.toolkit = a.has("toolkit");
 
   SignalGuard guard;
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
   Sandbox sb = rt.attach(id);
+  if (interactive || tty) return run_interactive(sb, cmd, interactive, tty, guard);
   return run_command(sb, cmd, /*owned_sandbox=*/false, guard);
 }
 

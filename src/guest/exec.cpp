@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,58 @@ void close_pair(int p[2]) {
   if (p[0] >= 0) close(p[0]);
   if (p[1] >= 0) close(p[1]);
   p[0] = p[1] = -1;
+}
+
+// A new pseudo-terminal of the sandbox's own devpts: term[0] the master (non-blocking), term[1] the slave
+// (TIOCGPTPEER: no path lookup the sandbox could redirect), owned by the command's user so that it may
+// reopen its terminal (tty, sudo) as on a login terminal.
+Status open_pty(const Identity& id, const proto::TermSize& size, int term[2]) {
+  term[0] = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+  if (term[0] < 0) return errno_status(errno, "open /dev/ptmx for the exec's terminal");
+  int unlock = 0;
+  struct winsize ws = {};
+  ws.ws_row = size.rows;
+  ws.ws_col = size.cols;
+  if (ioctl(term[0], TIOCSPTLCK, &unlock) != 0 || ioctl(term[0], TIOCSWINSZ, &ws) != 0 ||
+      (term[1] = ioctl(term[0], TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+    Status st = errno_status(errno, "set up the exec's terminal");
+    close_pair(term);
+    return st;
+  }
+  if (fchown(term[1], id.uid, static_cast<gid_t>(-1)) != 0) {
+    Status st = errno_status(errno, "give the exec's terminal to its user");
+    close_pair(term);
+    return st;
+  }
+  return Status();
+}
+
+// Pipes for stdout, stderr and (has_stdin) stdin, or one terminal standing for all three; the agent's ends
+// non-blocking. CLOEXEC everywhere: the child's dup2 onto 0/1/2 clears it for the copies it keeps.
+Status open_exec_stdio(bool pty, bool has_stdin, const Identity& id, const proto::TermSize& size, int outp[2],
+                       int errp[2], int inp[2]) {
+  if (pty) {
+    if (Status st = open_pty(id, size, outp); !st.ok()) return st;
+    // The master twice: read for output, written for input (two epoll registrations need two descriptors).
+    inp[0] = -1;
+    inp[1] = fcntl(outp[0], F_DUPFD_CLOEXEC, 3);
+    if (inp[1] < 0) {
+      Status st = errno_status(errno, "set up the exec's terminal");
+      close_pair(outp);
+      return st;
+    }
+    return Status();
+  }
+  if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 || (has_stdin && pipe2(inp, O_CLOEXEC) != 0) ||
+      fcntl(outp[0], F_SETFL, O_NONBLOCK) != 0 || fcntl(errp[0], F_SETFL, O_NONBLOCK) != 0 ||
+      (has_stdin && fcntl(inp[1], F_SETFL, O_NONBLOCK) != 0)) {
+    Status st = errno_status(errno, "create exec pipes");
+    close_pair(outp);
+    close_pair(errp);
+    close_pair(inp);
+    return st;
+  }
+  return Status();
 }
 
 }  // namespace
@@ -53,16 +106,10 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   }
   const std::string& cwd = req.cwd.empty() ? (cfg_.workdir.empty() ? std::string("/") : cfg_.workdir) : req.cwd;
 
-  bool has_stdin = req.flags & proto::kExecHasStdin;
+  const bool has_stdin = req.flags & proto::kExecHasStdin;
+  const bool pty = req.flags & proto::kExecPty;
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, inp[2] = {-1, -1};
-  // CLOEXEC everywhere: the child's dup2 onto 0/1/2 clears it for the copies it keeps.
-  if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 || (has_stdin && pipe2(inp, O_CLOEXEC) != 0) ||
-      fcntl(outp[0], F_SETFL, O_NONBLOCK) != 0 || fcntl(errp[0], F_SETFL, O_NONBLOCK) != 0 ||
-      (has_stdin && fcntl(inp[1], F_SETFL, O_NONBLOCK) != 0)) {
-    Status st = errno_status(errno, "create exec pipes");
-    close_pair(outp);
-    close_pair(errp);
-    close_pair(inp);
+  if (Status st = open_exec_stdio(pty, has_stdin, id, req.term, outp, errp, inp); !st.ok()) {
     reply_error(c, st);
     return;
   }
@@ -79,9 +126,10 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   }
 
   SpawnSpec sp = cmd_scratch_.spawn_spec(id, cwd);
-  sp.stdin_fd = has_stdin ? inp[0] : -1;
+  sp.stdin_fd = pty ? outp[1] : has_stdin ? inp[0] : -1;
   sp.stdout_fd = outp[1];
-  sp.stderr_fd = errp[1];
+  sp.stderr_fd = pty ? outp[1] : errp[1];
+  sp.controlling_tty = pty;
   sp.cgroup_fd = cg.dirfd;
   sp.nofile = child_nofile_;
   sp.exec_fd = toolkit.exec_fd;
@@ -90,11 +138,11 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   uint64_t start = now_ns();
   pid_t pid = spawn_process(sp, &se);
   close(outp[1]);
-  close(errp[1]);
+  if (errp[1] >= 0) close(errp[1]);
   if (inp[0] >= 0) close(inp[0]);
   if (pid < 0) {
     close(outp[0]);
-    close(errp[0]);
+    if (errp[0] >= 0) close(errp[0]);
     if (inp[1] >= 0) close(inp[1]);
     cgroups_.release(&cg);  // the failed child left nothing running behind
     reply_error(c, spawn_failure_status(se, cmd_scratch_, cwd, user.empty() ? "root" : user, "exec"));
@@ -107,11 +155,13 @@ void Server::exec_start(Conn* c, std::string_view payload) {
   e->pipe_fd[0] = outp[0];
   e->pipe_fd[1] = errp[0];
   e->stdin_fd = inp[1];
+  e->pty = pty;
   e->start_ns = start;
   e->limit = req.output_limit;
   e->req_flags = req.flags;
   e->cg = cg;
   for (int i = 0; i < 2; ++i) {
+    if (e->pipe_fd[i] < 0) continue;
     struct epoll_event ev = {};
     ev.events = EPOLLIN;
     ev.data.ptr = &e->pipe_watch[i];
@@ -150,9 +200,28 @@ void Server::exec_frame(Conn* c, Action action, std::string_view payload) {
       exec_signal(e, sig);
       return;
     }
+    case Action::kResize: {
+      proto::TermSize size;
+      if (!proto::TermSize::decode(payload, &size)) {
+        conn_reject(c, "bad terminal size");
+        return;
+      }
+      exec_resize(e, size);
+      return;
+    }
     default: break;
   }
   conn_reject(c, "bad signal number");  // (the only payload classify() leaves unchecked)
+}
+
+// The kernel tells the terminal's foreground process group (SIGWINCH). Not a terminal, or closed: ignored.
+void Server::exec_resize(Exec* e, const proto::TermSize& size) {
+  const int fd = !e->pty ? -1 : e->pipe_fd[0] >= 0 ? e->pipe_fd[0] : e->stdin_fd;
+  if (fd < 0) return;
+  struct winsize ws = {};
+  ws.ws_row = size.rows;
+  ws.ws_col = size.cols;
+  ioctl(fd, TIOCSWINSZ, &ws);
 }
 
 void Server::exec_pipe_readable(Exec* e, int stream) {

@@ -46,7 +46,8 @@ Action classify(Phase phase, proto::AgentMsg type, bool takes_stdin, bool stdin_
           else return type == AgentMsg::kStdin ? Action::kStdin : Action::kStdinEof;
           break;
         case AgentMsg::kSignal: return Action::kSignal;
-        default: *why = "only stdin and signals may follow an exec request"; break;
+        case AgentMsg::kResize: return Action::kResize;
+        default: *why = "only stdin, signals and terminal sizes may follow an exec request"; break;
       }
       break;
     case Phase::kWrite:

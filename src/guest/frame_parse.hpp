@@ -31,7 +31,7 @@ enum class Phase : uint8_t { kNew, kExec, kWrite, kRead, kPutTree, kGetTree, kDo
 enum class Action : uint8_t {
   kPing, kExecStart, kWriteStart, kReadStart,  // first frames
   kPutTreeStart, kGetTreeStart,
-  kStdin, kStdinEof, kSignal,                  // during an exec
+  kStdin, kStdinEof, kSignal, kResize,         // during an exec
   kFileData, kFileEof,                         // during a file write or a put-tree
   kTreeEntry,                                  // during a put-tree
   kIgnore,                                     // after the request completed

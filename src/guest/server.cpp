@@ -292,7 +292,7 @@ void Server::conn_handle_frame(Conn* c, proto::AgentMsg type, std::string_view p
     case Action::kReadStart: read_start(c, payload); return;
     case Action::kPutTreeStart: tree_put_start(c, payload); return;
     case Action::kGetTreeStart: tree_get_start(c, payload); return;
-    case Action::kStdin: case Action::kStdinEof: case Action::kSignal: exec_frame(c, action, payload); return;
+    case Action::kStdin: case Action::kStdinEof: case Action::kSignal: case Action::kResize: exec_frame(c, action, payload); return;
     case Action::kTreeEntry: tree_put_frame(c, action, payload); return;
     case Action::kFileData: case Action::kFileEof:
       if (c->state == Conn::State::kPutTree)

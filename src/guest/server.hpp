@@ -82,7 +82,8 @@ struct Exec {
   bool timed_out = false;
   int wait_status = 0;
   int pipe_fd[2] = {-1, -1};   // read ends of stdout, stderr
-  int stdin_fd = -1;           // write end, when the exec takes stdin
+  int stdin_fd = -1;           // write end, when the exec takes stdin (with a pty: the master, dup'ed)
+  bool pty = false;            // pipe_fd[0] and stdin_fd are a pseudo-terminal's master; pipe_fd[1] unused
   bool stdin_registered = false;
   bool stdin_eof = false;      // kStdinEof seen: close once the buffer drained
   Buffer stdin_buf;
@@ -135,6 +136,7 @@ class Server final {
   void exec_start(Conn* c, std::string_view payload);
   void exec_frame(Conn* c, Action action, std::string_view payload);
   void exec_pipe_readable(Exec* e, int stream);
+  void exec_resize(Exec* e, const proto::TermSize& size);
   void exec_pipe_close(Exec* e, int stream);
   void exec_pause_pipes(Exec* e, bool pause);
   void exec_stdin_flush(Exec* e);

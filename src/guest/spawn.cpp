@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -138,6 +139,7 @@ int child_main(void* arg) {
   if (s.stdin_fd >= 0 && dup2(s.stdin_fd, 0) < 0) child_fail(c, SpawnStep::kStdio);
   if ((s.stdout_fd >= 0 && dup2(s.stdout_fd, 1) < 0) || (s.stderr_fd >= 0 && dup2(s.stderr_fd, 2) < 0))
     child_fail(c, SpawnStep::kStdio);
+  if (s.controlling_tty && ioctl(0, TIOCSCTTY, 0) != 0) child_fail(c, SpawnStep::kStdio);
   // After stdio: a pipe may sit at 3 or 4.
   if (s.exec_fd >= 0 && !place_toolkit_fds(s)) child_fail(c, SpawnStep::kStdio);
   if (s.nofile) setrlimit(RLIMIT_NOFILE, s.nofile);

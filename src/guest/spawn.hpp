@@ -22,6 +22,7 @@ struct SpawnSpec {
   int stdin_fd = -1;   // -1: keep the agent's own fd (0, 1, 2: the sandbox's /dev/null)
   int stdout_fd = -1;
   int stderr_fd = -1;
+  bool controlling_tty = false;  // stdin is a terminal the child's new session takes as its controlling one
   int cgroup_fd = -1;  // cgroup2 directory to start the child in, or -1
   const struct rlimit* nofile = nullptr;  // RLIMIT_NOFILE to restore in the child, or nullptr
   int exec_fd = -1;     // >= 0: execveat() this descriptor instead of searching argv[0] (toolkit execs)

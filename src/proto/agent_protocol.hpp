@@ -43,6 +43,7 @@ enum class AgentMsg : uint8_t {
   kFileData = 0x06,   // raw bytes
   kFileEof = 0x07,    // empty
   kTreeEntryIn = 0x0C,  // TreeEntry of a put-tree
+  kResize = 0x0D,     // TermSize: the terminal of a kExecPty exec takes this size (ignored otherwise)
   // agent -> host
   kStarted = 0x41,    // u32 pid inside the sandbox; first reply of an exec that started
   kStdout = 0x42,     // raw bytes
@@ -70,6 +71,7 @@ inline constexpr FrameType kHostToAgentTypes[] = {
     {0x0A, 12, kMaxPathRequest, "put-tree"},
     {0x0B, 20, kMaxPathRequest, "get-tree"},
     {0x0C, kTreeEntryMin, kTreeEntryMax, "tree-entry"},
+    {0x0D, 4, 4, "resize"},
 };
 inline constexpr FrameType kAgentToHostTypes[] = {
     {0x41, 4, 4, "started"},
@@ -105,8 +107,29 @@ enum ExecFlags : uint32_t {
                               // completes at once and their later output is discarded
   kExecToolkit = 8,           // run from the protected toolkit (guest/toolkit.hpp): argv[0], PATH and the
                               // loader from /.sandlet/toolkit only; FAILED_PRECONDITION without a toolkit
+  kExecPty = 16,              // stdin, stdout and stderr are one new pseudo-terminal (the command's
+                              // controlling terminal, of ExecRequest::term size): its output comes as kStdout
+                              // only; requires kExecHasStdin (stdin frames are typed into the terminal)
 };
-constexpr uint32_t kExecKnownFlags = 15;
+constexpr uint32_t kExecKnownFlags = 31;
+
+// A terminal's size in character cells (TIOCSWINSZ): 1..4096 each.
+struct TermSize {
+  uint16_t rows = 24, cols = 80;
+  static constexpr uint16_t kMax = 4096;
+  bool valid() const { return rows >= 1 && cols >= 1 && rows <= kMax && cols <= kMax; }
+
+  std::string encode() const {
+    wire::Writer w;
+    w.u16(rows); w.u16(cols);
+    return std::move(w.data());
+  }
+  static bool decode(std::string_view p, TermSize* out) {
+    wire::Reader r(p);
+    out->rows = r.u16(); out->cols = r.u16();
+    return r.ok() && r.at_end() && out->valid();
+  }
+};
 
 struct ExecRequest {
   std::vector<std::string> argv;  // argv[0] resolved through PATH of env
@@ -116,18 +139,22 @@ struct ExecRequest {
   uint64_t timeout_ms = 0;        // 0 = none
   uint64_t output_limit = 16u << 20;  // bytes per stream
   uint32_t flags = 0;
+  TermSize term;  // on the wire only with kExecPty (an agent without terminals refuses the flag first)
 
   std::string encode() const {
     wire::Writer w;
     w.strs(argv); w.strs(env); w.str(cwd); w.str(user);
     w.u64(timeout_ms); w.u64(output_limit); w.u32(flags);
+    if (flags & kExecPty) { w.u16(term.rows); w.u16(term.cols); }
     return std::move(w.data());
   }
   static bool decode(std::string_view p, ExecRequest* out) {
     wire::Reader r(p);
     out->argv = r.strs(); out->env = r.strs(); out->cwd = r.str(); out->user = r.str();
     out->timeout_ms = r.u64(); out->output_limit = r.u64(); out->flags = r.u32();
-    return r.ok() && r.at_end() && !out->argv.empty() && (out->flags & ~kExecKnownFlags) == 0;
+    if (out->flags & kExecPty) { out->term.rows = r.u16(); out->term.cols = r.u16(); }
+    const bool pty_ok = !(out->flags & kExecPty) || ((out->flags & kExecHasStdin) && out->term.valid());
+    return r.ok() && r.at_end() && !out->argv.empty() && (out->flags & ~kExecKnownFlags) == 0 && pty_ok;
   }
 };
 

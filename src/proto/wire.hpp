@@ -12,6 +12,7 @@ namespace sandlet::wire {
 class Writer final {
  public:
   void u8(uint8_t v) { buf_.push_back(static_cast<char>(v)); }
+  void u16(uint16_t v) { put(&v, sizeof v); }
   void u32(uint32_t v) { put(&v, sizeof v); }
   void i32(int32_t v) { put(&v, sizeof v); }
   void u64(uint64_t v) { put(&v, sizeof v); }
@@ -36,6 +37,7 @@ class Reader final {
  public:
   explicit Reader(std::string_view data) : data_(data) {}
   uint8_t u8() { uint8_t v = 0; get(&v, 1); return v; }
+  uint16_t u16() { uint16_t v = 0; get(&v, sizeof v); return v; }
   uint32_t u32() { uint32_t v = 0; get(&v, sizeof v); return v; }
   int32_t i32() { int32_t v = 0; get(&v, sizeof v); return v; }
   uint64_t u64() { uint64_t v = 0; get(&v, sizeof v); return v; }

@@ -21,13 +21,14 @@ Error bad_frame_error(const proto::FrameReader& reader) {
 }  // namespace
 
 AgentCall::AgentCall(asio::io_context& io, FrameHandler on_frame, Done done)
-    : socket_(io), on_frame_(std::move(on_frame)), done_(std::move(done)) {}
+    : io_(io), socket_(io), on_frame_(std::move(on_frame)), done_(std::move(done)) {}
 
 std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, sys::UniqueFd fd, std::string request_frames,
                                             FrameHandler on_frame, Done done,
                                             std::optional<std::chrono::milliseconds> deadline) {
   auto call = std::make_shared<AgentCall>(io, std::move(on_frame), std::move(done));
   call->socket_.assign(asio::local::stream_protocol(), fd.release());
+  call->queued_ = request_frames.size();
   call->outgoing_.push_back(std::move(request_frames));
   asio::post(io, [call, deadline] {
     if (deadline) call->arm_deadline(*deadline);
@@ -39,11 +40,28 @@ std::shared_ptr<AgentCall> AgentCall::start(asio::io_context& io, sys::UniqueFd 
 
 void AgentCall::send(std::string frame) {
   auto self = shared_from_this();
+  {
+    std::lock_guard lock(queue_mu_);
+    queued_ += frame.size();
+  }
   asio::post(socket_.get_executor(), [self, frame = std::move(frame)]() mutable {
-    if (self->finished_) return;
+    if (self->finished_) return self->wrote(frame.size());
     self->outgoing_.push_back(std::move(frame));
     self->write_next();
   });
+}
+
+bool AgentCall::wait_queue_below(uint64_t bytes) {
+  std::unique_lock lock(queue_mu_);
+  if (io_.get_executor().running_in_this_thread()) return !done_writing_;
+  queue_cv_.wait(lock, [&] { return done_writing_ || queued_ <= bytes; });
+  return !done_writing_;
+}
+
+void AgentCall::wrote(size_t n) {
+  std::lock_guard lock(queue_mu_);
+  queued_ -= n;
+  queue_cv_.notify_all();
 }
 
 // One write in flight at a time; a write error shows up as a read error too, reported there.
@@ -54,6 +72,7 @@ void AgentCall::write_next() {
   asio::async_write(socket_, asio::buffer(outgoing_.front()), [self](boost::system::error_code ec, size_t) {
     self->writing_ = false;
     if (ec) return;
+    self->wrote(self->outgoing_.front().size());
     self->outgoing_.pop_front();
     self->write_next();
   });
@@ -70,8 +89,12 @@ void AgentCall::abort() {
 
 void AgentCall::cancel(std::string kill_frame, std::chrono::milliseconds grace) {
   auto self = shared_from_this();
+  {
+    std::lock_guard lock(queue_mu_);
+    queued_ += kill_frame.size();  // (written like any frame, so counted like one)
+  }
   asio::post(socket_.get_executor(), [self, kill_frame = std::move(kill_frame), grace]() mutable {
-    if (self->finished_ || self->cancelled_) return;
+    if (self->finished_ || self->cancelled_) return self->wrote(kill_frame.size());
     self->cancelled_ = true;
     self->outgoing_.push_back(std::move(kill_frame));
     self->write_next();
@@ -158,6 +181,11 @@ void AgentCall::on_read_error(const boost::system::error_code& ec) {
 void AgentCall::finish(std::exception_ptr error) {
   if (finished_) return;
   finished_ = true;
+  {
+    std::lock_guard lock(queue_mu_);
+    done_writing_ = true;
+    queue_cv_.notify_all();
+  }
   if (cancel_timer_) cancel_timer_->cancel();
   if (deadline_timer_) deadline_timer_->cancel();
   if (cancelled_) error = std::make_exception_ptr(Error(Code::kCancelled, "cancelled by the caller"));

@@ -7,6 +7,8 @@
 #pragma once
 #include <boost/asio.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -43,11 +45,16 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   void cancel(std::string kill_frame, std::chrono::milliseconds grace);
   // Queues one more frame to the agent (e.g. a signal for a running exec). Thread-safe.
   void send(std::string frame);
+  // Blocks while more than `bytes` of queued frames wait to be written, so that a fast producer of stdin
+  // cannot queue without bound; returns at once once the call finished, or on the loop thread itself
+  // (which would wait on its own writes). False once the call finished.
+  bool wait_queue_below(uint64_t bytes);
 
   AgentCall(boost::asio::io_context& io, FrameHandler on_frame, Done done);
 
  private:
   void write_next();
+  void wrote(size_t n);  // a frame of `n` bytes left the queue
   void read_next();
   void on_read(bool staged, size_t n);
   bool deliver();  // hands the reader's frame to the handler; false once the call finished
@@ -55,8 +62,13 @@ class AgentCall final : public std::enable_shared_from_this<AgentCall> {
   void arm_deadline(std::chrono::milliseconds after);
   void finish(std::exception_ptr error);
 
+  boost::asio::io_context& io_;
   boost::asio::local::stream_protocol::socket socket_;
   std::deque<std::string> outgoing_;  // front is being written
+  std::mutex queue_mu_;                // guards queued_ and done_writing_ for wait_queue_below
+  std::condition_variable queue_cv_;
+  uint64_t queued_ = 0;                // bytes sent through send() and not written yet
+  bool done_writing_ = false;          // the call finished: nothing more is written
   bool writing_ = false;
   proto::FrameReader reader_{proto::kAgentToHost};
   // Small frames are read many per system call through this (a forged agent's one-byte frames would

@@ -60,7 +60,7 @@ void check_command_args(const std::vector<std::string>& argv, const std::vector<
   if (!p.ok()) throw Error(Code::kInvalidArgument, proto::describe(p, what), E2BIG);
 }
 
-std::string exec_request_frames(const proto::ExecRequest& req, std::string_view stdin_data) {
+std::string exec_request_frames(const proto::ExecRequest& req, std::string_view stdin_data, bool stdin_open) {
   check_command_args(req.argv, req.env, "exec");
   std::string payload = req.encode();
   if (payload.size() > proto::kMaxExecRequest)
@@ -68,12 +68,20 @@ std::string exec_request_frames(const proto::ExecRequest& req, std::string_view 
                                             " bytes, over the agent protocol's limit of " +
                                             std::to_string(proto::kMaxExecRequest) + " (fields 'cwd' and 'user' too long?)");
   std::string frames = proto::frame(proto::AgentMsg::kExec, payload);
-  if (!stdin_data.empty()) {
-    append_chunked(frames, proto::AgentMsg::kStdin, stdin_data);
-    frames += proto::frame(proto::AgentMsg::kStdinEof, "");
-  }
+  append_chunked(frames, proto::AgentMsg::kStdin, stdin_data);
+  if (!stdin_data.empty() && !stdin_open) frames += proto::frame(proto::AgentMsg::kStdinEof, "");
   return frames;
 }
+
+std::string stdin_frames(std::string_view data) {
+  std::string frames;
+  append_chunked(frames, proto::AgentMsg::kStdin, data);
+  return frames;
+}
+
+std::string stdin_eof_frame() { return proto::frame(proto::AgentMsg::kStdinEof, ""); }
+
+std::string resize_frame(const proto::TermSize& size) { return proto::frame(proto::AgentMsg::kResize, size.encode()); }
 
 std::string signal_frame(int signo) {
   return proto::frame(proto::AgentMsg::kSignal, proto::encode_u32(static_cast<uint32_t>(signo)));

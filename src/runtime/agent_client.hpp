@@ -18,9 +18,14 @@ namespace sandlet {
 
 // ---- requests --------------------------------------------------------------------------------------------
 
-// The exec request and its stdin. INVALID_ARGUMENT when argv and env exceed the kernel's limits for the
-// stack limit this process has (what a container sandbox inherits), naming the sizes and the limit.
-std::string exec_request_frames(const proto::ExecRequest& req, std::string_view stdin_data);
+// The exec request and its stdin (then its end, unless `stdin_open`: more comes through stdin_frames).
+// INVALID_ARGUMENT when argv and env exceed the kernel's limits for the stack limit this process has (what
+// a container sandbox inherits), naming the sizes and the limit.
+std::string exec_request_frames(const proto::ExecRequest& req, std::string_view stdin_data, bool stdin_open = false);
+// Later input of an exec that keeps its stdin open, its end, and a new size of its terminal.
+std::string stdin_frames(std::string_view data);
+std::string stdin_eof_frame();
+std::string resize_frame(const proto::TermSize& size);
 // The same check for a one-shot run's command ("run" fields).
 void check_command_args(const std::vector<std::string>& argv, const std::vector<std::string>& env, const char* what);
 std::string signal_frame(int signo);

@@ -19,6 +19,14 @@ namespace {
 
 constexpr uint64_t kDefaultOutputLimit = 16ull << 20;
 
+proto::TermSize term_size(uint32_t rows, uint32_t cols) {
+  if (rows < 1 || cols < 1 || rows > proto::TermSize::kMax || cols > proto::TermSize::kMax)
+    throw Error(Code::kInvalidArgument, "invalid exec field 'tty size': " + std::to_string(rows) + " rows x " +
+                                            std::to_string(cols) + " columns, each must be 1.." +
+                                            std::to_string(proto::TermSize::kMax));
+  return proto::TermSize{static_cast<uint16_t>(rows), static_cast<uint16_t>(cols)};
+}
+
 }  // namespace
 
 Sandbox::Sandbox(std::weak_ptr<SandboxOwner> owner, SandboxRecord record, std::shared_ptr<BackendSandbox> impl,
@@ -57,6 +65,28 @@ void ExecControl::signal(int signo) {
   if (auto call = call_.lock()) call->send(signal_frame(signo));
 }
 
+bool ExecControl::write_stdin(std::string_view data) {
+  if (!stdin_open_)
+    throw Error(Code::kFailedPrecondition, "exec stdin: the command was not started with an open stdin (option 'stdin_stream')");
+  if (stdin_closed_->load()) throw Error(Code::kFailedPrecondition, "exec stdin: already closed");
+  auto call = call_.lock();
+  if (!call) return false;
+  if (data.empty()) return true;
+  call->send(stdin_frames(data));
+  return call->wait_queue_below(kStdinBacklog);
+}
+
+void ExecControl::close_stdin() {
+  if (!stdin_open_ || stdin_closed_->exchange(true)) return;
+  if (auto call = call_.lock()) call->send(stdin_eof_frame());
+}
+
+void ExecControl::resize(uint32_t rows, uint32_t cols) {
+  if (!tty_) throw Error(Code::kFailedPrecondition, "exec resize: the command has no terminal (option 'tty')");
+  const proto::TermSize size = term_size(rows, cols);
+  if (auto call = call_.lock()) call->send(resize_frame(size));
+}
+
 void ExecControl::cancel() {
   // Kill and wait for the agent's exit report, so that CANCELLED means "nothing of it runs any more".
   if (auto call = call_.lock()) call->cancel(signal_frame(SIGKILL), std::chrono::seconds(2));
@@ -91,9 +121,14 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   if (params.kill_on_output_limit) req.flags |= proto::kExecKillOnOutputLimit;
   if (params.keep_background) req.flags |= proto::kExecKeepBackground;
   if (params.toolkit) req.flags |= proto::kExecToolkit;
-  if (!params.stdin_data.empty()) req.flags |= proto::kExecHasStdin;
+  if (!params.stdin_data.empty() || params.stdin_stream || params.tty) req.flags |= proto::kExecHasStdin;
+  if (params.tty) {
+    req.flags |= proto::kExecPty;
+    req.term = term_size(params.tty_rows, params.tty_cols);
+  }
 
-  std::string frames = exec_request_frames(req, params.stdin_data);  // checked before anything is sent
+  // checked before anything is sent
+  std::string frames = exec_request_frames(req, params.stdin_data, params.stdin_stream || params.tty);
   audit->output_limit = req.output_limit;
 
   // A spec that keeps its logs at expiry keeps each exec's last output too (a streaming one's as it passes).
@@ -159,7 +194,8 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   };
   try {
     return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
-                                        std::move(on_done), exec_backstop(req.timeout_ms)));
+                                        std::move(on_done), exec_backstop(req.timeout_ms)),
+                       params.stdin_stream, params.tty);
   } catch (...) {
     owner->exec_ended(sandbox_id);  // not started: its busy interval ends here (on_done never runs)
     throw;

@@ -24,15 +24,29 @@ namespace sandlet {
 class AgentCall;
 
 // Control over a running exec: deliver a signal to all its processes, or cancel it (kill them all;
-// the completion then reports CANCELLED). Harmless after the exec completed.
+// the completion then reports CANCELLED); feed its stdin and resize its terminal when it was started with
+// them. Harmless after the exec completed. Thread-safe.
 class ExecControl final {
  public:
-  explicit ExecControl(std::weak_ptr<AgentCall> call) : call_(std::move(call)) {}
+  ExecControl(std::weak_ptr<AgentCall> call, bool stdin_open, bool tty)
+      : call_(std::move(call)), stdin_open_(stdin_open), tty_(tty),
+        stdin_closed_(std::make_shared<std::atomic<bool>>(false)) {}
   void signal(int signo);
   void cancel();
+  // More input (ExecParams::stdin_stream). Blocks while the agent is kStdinBacklog bytes behind (not on the
+  // loop thread); false when the exec has ended. FAILED_PRECONDITION without an open stdin or after close_stdin.
+  bool write_stdin(std::string_view data);
+  void close_stdin();  // the end of stdin (idempotent); on a terminal it closes nothing (type ^D)
+  // The terminal's new size (ExecParams::tty); the kernel sends SIGWINCH to its foreground processes.
+  void resize(uint32_t rows, uint32_t cols);
+
+  static constexpr uint64_t kStdinBacklog = 4u << 20;
 
  private:
   std::weak_ptr<AgentCall> call_;
+  bool stdin_open_ = false;
+  bool tty_ = false;
+  std::shared_ptr<std::atomic<bool>> stdin_closed_;
 };
 
 struct ExecParams {
@@ -46,6 +60,9 @@ struct ExecParams {
   bool kill_on_output_limit = false;
   bool keep_background = false;
   bool toolkit = false;  // run from the spec's protected toolkit (FAILED_PRECONDITION without one)
+  bool stdin_stream = false;  // stdin stays open after stdin_data: ExecControl::write_stdin / close_stdin
+  bool tty = false;           // a pseudo-terminal for stdin, stdout and stderr (all output on stdout)
+  uint32_t tty_rows = 24, tty_cols = 80;
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
 };
 
@@ -122,6 +139,8 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
     owner_checked()->long_call(std::move(work), std::move(done));
   }
   bool destroyed() const { return destroyed_; }
+  // INTERNAL when called on the runtime's event-loop thread (a blocking call there would wait on itself).
+  void check_not_on_loop(const char* what) const { owner_checked()->check_not_on_loop(what); }
   // Marks the handle unusable without ending the sandbox (the runtime is doing or has done that).
   void mark_ended() { destroyed_ = true; }
   // The public view of the record (documented in sandlet.h): id, backend, state, spec, ...

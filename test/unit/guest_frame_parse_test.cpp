@@ -81,6 +81,9 @@ TEST_CASE("guest frames: what each step of a request accepts", "[guest][frame]")
     CHECK(classify(Phase::kNew, m) == Action::kReject);
 
   CHECK(classify(Phase::kExec, M::kSignal) == Action::kSignal);
+  CHECK(classify(Phase::kExec, M::kResize) == Action::kResize);
+  CHECK(classify(Phase::kNew, M::kResize) == Action::kReject);
+  CHECK(classify(Phase::kWrite, M::kResize) == Action::kReject);
   CHECK(classify(Phase::kExec, M::kStdin, true) == Action::kStdin);
   CHECK(classify(Phase::kExec, M::kStdinEof, true) == Action::kStdinEof);
   CHECK(classify(Phase::kExec, M::kStdin, false) == Action::kReject);      // takes no stdin
@@ -102,6 +105,32 @@ TEST_CASE("guest frames: what each step of a request accepts", "[guest][frame]")
   CHECK(sig == 9);
   for (uint32_t v : {0u, 65u, 0xffffffffu}) CHECK_FALSE(sandlet::guest::decode_signal(proto::encode_u32(v), &sig));
   CHECK_FALSE(sandlet::guest::decode_signal("abc", &sig));
+}
+
+TEST_CASE("guest frames: terminal sizes and terminal execs", "[guest][frame]") {
+  proto::TermSize size;
+  CHECK(proto::TermSize::decode(proto::TermSize{50, 132}.encode(), &size));
+  CHECK((size.rows == 50 && size.cols == 132));
+  for (proto::TermSize bad : {proto::TermSize{0, 80}, proto::TermSize{24, 0}, proto::TermSize{4097, 80}})
+    CHECK_FALSE(proto::TermSize::decode(bad.encode(), &size));
+  CHECK_FALSE(proto::TermSize::decode("abc", &size));
+
+  proto::ExecRequest req;
+  req.argv = {"sh"};
+  req.flags = proto::kExecPty | proto::kExecHasStdin;
+  req.term = {40, 100};
+  proto::ExecRequest back;
+  REQUIRE(proto::ExecRequest::decode(req.encode(), &back));
+  CHECK((back.term.rows == 40 && back.term.cols == 100));
+  req.flags = proto::kExecPty;  // a terminal is typed into: it needs the stdin frames
+  CHECK_FALSE(proto::ExecRequest::decode(req.encode(), &back));
+  req.flags = proto::kExecPty | proto::kExecHasStdin;
+  req.term = {0, 0};
+  CHECK_FALSE(proto::ExecRequest::decode(req.encode(), &back));
+  req.flags = proto::kExecHasStdin;  // without the flag the size is not on the wire
+  std::string plain = req.encode();
+  CHECK(proto::ExecRequest::decode(plain, &back));
+  CHECK_FALSE(proto::ExecRequest::decode(plain + std::string(4, '\x01'), &back));
 }
 
 TEST_CASE("guest frames: the init's set-up headers", "[guest][frame]") {

@@ -45,15 +45,29 @@ def exec_args(
     kill_on_output_limit: bool,
     keep_background: bool,
     toolkit: bool = False,
+    open_stdin: bool = False,
+    tty: bool = False,
+    tty_size: Optional[Tuple[int, int]] = None,
 ) -> Tuple[Any, ...]:
     """The extension's exec arguments, validated, positionally (keyword matching would add to every
-    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background, toolkit."""
+    call): argv, env, cwd, user, stdin, timeout_s, output_limit, kill_on_output_limit, keep_background, toolkit,
+    stdin_stream, tty, tty_rows, tty_cols."""
     if timeout is not None and timeout < 0:
         raise InvalidArgument(f"timeout: must be >= 0 seconds, got {timeout}", 3)
     if output_limit is not None and output_limit < 0:
         raise InvalidArgument(f"output_limit: must be >= 0 bytes, got {output_limit}", 3)
     if isinstance(stdin, str):
         stdin = stdin.encode()
+    rows, cols = 0, 0
+    if tty_size is not None:
+        if not tty:
+            raise InvalidArgument("tty_size: only with tty=True", 3)
+        try:
+            rows, cols = (int(v) for v in tty_size)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"tty_size: expected (rows, columns), got {tty_size!r}", 3) from None
+        if not (1 <= rows <= 4096 and 1 <= cols <= 4096):
+            raise InvalidArgument(f"tty_size: rows and columns must be 1..4096, got {tty_size!r}", 3)
     return (
         argv_of(cmd),
         [f"{k}={v}" for k, v in env.items()] if env else [],
@@ -65,6 +79,10 @@ def exec_args(
         bool(kill_on_output_limit),
         bool(keep_background),
         bool(toolkit),
+        bool(open_stdin),
+        bool(tty),
+        rows,
+        cols,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _audit, _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
@@ -14,6 +14,7 @@ from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, 
 from ._operations import RuntimeOperations
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
 from ._store import StoreURL, call_store, lazy_flag, open_kwargs
+from ._session import Session
 from ._stream import ExecStream
 from ._copy import SandboxCopies
 
@@ -59,6 +60,8 @@ class Sandbox(SandboxCopies):
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
         toolkit: bool = False,
+        tty: bool = False,
+        tty_size: Optional[Tuple[int, int]] = None,
         check: bool = False,
     ) -> _sandlet.ExecResult:
         """Runs a command and waits for it and everything it started.
@@ -66,15 +69,16 @@ class Sandbox(SandboxCopies):
         ``cmd``: a string (run by ``/bin/sh -c``) or an argv sequence. A timeout kills every process of the
         command and sets ``timed_out``; Ctrl-C (KeyboardInterrupt) kills them too. A command that cannot be
         started raises NotFound/PermissionDenied; one that ran and failed is a result with ``exit_code != 0``
-        (``check=True`` raises CommandFailed instead).
+        (``check=True`` raises CommandFailed instead). ``tty=True`` runs it on a pseudo-terminal of
+        ``tty_size`` (rows, columns; default 24 x 80): all its output is stdout, with ``\r\n`` line ends.
         """
         try:
-            if type(cmd) is list and not (env or cwd or user or stdin or timeout or output_limit
+            if type(cmd) is list and not (env or cwd or user or stdin or timeout or output_limit or tty
                                           or kill_on_output_limit or keep_background or toolkit) and _plain_argv(cmd):
                 r = self._h.exec(cmd)  # the common case, without the argument plumbing
             else:
                 r = self._h.exec(*exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
-                                            kill_on_output_limit, keep_background, toolkit))
+                                            kill_on_output_limit, keep_background, toolkit, False, tty, tty_size))
         except Error as e:
             raise command_error(e) from None
         return r.check() if check else r
@@ -92,12 +96,35 @@ class Sandbox(SandboxCopies):
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
         toolkit: bool = False,
+        open_stdin: bool = False,
+        tty: bool = False,
+        tty_size: Optional[Tuple[int, int]] = None,
     ) -> "ExecStream":
         """Starts a command and yields its output as it arrives: ``for stream, data in sb.exec_stream(...)``
         (stream is sandlet.STDOUT or sandlet.STDERR); ``.result`` then holds the exit status. Leaving the
-        loop early (or closing the stream) kills the command."""
+        loop early (or closing the stream) kills the command.
+
+        ``open_stdin=True`` keeps its stdin open after ``stdin``: feed it with ``.write(data)``, end it with
+        ``.close_stdin()``. ``tty=True`` gives it a pseudo-terminal (``tty_size`` rows and columns; resize
+        with ``.resize(rows, cols)``): what is written is typed into it, all output comes as STDOUT."""
         return ExecStream(self._h, exec_args(cmd, env, cwd, user, stdin, timeout, output_limit,
-                                             kill_on_output_limit, keep_background, toolkit))
+                                             kill_on_output_limit, keep_background, toolkit, open_stdin, tty,
+                                             tty_size))
+
+    def session(
+        self,
+        shell: Optional[Sequence[str]] = None,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        output_limit: Optional[int] = None,
+    ) -> "Session":
+        """Starts a shell kept alive across calls: ``session.run("cd /src && make")`` returns that command's
+        stdout, stderr and exit code; the directory, variables and background jobs stay for the next run.
+        ``shell`` (an argv reading commands from stdin) defaults to bash where the sandbox has it, else
+        /bin/sh. See sandlet.Session."""
+        return Session.open(self._h, shell, env, cwd, user, output_limit)
 
     def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
         """Creates or replaces ``path`` inside the sandbox (parents created; symlinks cannot escape).

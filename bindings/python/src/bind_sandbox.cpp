@@ -25,7 +25,8 @@ namespace {
 sandlet::ExecOptions exec_options(std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
                                   std::string user, std::string stdin_data, double timeout_s,
                                   uint64_t output_limit, bool kill_on_output_limit, bool keep_background,
-                                  bool toolkit) {
+                                  bool toolkit, bool stdin_stream = false, bool tty = false, uint32_t tty_rows = 0,
+                                  uint32_t tty_cols = 0) {
   sandlet::ExecOptions o(std::move(argv));
   o.env = std::move(env);
   o.cwd = std::move(cwd);
@@ -36,6 +37,10 @@ sandlet::ExecOptions exec_options(std::vector<std::string> argv, std::vector<std
   o.kill_on_output_limit = kill_on_output_limit;
   o.keep_background = keep_background;
   o.toolkit = toolkit;
+  o.stdin_stream = stdin_stream;
+  o.tty = tty;
+  o.tty_rows = tty_rows;
+  o.tty_cols = tty_cols;
   return o;
 }
 
@@ -127,14 +132,24 @@ void push_error(const std::shared_ptr<CompletionQueue>& q, uint64_t token, const
   py::arg("argv"), py::arg("env") = std::vector<std::string>(), py::arg("cwd") = "", py::arg("user") = "", \
       py::arg("stdin") = py::bytes(), py::arg("timeout_s") = 0.0, py::arg("output_limit") = 0,             \
       py::arg("kill_on_output_limit") = false, py::arg("keep_background") = false, \
-      py::arg("toolkit") = false
+      py::arg("toolkit") = false, py::arg("stdin_stream") = false, py::arg("tty") = false,  \
+      py::arg("tty_rows") = 0, py::arg("tty_cols") = 0
 
 }  // namespace
 
 void bind_sandbox(py::module_& m) {
-  py::class_<ExecControlHandle>(m, "ExecControl", "Signals or cancels a running command.")
+  py::class_<ExecControlHandle>(m, "ExecControl", "Signals, cancels, feeds or resizes a running command.")
       .def("signal", &ExecControlHandle::signal, py::arg("signo"), "Delivers a signal to every process of it.")
-      .def("cancel", &ExecControlHandle::cancel, "Kills every process of it; its completion becomes Cancelled.");
+      .def("cancel", &ExecControlHandle::cancel, "Kills every process of it; its completion becomes Cancelled.")
+      .def("write_stdin",
+           [](ExecControlHandle& c, const py::bytes& data) {
+             std::string copy = data;
+             py::gil_scoped_release release;  // may wait while the sandbox is 4 MiB behind
+             c.write_stdin(copy);
+           },
+           py::arg("data"), "Feeds its stdin (started with stdin_stream, or typed into its terminal).")
+      .def("close_stdin", &ExecControlHandle::close_stdin, "Ends its stdin.")
+      .def("resize", &ExecControlHandle::resize, py::arg("rows"), py::arg("cols"), "Sets its terminal's size.");
 
   py::class_<SandboxHandle>(m, "Sandbox", "A handle on one sandbox (low level; use sandlet.Sandbox).")
       .def_property_readonly("id", &SandboxHandle::id)
@@ -186,21 +201,25 @@ void bind_sandbox(py::module_& m) {
       .def("exec",
            [](SandboxHandle& h, std::vector<std::string> argv, std::vector<std::string> env, std::string cwd,
               std::string user, std::string stdin_data, double timeout_s, uint64_t output_limit,
-              bool kill_on_output_limit, bool keep_background, bool toolkit) {
+              bool kill_on_output_limit, bool keep_background, bool toolkit, bool stdin_stream, bool tty,
+              uint32_t tty_rows, uint32_t tty_cols) {
+             if (stdin_stream)
+               throw sandlet::Error(SANDLET_INVALID_ARGUMENT, "exec: stdin_stream needs exec_start (a handle to write it through)");
              return exec_sync(h, exec_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
                                               std::move(stdin_data), timeout_s, output_limit, kill_on_output_limit,
-                                              keep_background, toolkit));
+                                              keep_background, toolkit, false, tty, tty_rows, tty_cols));
            },
            SANDLET_PY_EXEC_ARGS)
       .def("exec_start",
            [](SandboxHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, bool stream,
               std::vector<std::string> argv, std::vector<std::string> env, std::string cwd, std::string user,
               std::string stdin_data, double timeout_s, uint64_t output_limit, bool kill_on_output_limit,
-              bool keep_background, bool toolkit) {
+              bool keep_background, bool toolkit, bool stdin_stream, bool tty, uint32_t tty_rows,
+              uint32_t tty_cols) {
              return exec_start(h, std::move(q), token,
                                exec_options(std::move(argv), std::move(env), std::move(cwd), std::move(user),
                                             std::move(stdin_data), timeout_s, output_limit, kill_on_output_limit,
-                                            keep_background, toolkit),
+                                            keep_background, toolkit, stdin_stream, tty, tty_rows, tty_cols),
                                stream);
            },
            py::arg("queue"), py::arg("token"), py::arg("stream"), SANDLET_PY_EXEC_ARGS)

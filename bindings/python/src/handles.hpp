@@ -64,6 +64,9 @@ class ExecControlHandle final {
   explicit ExecControlHandle(sandlet::ExecControl c) : control_(std::move(c)) {}
   void signal(int signo) { control_.signal(signo); }
   void cancel() noexcept { control_.cancel(); }
+  void write_stdin(std::string_view data) { control_.write_stdin(data); }  // call without the GIL
+  void close_stdin() noexcept { control_.close_stdin(); }
+  void resize(uint32_t rows, uint32_t cols) { control_.resize(rows, cols); }
 
  private:
   sandlet::ExecControl control_;
@@ -78,6 +81,7 @@ void bind_results(pybind11::module_& m);
 void bind_spec(pybind11::module_& m);
 void bind_sandbox(pybind11::module_& m);
 void bind_copy(pybind11::module_& m);  // after bind_sandbox: adds to its Sandbox class
+void bind_session(pybind11::module_& m);  // after bind_sandbox: adds Session and Sandbox.open_session
 void bind_runtime(pybind11::module_& m);
 void bind_bench(pybind11::module_& m);
 void bind_audit(pybind11::module_& m);  // bind_audit.cpp

@@ -20,6 +20,7 @@ PYBIND11_MODULE(_sandlet, m) {
   sandlet_py::bind_spec(m);
   sandlet_py::bind_sandbox(m);
   sandlet_py::bind_copy(m);
+  sandlet_py::bind_session(m);
   sandlet_py::bind_runtime(m);
   sandlet_py::bind_bench(m);
   sandlet_py::bind_audit(m);

@@ -30,12 +30,24 @@ struct ExecOptions {
   bool kill_on_output_limit = false;
   bool keep_background = false;    // true: what the command leaves running (`server &`) outlives it
   bool toolkit = false;            // true: run from the spec's protected toolkit (sandlet.h, "toolkit")
+  bool stdin_stream = false;       // true: stdin stays open (ExecControl::write_stdin / close_stdin)
+  bool tty = false;                // true: a pseudo-terminal for all three streams (sandlet.h, "tty")
+  uint32_t tty_rows = 0, tty_cols = 0;  // 0 = 24 x 80
   // Optional streaming: called on the event-loop thread with each chunk (stream is SANDLET_STDOUT or
   // SANDLET_STDERR); the result's stdout_data/stderr_data then stay empty. Must not block for long.
   std::function<void(int stream, std::string_view data)> on_output;
 
   ExecOptions() = default;
   explicit ExecOptions(std::vector<std::string> args) : argv(std::move(args)) {}
+};
+
+// A shell session (Sandbox::open_session; sandlet_session.h).
+struct SessionOptions {
+  std::vector<std::string> argv;  // the shell; empty = bash if the sandbox has it, else /bin/sh
+  std::vector<std::string> env;   // "KEY=VALUE", added to the spec's env
+  std::string cwd;
+  std::string user;
+  uint64_t output_limit = 0;      // per command and stream; 0 = 16 MiB
 };
 
 // A one-shot run (Runtime::run): the command's standard streams are descriptors of this process, passed
@@ -97,6 +109,10 @@ class CExecOptions {
     c_.kill_on_output_limit = o.kill_on_output_limit ? 1 : 0;
     c_.keep_background = o.keep_background ? 1 : 0;
     c_.toolkit = o.toolkit ? 1 : 0;
+    c_.stdin_stream = o.stdin_stream ? 1 : 0;
+    c_.tty = o.tty ? 1 : 0;
+    c_.tty_rows = o.tty_rows;
+    c_.tty_cols = o.tty_cols;
     if (output != nullptr && *output) {
       c_.on_output = &output_trampoline;
       c_.output_user_data = const_cast<OutputFn*>(output);

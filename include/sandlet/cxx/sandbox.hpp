@@ -43,9 +43,50 @@ class ExecControl {
   void signal(int signo) { detail::check(sandlet_exec_control_signal(c_, signo)); }
   // Kills every process of the command; its callback then reports CANCELLED.
   void cancel() noexcept { sandlet_exec_control_cancel(c_); }
+  // More stdin (ExecOptions::stdin_stream; with a tty, typed into it). Blocks while 4 MiB are in flight.
+  void write_stdin(std::string_view data) {
+    detail::check(sandlet_exec_control_write_stdin(c_, data.data(), data.size()));
+  }
+  void close_stdin() noexcept { sandlet_exec_control_close_stdin(c_); }
+  // A new terminal size (ExecOptions::tty).
+  void resize(uint32_t rows, uint32_t cols) { detail::check(sandlet_exec_control_resize(c_, rows, cols)); }
 
  private:
   sandlet_exec_control_t* c_ = nullptr;
+};
+
+// ---- shell sessions ------------------------------------------------------------------------------------
+
+// One shell kept alive across run() calls (sandlet_session.h). Move-only; destroying it kills the shell.
+class Session {
+ public:
+  Session() noexcept = default;
+  explicit Session(sandlet_session_t* s) noexcept : s_(s) {}
+  Session(Session&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Session& operator=(Session&& o) noexcept {
+    if (this != &o) {
+      sandlet_session_close(s_);
+      s_ = std::exchange(o.s_, nullptr);
+    }
+    return *this;
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() { sandlet_session_close(s_); }
+
+  // Runs `command` in the shell: its stdout, stderr and exit code. timeout_s 0 = none; a timeout ends the session.
+  ExecResult run(const std::string& command, double timeout_s = 0) {
+    sandlet_exec_result_t* r = nullptr;
+    detail::check(sandlet_session_run(s_, command.c_str(), timeout_s, &r));
+    return ExecResult::take(r);
+  }
+  bool alive() const noexcept { return sandlet_session_alive(s_) != 0; }
+  // Ends the shell from any thread (a run in flight returns CANCELLED); the object stays usable for alive().
+  void kill() noexcept { sandlet_session_kill(s_); }
+  void close() noexcept { sandlet_session_close(std::exchange(s_, nullptr)); }
+
+ private:
+  sandlet_session_t* s_ = nullptr;
 };
 
 // ---- snapshots and forks -------------------------------------------------------------------------------
@@ -189,6 +230,20 @@ class Sandbox {
     sandlet_exec_control_t* control = nullptr;
     start(opts, std::move(cb), &control);
     return ExecControl(control);
+  }
+
+  // Starts a shell session in this sandbox (blocks until the shell answers).
+  Session open_session(const SessionOptions& opts = SessionOptions()) {
+    detail::CStringArray argv(opts.argv), env(opts.env);
+    sandlet_session_options_t c = SANDLET_SESSION_OPTIONS_INIT;
+    c.argv = argv.get_or_null();
+    c.env = env.get_or_null();
+    c.cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str();
+    c.user = opts.user.empty() ? nullptr : opts.user.c_str();
+    c.output_limit = opts.output_limit;
+    sandlet_session_t* s = nullptr;
+    detail::check(sandlet_session_open(sb_, &c, &s));
+    return Session(s);
   }
 
   // Creates or replaces `path` (parents created). mode 0 means 0644.
