@@ -64,6 +64,8 @@ const std::vector<ScenarioInfo> &all_scenarios() {
       {"qos", scenario_qos, 30,
        "step latency of a latency-sensitive sandbox alone and beside best-effort spinners on half, then all, the CPUs, "
        "without and with the batch class (label sandlet/priority=batch)"},
+      {"session", scenario_session, 500,
+       "N commands through one shell session; peers: a host sh over a pty with markers, a fresh exec sh -c (and with tty)"},
       {"copy", scenario_copy, 10,
        "a task directory of M MiB (default 64) copied into a sandbox and back out; peer: a tar stream through exec"},
       {"cold-start", scenario_cold_start, 32,

@@ -133,6 +133,26 @@ show sandlet cp "$id:/work/out" results
 show sh -c 'cat results/result.txt; sandlet cp '"$id"':/work - | tar -tf - | sort | head -4'
 show sandlet rm "$id"
 
+echo "  -- interactive shells (docs/SHELLS.md): a terminal in the sandbox (sandlet exec -t / -it, as docker exec),"
+echo "     and a shell session that keeps cd, variables and jobs across an agent's tool calls, with each"
+echo "     command's own stdout, stderr and exit code (no prompt, no echo to strip)"
+echo '  $ id=$(sandlet create --environment greeter --label task=shell --max-lifetime 60)'
+id=$(sandlet create --environment greeter --label task=shell --max-lifetime 60)
+show sandlet exec -t "$id" -- sh -c 'echo "on $(tty), $(stty size) rows x columns"'
+py=${PYTHON:-$repo/.venv/bin/python}
+if [[ -x $py && -d $build/python/sandlet ]]; then
+  echo "  \$ python: with sb.session() as shell: shell.run(...)"
+  PYTHONPATH=$build/python "$py" - "$root" "$id" <<'PY' | sed 's/^/    /'
+import sys, sandlet
+with sandlet.Runtime(sys.argv[1]) as rt, rt.attach(sys.argv[2]) as sb, sb.session() as shell:
+    for cmd in ["cd /tmp && export STEP=1", "echo step $STEP in $(pwd); ls /missing", "exit 3"]:
+        r = shell.run(cmd, timeout=10)
+        print(f"{cmd!r:40} -> exit {r.exit_code}, stdout {r.stdout_text!r}, stderr {r.stderr_text!r}")
+    print("session alive after exit:", shell.alive)
+PY
+fi
+show sandlet rm "$id"
+
 echo "  -- the security boundary (docs/POLICY.md, NETWORK.md, AUDIT.md): file rules that bind root inside, the"
 echo "     seccomp profile with a named relaxation, a protected toolkit for the harness's own commands, an"
 echo "     egress allowlist enforced in the kernel, and the audit log kept outside the sandbox"

@@ -462,8 +462,8 @@ typedef struct sandlet_exec_options {
                                     sandbox, the command's controlling terminal (a session of its own), owned by
                                     its user: what a shell or an editor needs. All output arrives as
                                     SANDLET_STDOUT, with the terminal's line discipline applied (echo, \r\n);
-                                    stdin_data (and, with stdin_stream, what is written later) is typed into
-                                    it; the end of stdin closes nothing (write "\x04" as on a keyboard).
+                                    stdin_data, then what sandlet_exec_control_write_stdin writes, is typed
+                                    into it; the end of stdin closes nothing (write "\x04" as on a keyboard).
                                     Resize with sandlet_exec_control_resize. (docs/SHELLS.md) */
   uint32_t tty_rows;             /* the terminal's size: 0 = 24 rows x 80 columns; at most 4096 each */
   uint32_t tty_cols;
@@ -526,47 +526,7 @@ SANDLET_API uint64_t sandlet_exec_result_duration_ns(const sandlet_exec_result_t
 SANDLET_API uint64_t sandlet_exec_result_run_ns(const sandlet_exec_result_t *r);       /* spawn to exit, in the sandbox */
 SANDLET_API void sandlet_exec_result_delete(sandlet_exec_result_t *r);
 
-/* ---------------------------------------------------------------------------------------------------
- * One-shot run: a new sandbox, one command with the caller's own descriptors as its standard streams,
- * then the sandbox is destroyed (what `sandlet run` and bubblewrap-style callers do). Cheaper than
- * create + exec + destroy: the sandbox's init starts the command itself (no agent round trip) and output
- * goes straight to the caller's descriptors (nothing is relayed or buffered by the library).
- * ------------------------------------------------------------------------------------------------- */
-typedef struct sandlet_run_options {
-  uint32_t size;                 /* sizeof(sandlet_run_options_t) */
-  const char *const *argv;       /* NULL-terminated, argv[0] required; resolved through PATH */
-  const char *const *env;        /* NULL-terminated "KEY=VALUE" added to the spec's env; may be NULL */
-  const char *cwd;               /* NULL = the spec's workdir */
-  const char *user;              /* NULL = the spec's user */
-  double timeout_s;              /* 0 = none; on expiry every process of the sandbox is killed */
-  int stdin_fd;                  /* the command's stdin, stdout, stderr: descriptors of the caller, passed */
-  int stdout_fd;                 /*   into the sandbox (the caller keeps its own); -1 = /dev/null. The command */
-  int stderr_fd;                 /*   runs in a new session, so a terminal given here is not its controlling one */
-  int cancel_fd;                 /* -1, or a descriptor that becomes readable to cancel the run: everything is
-                                    killed, the sandbox destroyed, and the call fails with CANCELLED. The
-                                    library only polls it (never reads it); end of file counts as readable,
-                                    so closing a pipe's write end cancels too */
-} sandlet_run_options_t;
-#define SANDLET_RUN_OPTIONS_INIT {sizeof(sandlet_run_options_t), 0, 0, 0, 0, 0.0, -1, -1, -1, -1}
-
-/* Creates a sandbox from `spec` (its lifetime must be "owned", the default), runs the command in it and
-   destroys the sandbox; blocks the calling thread throughout (not the event-loop thread). When the command
-   exits, whatever it left running is killed; when this returns nothing of the sandbox runs or is listed
-   any more, and its host resources are reclaimed in the background, as with sandlet_sandbox_destroy
-   (sandlet_runtime_close waits for that). On success *out (owned by the caller, free with
-   sandlet_exec_result_delete) holds exit_code, signal, timed_out, run_ns and duration_ns; its stdout and
-   stderr are empty (output went to the descriptors). A command that cannot be started is an error
-   (NOT_FOUND / PERMISSION_DENIED), as with exec. Closing the runtime from another thread ends a run in
-   flight (UNAVAILABLE). Any thread but a completion callback's (the event-loop thread) may call it. */
-SANDLET_API sandlet_error_t *sandlet_run(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
-                                         const sandlet_run_options_t *opts, sandlet_exec_result_t **out);
-/* The same without blocking: the options are copied (the descriptors are used until the completion) and
-   `cb` is called exactly once, on the event-loop thread, with the error or the result (both owned by the
-   callback), unless this returns an error (invalid input: then `cb` is never called). Any thread may call
-   it, completion callbacks included. */
-SANDLET_API sandlet_error_t *sandlet_run_async(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
-                                               const sandlet_run_options_t *opts, sandlet_exec_cb cb,
-                                               void *user_data);
+/* One-shot runs (a new sandbox, one command, gone): sandlet_run.h, included at the end. */
 
 /* ---------------------------------------------------------------------------------------------------
  * Files, resolved inside the sandbox's root (symlinks cannot escape it). A file call whose sandbox does not
@@ -618,5 +578,6 @@ SANDLET_API void sandlet_sandbox_list_delete(sandlet_sandbox_list_t *l);
 #include "sandlet/sandlet_fncall.h"
 #include "sandlet/sandlet_jobs.h"
 #include "sandlet/sandlet_copy.h"
+#include "sandlet/sandlet_run.h"
 #include "sandlet/sandlet_session.h"
 #endif /* SANDLET_SANDLET_H */

@@ -195,7 +195,7 @@ ExecControl Sandbox::exec_async(ExecParams params, ExecDone done) {
   try {
     return ExecControl(AgentCall::start(owner->io(), std::move(connection), std::move(frames), std::move(on_frame),
                                         std::move(on_done), exec_backstop(req.timeout_ms)),
-                       params.stdin_stream, params.tty);
+                       params.stdin_stream || params.tty, params.tty);  // a terminal is typed into while it lives
   } catch (...) {
     owner->exec_ended(sandbox_id);  // not started: its busy interval ends here (on_done never runs)
     throw;

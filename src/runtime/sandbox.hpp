@@ -61,7 +61,8 @@ struct ExecParams {
   bool keep_background = false;
   bool toolkit = false;  // run from the spec's protected toolkit (FAILED_PRECONDITION without one)
   bool stdin_stream = false;  // stdin stays open after stdin_data: ExecControl::write_stdin / close_stdin
-  bool tty = false;           // a pseudo-terminal for stdin, stdout and stderr (all output on stdout)
+  bool tty = false;           // a pseudo-terminal for stdin, stdout and stderr (all output on stdout); what
+                              // ExecControl::write_stdin writes is typed into it
   uint32_t tty_rows = 24, tty_cols = 80;
   std::function<void(int stream, std::string_view data)> on_output;  // set = streaming
 };

@@ -81,6 +81,8 @@ std::vector<Layout> table() {
   const AD ad_init = SANDLET_ADMISSION_OPTIONS_INIT;
   using CO = sandlet_copy_options_t;
   const CO co_init = SANDLET_COPY_OPTIONS_INIT;
+  using SO = sandlet_session_options_t;
+  const SO so_init = SANDLET_SESSION_OPTIONS_INIT;
   return {
       {"sandlet_runtime_options_t", sizeof(RT), 64, rt_init.size,
        {SANDLET_OPTION_ROW_(RT, size, 0, 4, false), SANDLET_OPTION_ROW_(RT, worker_threads, 4, 4, false),
@@ -101,7 +103,7 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(FO, n_labels, 24, 8, false), SANDLET_OPTION_ROW_(FO, exclude, 32, 8, false),
         SANDLET_OPTION_ROW_(FO, n_exclude, 40, 8, false), SANDLET_OPTION_ROW_(FO, detached, 48, 4, false),
         SANDLET_OPTION_ROW_(FO, max_depth, 52, 4, false)}},
-      {"sandlet_exec_options_t", sizeof(EX), 104, ex_init.size,
+      {"sandlet_exec_options_t", sizeof(EX), 120, ex_init.size,
        {SANDLET_OPTION_ROW_(EX, size, 0, 4, false), SANDLET_OPTION_ROW_(EX, argv, 8, 8, true),
         SANDLET_OPTION_ROW_(EX, env, 16, 8, false), SANDLET_OPTION_ROW_(EX, cwd, 24, 8, false),
         SANDLET_OPTION_ROW_(EX, user, 32, 8, false), SANDLET_OPTION_ROW_(EX, stdin_data, 40, 8, false),
@@ -109,7 +111,10 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(EX, output_limit, 64, 8, false), SANDLET_OPTION_ROW_(EX, kill_on_output_limit, 72, 4, false),
         SANDLET_OPTION_ROW_(EX, keep_background, 76, 4, false), SANDLET_OPTION_ROW_(EX, on_output, 80, 8, false),
         SANDLET_OPTION_ROW_(EX, output_user_data, 88, 8, false), SANDLET_OPTION_ROW_(EX, toolkit, 96, 4, false),
-        SANDLET_OPTION_ROW_(EX, reserved, 100, 4, false)}},
+        // stdin_stream took the place of a must-be-zero `reserved`, so old callers keep their meaning.
+        SANDLET_OPTION_ROW_(EX, stdin_stream, 100, 4, false), SANDLET_OPTION_ROW_(EX, tty, 104, 4, false),
+        SANDLET_OPTION_ROW_(EX, tty_rows, 108, 4, false), SANDLET_OPTION_ROW_(EX, tty_cols, 112, 4, false),
+        SANDLET_OPTION_ROW_(EX, reserved, 116, 4, false)}},
       {"sandlet_run_options_t", sizeof(RN), 64, rn_init.size,
        {SANDLET_OPTION_ROW_(RN, size, 0, 4, false), SANDLET_OPTION_ROW_(RN, argv, 8, 8, true),
         SANDLET_OPTION_ROW_(RN, env, 16, 8, false), SANDLET_OPTION_ROW_(RN, cwd, 24, 8, false),
@@ -145,6 +150,10 @@ std::vector<Layout> table() {
         SANDLET_OPTION_ROW_(CO, allow_outside_links, 20, 4, false), SANDLET_OPTION_ROW_(CO, max_bytes, 24, 8, false),
         SANDLET_OPTION_ROW_(CO, max_entries, 32, 8, false), SANDLET_OPTION_ROW_(CO, progress, 40, 8, false),
         SANDLET_OPTION_ROW_(CO, progress_user_data, 48, 8, false)}},
+      {"sandlet_session_options_t", sizeof(SO), 48, so_init.size,
+       {SANDLET_OPTION_ROW_(SO, size, 0, 4, false), SANDLET_OPTION_ROW_(SO, argv, 8, 8, true),
+        SANDLET_OPTION_ROW_(SO, env, 16, 8, false), SANDLET_OPTION_ROW_(SO, cwd, 24, 8, false),
+        SANDLET_OPTION_ROW_(SO, user, 32, 8, false), SANDLET_OPTION_ROW_(SO, output_limit, 40, 8, false)}},
       // Handed to a callback: versioned by its own `size`.
       {"sandlet_build_event_t", sizeof(BE), 48, 0,
        {SANDLET_ROW_(BE, size, 0, 4, false), SANDLET_ROW_(BE, step, 4, 4, false), SANDLET_ROW_(BE, steps, 8, 4, false),

@@ -27,5 +27,6 @@ extern int passed, failed; /* defined once by each test program (capi_test.c cou
 
 /* The tests of other files, run by capi_test.c's main. */
 void test_copy(const char *root);
+void test_session(const char *root);
 
 #endif

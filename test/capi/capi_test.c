@@ -490,6 +490,7 @@ int main(void) {
   test_store_arguments(root);
   test_audit(root);
   test_copy(root);
+  test_session(root);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd) != 0) ++failed;

@@ -45,6 +45,7 @@ from ._errors import (
 from ._sandlet import ExecResult, Spec
 from ._fork import AsyncForkResult, ForkResult
 from ._copy import CopyStats
+from ._session import AsyncSession, Session
 from ._sync import ExecStream, Runtime, Sandbox
 
 STDOUT: int = _sandlet.STDOUT
@@ -54,7 +55,7 @@ ABI_VERSION: int = _sandlet.abi_version()
 
 __all__ = [
     "Runtime", "Sandbox", "ExecStream", "AsyncRuntime", "AsyncSandbox", "AsyncExecStream", "ExecResult", "Spec",
-    "BuildEvent", "ForkResult", "AsyncForkResult", "CopyStats",
+    "BuildEvent", "ForkResult", "AsyncForkResult", "CopyStats", "Session", "AsyncSession",
     "STDOUT", "STDERR", "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
     "Unimplemented", "Internal", "Unavailable", "DataLoss", "CommandFailed",

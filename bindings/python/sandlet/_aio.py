@@ -8,10 +8,8 @@ keep thousands of commands in flight.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
-import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
@@ -21,76 +19,10 @@ from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as buil
 from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_result, snapshot_args,
                     snapshot_fork_args)
 from ._store import StoreURL
+from ._session import AsyncSession, Session
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
+from ._bridge import _bridge, _start
 from ._copy import AsyncSandboxCopies
-
-_Handler = Callable[[int, Any], bool]  # (kind, payload) -> True when it was the final completion
-
-
-class _Bridge:
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.queue = _sandlet.CompletionQueue()
-        self._handlers: Dict[int, _Handler] = {}
-        self._tokens = itertools.count(1)
-        loop.add_reader(self.queue.fd(), self._drain)
-
-    def register(self, handler: _Handler) -> int:
-        token = next(self._tokens)
-        self._handlers[token] = handler
-        return token
-
-    def forget(self, token: int) -> None:
-        self._handlers.pop(token, None)
-
-    def future(self, loop: asyncio.AbstractEventLoop,
-               on_orphan: Optional[Callable[[Any], None]] = None) -> Tuple[int, "asyncio.Future[Any]"]:
-        """A token whose final completion resolves the returned future. ``on_orphan(payload)`` disposes of
-        a value that arrives after the awaiting task was cancelled (e.g. a sandbox nobody will close)."""
-        fut: asyncio.Future[Any] = loop.create_future()
-
-        def handle(kind: int, payload: Any) -> bool:
-            if fut.done():
-                if on_orphan is not None and kind != _sandlet.COMPLETION_ERROR:
-                    on_orphan(payload)
-            elif kind == _sandlet.COMPLETION_ERROR:
-                fut.set_exception(payload)
-            else:
-                fut.set_result(payload)
-            return True
-
-        return self.register(handle), fut
-
-    def _drain(self) -> None:
-        for token, kind, payload in self.queue.drain():
-            handler = self._handlers.get(token)
-            if handler is not None and handler(kind, payload):
-                del self._handlers[token]
-
-
-_bridges: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge]" = weakref.WeakKeyDictionary()
-
-
-def _bridge() -> Tuple[asyncio.AbstractEventLoop, _Bridge]:
-    loop = asyncio.get_running_loop()
-    b = _bridges.get(loop)
-    if b is None:
-        b = _bridges[loop] = _Bridge(loop)
-    return loop, b
-
-
-def _start(begin: Callable[[_sandlet.CompletionQueue, int], Any],
-           on_orphan: Optional[Callable[[Any], None]] = None) -> Tuple[Any, "asyncio.Future[Any]"]:
-    """Starts a library call that completes on the running loop's bridge: ``begin(queue, token)`` issues it.
-    Returns what ``begin`` returned and the future of the completion. If ``begin`` raises, nothing is
-    left registered."""
-    loop, bridge = _bridge()
-    token, fut = bridge.future(loop, on_orphan)
-    try:
-        return begin(bridge.queue, token), fut
-    except BaseException:
-        bridge.forget(token)
-        raise
-
 
 class AsyncSandbox(AsyncSandboxCopies):
     """The asyncio face of a sandbox (see Sandbox for the semantics). Leaving ``async with`` destroys a
@@ -126,11 +58,13 @@ class AsyncSandbox(AsyncSandboxCopies):
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
         toolkit: bool = False,
+        tty: bool = False,
+        tty_size: Optional[Tuple[int, int]] = None,
         check: bool = False,
     ) -> _sandlet.ExecResult:
         """Runs a command (see Sandbox.exec). Cancelling the awaiting task kills every process of it."""
         args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
-                             keep_background, toolkit)
+                             keep_background, toolkit, False, tty, tty_size)
         control, fut = _start(lambda queue, token: self._h.exec_start(queue, token, False, *args))
         try:
             result = await fut
@@ -154,12 +88,28 @@ class AsyncSandbox(AsyncSandboxCopies):
         kill_on_output_limit: bool = False,
         keep_background: bool = False,
         toolkit: bool = False,
+        open_stdin: bool = False,
+        tty: bool = False,
+        tty_size: Optional[Tuple[int, int]] = None,
     ) -> "AsyncExecStream":
         """Starts a command; ``async for stream, data in ...`` yields its output as it arrives, then
-        ``await stream.wait()`` (or ``.result``) gives the exit status. Must be called with a running loop."""
+        ``await stream.wait()`` (or ``.result``) gives the exit status. Must be called with a running loop.
+        ``open_stdin`` and ``tty`` as in Sandbox.exec_stream (``await stream.write(data)``)."""
         args = exec_args(cmd, env, cwd, user, stdin, timeout, output_limit, kill_on_output_limit,
-                             keep_background, toolkit)
+                             keep_background, toolkit, open_stdin, tty, tty_size)
         return AsyncExecStream(self._h, args)
+
+    async def session(
+        self,
+        shell: Optional[Sequence[str]] = None,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        user: Optional[str] = None,
+        output_limit: Optional[int] = None,
+    ) -> AsyncSession:
+        """A shell kept alive across calls (see Sandbox.session): ``await session.run("make")``."""
+        return AsyncSession(await asyncio.to_thread(Session.open, self._h, shell, env, cwd, user, output_limit))
 
     async def write_file(self, path: str, data: Union[bytes, str], mode: int = 0o644) -> None:
         payload = data.encode() if isinstance(data, str) else bytes(data)
@@ -308,6 +258,25 @@ class AsyncExecStream:
     def cancel(self) -> None:
         """Kills every process of the command."""
         self._control.cancel()
+
+    async def write(self, data: Union[bytes, str]) -> None:
+        """Feeds its stdin (open_stdin=True; with a tty, typed into it). Waits while 4 MiB are in flight."""
+        payload = data.encode() if isinstance(data, str) else bytes(data)
+        try:
+            await asyncio.to_thread(self._control.write_stdin, payload)
+        except Error as e:
+            raise command_error(e) from None
+
+    def close_stdin(self) -> None:
+        """Ends its stdin (a tty ignores this: write b"\\x04" to end a reading program)."""
+        self._control.close_stdin()
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Sets its terminal's size (tty=True); its foreground processes get SIGWINCH."""
+        try:
+            self._control.resize(rows, cols)
+        except Error as e:
+            raise command_error(e) from None
 
     async def __aenter__(self) -> "AsyncExecStream":
         return self

@@ -1,10 +1,10 @@
 """The synchronous output stream of a running command (Sandbox.exec_stream)."""
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 from . import _sandlet
-from ._errors import command_error
+from ._errors import Error, command_error
 
 
 class ExecStream:
@@ -43,6 +43,24 @@ class ExecStream:
 
     def signal(self, signo: int) -> None:
         self._control.signal(signo)
+
+    def write(self, data: Union[bytes, str]) -> None:
+        """Feeds its stdin (open_stdin=True; with a tty, typed into it). Blocks while 4 MiB are in flight."""
+        try:
+            self._control.write_stdin(data.encode() if isinstance(data, str) else bytes(data))
+        except Error as e:
+            raise command_error(e) from None
+
+    def close_stdin(self) -> None:
+        """Ends its stdin (a tty ignores this: write b"\\x04" to end a reading program)."""
+        self._control.close_stdin()
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Sets its terminal's size (tty=True); its foreground processes get SIGWINCH."""
+        try:
+            self._control.resize(rows, cols)
+        except Error as e:
+            raise command_error(e) from None
 
     def cancel(self) -> None:
         """Kills every process of the command."""

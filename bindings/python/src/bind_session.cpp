@@ -25,6 +25,7 @@ class SessionHandle final {
     if (!s_) throw sandlet::Error(SANDLET_FAILED_PRECONDITION, "session: this handle is closed");
     return s_;
   }
+  bool alive() const noexcept { return s_ && s_->alive(); }
   // Kills the shell (safe while another thread's run is in flight: that run returns CANCELLED); the C
   // handle is freed with the last reference, which such a run holds until it returned.
   void close() noexcept {
@@ -98,7 +99,7 @@ void bind_session(py::module_& m) {
              return PyExecResult::from(r);
            },
            py::arg("command"), py::arg("timeout_s") = 0.0)
-      .def_property_readonly("alive", [](SessionHandle& h) { return h.get()->alive(); })
+      .def_property_readonly("alive", [](SessionHandle& h) { return h.alive(); })
       .def("close", &SessionHandle::close);
 
   auto cls = py::reinterpret_borrow<py::class_<SandboxHandle>>(m.attr("Sandbox"));
