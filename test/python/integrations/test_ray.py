@@ -178,3 +178,16 @@ def test_a_restarted_driver_finds_its_jobs_sandboxes_by_label(local_cluster: Loc
     assert sorted(sb.read_file("/tmp/episode") for sb in found) == [b"step 0\n", b"step 1\n"]
     assert all(sb.exec("true").exit_code == 0 for sb in found)
     assert len(cluster.destroy({"job": "trainer-7"})) == 2
+
+
+def test_the_ray_trainer_example_runs_across_the_cluster(local_cluster: LocalCluster, rootfs: str) -> None:
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "python", "ray_trainer.py")
+    p = subprocess.run([sys.executable, example, "--address", local_cluster.ray.address, "--layer", rootfs,
+                        "--episodes", "6", "--iterations", "4"], env=python_env(), capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("sandboxes per node:") and lines[0].count(":") == 3  # both nodes used
+    final = float(lines[-1].rsplit(" ", 1)[1])
+    assert len(lines) == 5 and final > 1 / 3, p.stdout  # the policy moved towards the passing fix
+    assert sray.Cluster().list({"job": "ray-trainer"}) == []
