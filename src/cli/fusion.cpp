@@ -2,6 +2,7 @@
 // program's own); compiled languages, files / fetch_files and code too long for one argument get a
 // sandbox of their own (compiling writes files, and a written FnCall container is discarded anyway).
 #include "fusion.hpp"
+#include "fusion_parts.hpp"
 
 #include <cstring>
 #include <memory>
@@ -15,9 +16,7 @@ namespace {
 
 namespace bj = boost::json;
 
-constexpr const char* kWorkdir = "/tmp/sandbox-fusion";
 constexpr size_t kMaxArgvCode = 96 * 1024;  // one argv string holds at most 128 KiB (MAX_ARG_STRLEN)
-constexpr uint64_t kOutputLimit = 16u << 20;
 constexpr double kMaxMemoryMb = 1 << 20;
 
 struct Language {
@@ -89,6 +88,40 @@ bool b64_decode(std::string_view in, std::string* out) {
   return true;
 }
 
+}  // namespace
+
+// ---- shared with /run_jupyter (fusion_parts.hpp) ----
+
+std::vector<std::pair<std::string, std::string>> parse_files(const bj::object& o) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (const bj::value* f = o.if_contains("files"); f != nullptr && !f->is_null()) {
+    if (!f->is_object()) throw RequestError("field 'files': expected an object of path -> base64");
+    for (const auto& [path, content] : f->as_object()) {
+      std::string data;
+      if (!content.is_null() && (!content.is_string() || !b64_decode(content.as_string(), &data)))
+        throw RequestError("files['" + std::string(path) + "']: not base64");
+      if (path.empty() || path.find('\0') != std::string::npos) throw RequestError("files: bad path");
+      files.emplace_back(std::string(path), std::move(data));
+    }
+  }
+  return files;
+}
+
+std::vector<std::string> parse_fetch_files(const bj::object& o) {
+  std::vector<std::string> fetch;
+  if (const bj::value* f = o.if_contains("fetch_files"); f != nullptr && !f->is_null()) {
+    if (!f->is_array()) throw RequestError("field 'fetch_files': expected an array of paths");
+    for (const auto& p : f->as_array()) {
+      if (!p.is_string() || p.as_string().empty() || std::string_view(p.as_string()).find('\0') != std::string_view::npos)
+        throw RequestError("fetch_files: bad path");
+      fetch.emplace_back(p.as_string());
+    }
+  }
+  return fetch;
+}
+
+namespace {
+
 // ---- the request ----
 
 struct Request {
@@ -130,24 +163,8 @@ Request parse(const bj::value& doc) {
     if (mb > kMaxMemoryMb) throw RequestError("field 'memory_limit_MB': at most 1048576 (1 TiB)");
     r.memory_mb = static_cast<int64_t>(mb);
   }
-  if (const bj::value* f = o->if_contains("files"); f != nullptr && !f->is_null()) {
-    if (!f->is_object()) throw RequestError("field 'files': expected an object of path -> base64");
-    for (const auto& [path, content] : f->as_object()) {
-      std::string data;
-      if (!content.is_null() && (!content.is_string() || !b64_decode(content.as_string(), &data)))
-        throw RequestError("files['" + std::string(path) + "']: not base64");
-      if (path.empty() || path.find('\0') != std::string::npos) throw RequestError("files: bad path");
-      r.files.emplace_back(std::string(path), std::move(data));
-    }
-  }
-  if (const bj::value* f = o->if_contains("fetch_files"); f != nullptr && !f->is_null()) {
-    if (!f->is_array()) throw RequestError("field 'fetch_files': expected an array of paths");
-    for (const auto& p : f->as_array()) {
-      if (!p.is_string() || p.as_string().empty() || std::string_view(p.as_string()).find('\0') != std::string_view::npos)
-        throw RequestError("fetch_files: bad path");
-      r.fetch_files.emplace_back(p.as_string());
-    }
-  }
+  r.files = parse_files(*o);
+  r.fetch_files = parse_fetch_files(*o);
   return r;
 }
 
@@ -275,6 +292,10 @@ ExecResult call_inline(Runtime& rt, const std::string& spec_json, const Language
 }
 
 }  // namespace
+
+std::string base64(std::string_view bytes) { return b64_encode(bytes); }
+std::string path_in(const std::string& dir, const std::string& path) { return join(dir, path); }
+bj::object command_run_result(const ExecResult& r) { return command_result(r); }
 
 bool known_language(const std::string& name) { return find_language(name) != nullptr; }
 

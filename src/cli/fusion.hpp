@@ -27,5 +27,8 @@ bool known_language(const std::string& name);
 // Answers one /run_code request (SandboxFusion's RunCodeResponse). Throws RequestError for bad input;
 // a sandbox failure is an answer with status "SandboxError".
 json::bj::value run_code(const Service& svc, const json::bj::value& request);
+// Answers one /run_jupyter request (SandboxFusion's RunJupyterResponse; fusion_jupyter.cpp): the cells run in
+// one python3 process in a sandbox of the "python" language's spec.
+json::bj::value run_jupyter(const Service& svc, const json::bj::value& request);
 
 }  // namespace sandlet::cli::fusion

@@ -1,4 +1,4 @@
-// `sandlet serve --sandbox-fusion`: the SandboxFusion HTTP API (POST /run_code, GET /v1/ping) over this
+// `sandlet serve --sandbox-fusion`: the SandboxFusion HTTP API (POST /run_code, /run_jupyter, GET /v1/ping) over this
 // process's runtime (fusion.cpp does the work). One thread per connection with blocking I/O and socket
 // timeouts: a request holds its thread while its sandbox runs, and the sandboxes, not the server, bound
 // the real work. Connections beyond --max-connections are refused with 503.
@@ -28,9 +28,10 @@ namespace {
 constexpr std::string_view kServeUsage =
     "Usage: sandlet serve --sandbox-fusion [--listen ADDR:PORT] --language LANG=ENV... [OPTIONS]\n"
     "\n"
-    "Serve SandboxFusion's code-execution API (POST /run_code, GET /v1/ping) until SIGINT or SIGTERM, for\n"
-    "verl, SkyRL and ROLL code rewards (SANDBOX_FUSION_URL=http://ADDR:PORT/run_code). Interpreted code runs\n"
-    "in a FnCall pool per language, compiled code in a sandbox per request; no sandbox has a network.\n"
+    "Serve SandboxFusion's code-execution API (POST /run_code, POST /run_jupyter, GET /v1/ping) until SIGINT\n"
+    "or SIGTERM, for verl, SkyRL and ROLL code rewards (SANDBOX_FUSION_URL=http://ADDR:PORT/run_code).\n"
+    "Interpreted code runs in a FnCall pool per language, compiled code in a sandbox per request, notebook\n"
+    "cells in one python3 process of a sandbox per request; no sandbox has a network.\n"
     "\n"
     "  --listen ADDR:PORT     default 127.0.0.1:8080; PORT 0 picks a free one (the address is printed first)\n"
     "  --language LANG=ENV    serve LANG (python, bash, cpp) from ENV: an environment name, layer:NAME (a\n"
@@ -182,8 +183,11 @@ class Server {
 
   Reply handle(const std::string& method, const std::string& path, const std::string& body) {
     if (path == "/v1/ping" || path == "/ping") return {200, "text/plain; charset=utf-8", "pong"};
-    if (path != "/run_code") return error_reply(404, "no endpoint " + path + " (served: POST /run_code, GET /v1/ping)");
-    if (method != "POST") return error_reply(405, "/run_code takes POST");
+    if (path != "/run_code" && path != "/run_jupyter")
+      return error_reply(404, "no endpoint " + path + " (served: POST /run_code, POST /run_jupyter, GET /v1/ping; "
+                                                      "SandboxFusion's dataset endpoints are not: sandlet serves code "
+                                                      "execution only)");
+    if (method != "POST") return error_reply(405, path + " takes POST");
     json::bj::value doc;
     try {
       doc = json::parse(body);
@@ -191,7 +195,8 @@ class Server {
       return error_reply(400, std::string("the body is not JSON: ") + e.what());
     }
     try {
-      return {200, "application/json", json::serialize(fusion::run_code(svc_, doc))};
+      const json::bj::value answer = path == "/run_jupyter" ? fusion::run_jupyter(svc_, doc) : fusion::run_code(svc_, doc);
+      return {200, "application/json", json::serialize(answer)};
     } catch (const fusion::RequestError& e) {
       return error_reply(400, e.what());
     } catch (const std::exception& e) {

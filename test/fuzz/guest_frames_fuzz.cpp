@@ -77,6 +77,12 @@ struct Conn {
         int sig = 0;
         return sandlet::guest::decode_signal(payload, &sig);
       }
+      case Action::kResize: {
+        proto::TermSize size;
+        if (!proto::TermSize::decode(payload, &size)) return false;
+        if (!size.valid()) __builtin_trap();  // the decoder let an out-of-range size through
+        return true;
+      }
       case Action::kFileData: return true;
       case Action::kFileEof: phase = Phase::kDone; return true;
     }

@@ -146,6 +146,33 @@ def test_bad_requests_name_the_field(service: str) -> None:
         assert ping.read() == b"pong"
 
 
+def test_run_jupyter_cells_share_a_kernel(service: str) -> None:
+    from sandbox_fusion import RunJupyterRequest, run_jupyter
+    cells = ["a = 123", "a", "print(a)",
+             "import subprocess, sys; sys.stderr.write('err'); subprocess.run(['echo', 'from-child'])",
+             "raise RuntimeError('boom')", "print('not run')"]
+    r = run_jupyter(RunJupyterRequest(cells=cells), endpoint=service, max_attempts=1)
+    assert r.status == RunStatus.Failed and r.driver is not None and r.driver.return_code == 0
+    assert len(r.cells) == 5  # execution stops at the error, as "run all" does
+    assert r.cells[1].display == [{"text/plain": "123"}] and r.cells[2].stdout == "123\n"
+    assert r.cells[3].stderr == "err" and r.cells[3].stdout == "from-child\n"  # a child's output counts
+    assert r.cells[4].error[0]["ename"] == "RuntimeError" and r.cells[4].error[0]["evalue"] == "boom"
+    # Files in and out, as /run_code takes them.
+    r = run_jupyter(RunJupyterRequest(cells=["open('out.txt', 'w').write(open('in.txt').read() + '!')"],
+                                      files={"in.txt": base64.b64encode(b"data").decode()}, fetch_files=["out.txt"]),
+                    endpoint=service, max_attempts=1)
+    assert r.status == RunStatus.Success and base64.b64decode(r.files["out.txt"]) == b"data!"
+    # A cell past cell_timeout is an error; the notebook past total_timeout is a failed run.
+    r = run_jupyter(RunJupyterRequest(cells=["import time; time.sleep(30)"], cell_timeout=0.5), endpoint=service,
+                    max_attempts=1)
+    assert r.status == RunStatus.Failed and r.cells[0].error[0]["ename"] == "TimeoutError"
+    r = post(service, "/run_jupyter", {"cells": ["import time; time.sleep(30)"], "total_timeout": 1})
+    assert r["status"] == "Failed" and r["driver"]["status"] == "TimeLimitExceeded" and r["cells"] == []
+    assert post(service, "/run_jupyter", {"cells": "x = 1"})["http"] == 400
+    r = post(service, "/run_jupyter", {"cells": [], "kernel": "python2"})
+    assert r["http"] == 400 and "kernel" in r["error"]
+
+
 def test_parallel_callers(service: str) -> None:
     def one(i: int) -> str:
         r = run_code(RunCodeRequest(code=f"print({i} * {i})", language="python"), endpoint=service)

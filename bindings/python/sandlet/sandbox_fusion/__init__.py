@@ -7,7 +7,9 @@ then point the framework at it (``SANDBOX_FUSION_URL=http://127.0.0.1:8080/run_c
 environment, a store layer or a directory with the language's toolchain (python3; g++ for cpp; bash).
 
 Endpoints: ``POST /run_code`` (SandboxFusion's RunCodeRequest: code, language, stdin, compile_timeout,
-run_timeout, memory_limit_MB, files, fetch_files; answered with its RunCodeResponse), ``GET /v1/ping``.
+run_timeout, memory_limit_MB, files, fetch_files; answered with its RunCodeResponse), ``POST /run_jupyter``
+(cells run in one python3 process of the "python" language's sandboxes: RunJupyterRequest / Response),
+``GET /v1/ping``.
 See docs/INTEGRATIONS.md.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import sandlet
 
 from ._http import HttpError, serve_connection
+from ._jupyter import JupyterRequest, run_jupyter
 from ._runner import LANGUAGES, Request, RequestError, Runner
 
 __all__ = ["Service", "LANGUAGES"]
@@ -42,13 +45,15 @@ class Service:
     async def handle(self, method: str, path: str, doc: Any) -> Tuple[int, Any]:
         if path in ("/v1/ping", "/ping"):
             return 200, "pong"
-        if path != "/run_code":
-            raise HttpError(404, f"no endpoint {path} (served: POST /run_code, GET /v1/ping)")
+        if path not in ("/run_code", "/run_jupyter"):
+            raise HttpError(404, f"no endpoint {path} (served: POST /run_code, POST /run_jupyter, GET /v1/ping; "
+                                 "SandboxFusion's dataset endpoints are not: sandlet serves code execution only)")
         if method != "POST":
-            raise HttpError(405, "/run_code takes POST")
+            raise HttpError(405, f"{path} takes POST")
         try:
-            req = Request.parse(doc)
-            return 200, await self.runner.run(req)
+            if path == "/run_jupyter":
+                return 200, await run_jupyter(self.runner, JupyterRequest.parse(doc))
+            return 200, await self.runner.run(Request.parse(doc))
         except RequestError as e:
             raise HttpError(400, str(e)) from None
 

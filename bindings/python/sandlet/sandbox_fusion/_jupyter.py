@@ -1,0 +1,106 @@
+"""SandboxFusion's ``/run_jupyter``: notebook cells run in one python3 process of a sandbox of their own
+(the "python" language's sandboxes), by jupyter_driver.py (which ``sandlet serve`` embeds too)."""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping
+
+import sandlet
+
+from ._runner import OUTPUT_LIMIT, WORKDIR, RequestError, Runner, command_result
+
+DRIVER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jupyter_driver.py")
+DRIVER_IN_SANDBOX = "/tmp/.sandlet-jupyter-driver.py"
+
+
+@dataclass
+class JupyterRequest:
+    cells: List[str]
+    cell_timeout: float = 0.0
+    total_timeout: float = 45.0
+    files: Dict[str, str] = field(default_factory=dict)
+    fetch_files: List[str] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, doc: Any) -> "JupyterRequest":
+        if not isinstance(doc, Mapping):
+            raise RequestError("the body must be a JSON object")
+        cells = doc.get("cells")
+        if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+            raise RequestError("field 'cells': required, a list of strings")
+        kernel = doc.get("kernel", "python3")
+        if kernel != "python3":
+            raise RequestError(f"field 'kernel': only 'python3' is served, not {kernel!r}")
+        req = cls(cells=list(cells))
+        for name in ("cell_timeout", "total_timeout"):
+            value = doc.get(name)
+            if value is None:
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise RequestError(f"field '{name}': expected a number of seconds")
+            setattr(req, name, float(value))
+        if not 0 <= req.cell_timeout <= 3600:
+            raise RequestError("field 'cell_timeout': must be in [0, 3600] seconds (0: none)")
+        if not 0 < req.total_timeout <= 3600:
+            raise RequestError("field 'total_timeout': must be in (0, 3600] seconds")
+        files, fetch = doc.get("files") or {}, doc.get("fetch_files") or []
+        if not isinstance(files, dict) or not isinstance(fetch, list):
+            raise RequestError("files/fetch_files: expected an object and a list")
+        for path in [*files, *fetch]:
+            if not isinstance(path, str) or not path or "\0" in path:
+                raise RequestError(f"files/fetch_files: bad path {path!r}")
+        req.files, req.fetch_files = dict(files), list(fetch)
+        return req
+
+
+async def run_jupyter(runner: Runner, req: JupyterRequest) -> Dict[str, Any]:
+    base = runner.specs.get("python")
+    if base is None:
+        raise RequestError("/run_jupyter runs python3 in the 'python' language's sandboxes, which are not served here")
+    with open(DRIVER_PATH, "rb") as f:
+        driver = f.read()
+    try:
+        async with await runner.rt.create({**base, "network": "none"}) as sb:
+            await sb.exec(["mkdir", "-p", WORKDIR], check=True)
+            for path, content in req.files.items():
+                try:
+                    data = base64.b64decode(content or "", validate=True)
+                except (binascii.Error, ValueError):
+                    raise RequestError(f"files[{path!r}]: not base64") from None
+                await sb.write_file(posixpath.join(WORKDIR, path), data)
+            await sb.write_file(DRIVER_IN_SANDBOX, driver)
+            stdin = json.dumps({"cells": req.cells, "cell_timeout": req.cell_timeout}).encode()
+            r = await sb.exec(["python3", DRIVER_IN_SANDBOX], cwd=WORKDIR, stdin=stdin, timeout=req.total_timeout,
+                              output_limit=OUTPUT_LIMIT)
+            fetched: Dict[str, str] = {}
+            for path in req.fetch_files:
+                try:
+                    fetched[path] = base64.b64encode(await sb.read_file(posixpath.join(WORKDIR, path))).decode()
+                except OSError:
+                    continue
+    except sandlet.Error as e:
+        return {"status": "SandboxError", "message": str(e), "driver": None, "cells": [], "files": {}}
+    return answer_jupyter(command_result(r), r.stdout, fetched)
+
+
+def answer_jupyter(driver: Dict[str, Any], stdout: bytes, files: Dict[str, str]) -> Dict[str, Any]:
+    """RunJupyterResponse from the driver's run: its cells when it finished (its stdout is their JSON; what the
+    sandbox printed is hostile input, so anything else is a failed run)."""
+    cells: List[Dict[str, Any]] = []
+    finished = driver["status"] == "Finished" and driver["return_code"] == 0
+    if finished:
+        try:
+            cells = [{"stdout": str(c["stdout"]), "stderr": str(c["stderr"]), "display": list(c["display"]),
+                      "error": list(c["error"])} for c in json.loads(stdout)["cells"]]
+        except (ValueError, KeyError, TypeError):
+            finished = False
+    message = "" if finished else ("the notebook ran past total_timeout" if driver["status"] == "TimeLimitExceeded"
+                                   else "the notebook's driver did not finish (the cells ended its process?)")
+    ok = finished and not any(c["error"] for c in cells)
+    return {"status": "Success" if ok else "Failed", "message": message, "driver": {**driver, "stdout": ""},
+            "cells": cells, "files": files, "executor_pod_name": None}
