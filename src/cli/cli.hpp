@@ -90,6 +90,9 @@ double parse_seconds(const std::string& text, std::string_view option);
 // otherwise die by it at once (exec: the library kills an exec whose connection closes, and nothing is
 // left to clean up on our side). A second signal kills the CLI immediately.
 class SignalGuard;
+// The exec options the command asks for, its output streamed whole (no per-stream cap: the CLI buffers
+// nothing, so a cap would only truncate `exec ID -- cat big > file`). stdin and output are the caller's.
+ExecOptions streamed_exec_options(const CommandOptions& cmd);
 int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, SignalGuard& guard);
 // exec -i / -t (exec_interactive.cpp): stdin streamed as it comes (`forward_stdin`), and/or a pseudo-terminal
 // inside (`tty`; with -i this terminal raw and its size followed). Exit statuses as run_command's.

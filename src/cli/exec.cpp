@@ -185,7 +185,7 @@ int status_for_result(const ExecResult& r, const CommandOptions& cmd) {
   return r.exit_code;
 }
 
-int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, SignalGuard& guard) {
+ExecOptions streamed_exec_options(const CommandOptions& cmd) {
   ExecOptions opts;
   opts.argv = cmd.argv;
   opts.env = cmd.env;
@@ -194,10 +194,15 @@ int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, Sign
   opts.timeout_s = cmd.timeout_s;
   opts.keep_background = cmd.keep_background;
   opts.toolkit = cmd.toolkit;
-  opts.stdin_data = cmd.stdin_data;
   // Streaming buffers nothing and the agent applies backpressure, so the library's default per-stream
-  // cap (meant for collected output) would only truncate `exec ID -- cat big > file`: stream it all.
+  // cap (meant for collected output) would only truncate the stream.
   opts.output_limit = UINT64_MAX;
+  return opts;
+}
+
+int run_command(Sandbox& sb, const CommandOptions& cmd, bool owned_sandbox, SignalGuard& guard) {
+  ExecOptions opts = streamed_exec_options(cmd);
+  opts.stdin_data = cmd.stdin_data;
   // Streamed straight to our fds with write(2): no buffering, so output shows as it is produced.
   // A write error (e.g. EPIPE after `| head`) drops the chunk; SIGPIPE's default action ends the CLI.
   opts.on_output = [](int stream, std::string_view data) {

@@ -108,15 +108,7 @@ int run_interactive(Sandbox& sb, const CommandOptions& cmd, bool forward_stdin, 
   if (tty && forward_stdin && !local_terminal)
     throw UsageError("the input device is not a terminal: -it needs one (use -i alone to stream stdin)");
 
-  ExecOptions opts;
-  opts.argv = cmd.argv;
-  opts.env = cmd.env;
-  opts.cwd = cmd.cwd;
-  opts.user = cmd.user;
-  opts.timeout_s = cmd.timeout_s;
-  opts.keep_background = cmd.keep_background;
-  opts.toolkit = cmd.toolkit;
-  opts.output_limit = UINT64_MAX;
+  ExecOptions opts = streamed_exec_options(cmd);
   opts.stdin_stream = forward_stdin;
   opts.tty = tty;
   if (tty) {

@@ -107,6 +107,16 @@ std::vector<std::pair<std::string, std::string>> parse_files(const bj::object& o
   return files;
 }
 
+double seconds_field(const bj::object& o, const char* name, double dflt, bool zero_ok) {
+  const bj::value* v = o.if_contains(name);
+  if (v == nullptr || v->is_null()) return dflt;
+  if (!v->is_number()) throw RequestError(std::string("field '") + name + "': expected a number of seconds");
+  const double s = v->to_number<double>();
+  if (!((zero_ok ? s >= 0 : s > 0) && s <= 3600))
+    throw RequestError(std::string("field '") + name + "': must be in " + (zero_ok ? "[0" : "(0") + ", 3600] seconds");
+  return s;
+}
+
 std::vector<std::string> parse_fetch_files(const bj::object& o) {
   std::vector<std::string> fetch;
   if (const bj::value* f = o.if_contains("fetch_files"); f != nullptr && !f->is_null()) {
@@ -132,15 +142,6 @@ struct Request {
   std::vector<std::string> fetch_files;
 };
 
-double timeout_field(const bj::object& o, const char* name, double dflt) {
-  const bj::value* v = o.if_contains(name);
-  if (v == nullptr || v->is_null()) return dflt;
-  if (!v->is_number()) throw RequestError(std::string("field '") + name + "': expected a number");
-  const double s = v->to_number<double>();
-  if (!(s > 0 && s <= 3600)) throw RequestError(std::string("field '") + name + "': must be in (0, 3600] seconds");
-  return s;
-}
-
 Request parse(const bj::value& doc) {
   const bj::object* o = doc.if_object();
   if (o == nullptr) throw RequestError("the body must be a JSON object");
@@ -155,8 +156,8 @@ Request parse(const bj::value& doc) {
     if (!in->is_string()) throw RequestError("field 'stdin': expected a string");
     r.stdin_data = std::string(in->as_string());
   }
-  r.compile_timeout = timeout_field(*o, "compile_timeout", 10);
-  r.run_timeout = timeout_field(*o, "run_timeout", 10);
+  r.compile_timeout = seconds_field(*o, "compile_timeout", 10, false);
+  r.run_timeout = seconds_field(*o, "run_timeout", 10, false);
   if (const bj::value* m = o->if_contains("memory_limit_MB"); m != nullptr && !m->is_null()) {
     if (!m->is_number()) throw RequestError("field 'memory_limit_MB': expected a number");
     const double mb = m->to_number<double>();

@@ -23,16 +23,6 @@ struct JupyterRequest {
   std::vector<std::string> fetch_files;
 };
 
-double seconds_field(const bj::object& o, const char* name, double dflt, bool zero_ok) {
-  const bj::value* v = o.if_contains(name);
-  if (v == nullptr || v->is_null()) return dflt;
-  if (!v->is_number()) throw RequestError(std::string("field '") + name + "': expected a number of seconds");
-  const double s = v->to_number<double>();
-  if (!((zero_ok ? s >= 0 : s > 0) && s <= 3600))
-    throw RequestError(std::string("field '") + name + "': must be in " + (zero_ok ? "[0" : "(0") + ", 3600] seconds");
-  return s;
-}
-
 JupyterRequest parse_jupyter(const bj::value& doc) {
   const bj::object* o = doc.if_object();
   if (o == nullptr) throw RequestError("the body must be a JSON object");

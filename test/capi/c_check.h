@@ -25,6 +25,17 @@ extern int passed, failed; /* defined once by each test program (capi_test.c cou
     sandlet_error_delete(e_);                                                                         \
   } while (0)
 
+/* A sandbox on the test root filesystem alone, or NULL (the failure counted and printed). */
+static inline sandlet_sandbox_t *create_rootfs_sandbox(sandlet_runtime_t *rt) {
+  sandlet_spec_t *spec = NULL;
+  sandlet_sandbox_t *sb = NULL;
+  OK(sandlet_spec_new(&spec));
+  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
+  OK(sandlet_sandbox_create(rt, spec, &sb));
+  sandlet_spec_delete(spec);
+  return sb;
+}
+
 /* The tests of other files, run by capi_test.c's main. */
 void test_copy(const char *root);
 void test_session(const char *root);

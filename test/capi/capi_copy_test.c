@@ -35,12 +35,7 @@ void test_copy(const char *root) {
   sandlet_runtime_t *rt = NULL;
   OK(sandlet_runtime_open(root, NULL, &rt));
   if (!rt) return;
-  sandlet_spec_t *spec = NULL;
-  OK(sandlet_spec_new(&spec));
-  OK(sandlet_spec_add_layer(spec, SANDLET_TEST_ROOTFS));
-  sandlet_sandbox_t *sb = NULL;
-  OK(sandlet_sandbox_create(rt, spec, &sb));
-  sandlet_spec_delete(spec);
+  sandlet_sandbox_t *sb = create_rootfs_sandbox(rt);
   if (!sb) {
     sandlet_runtime_close(rt);
     return;

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, Iterator, List
 
@@ -58,8 +59,11 @@ def run_example(script: str, *args: str, timeout: float = 180) -> subprocess.Com
     """Runs examples/python/<script> with this interpreter and the build's module; output as text."""
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, PYTHONUNBUFFERED="1")
     env.pop("SANDLET_ROOT", None)  # every example gets its root explicitly
-    return subprocess.run([sys.executable, str(EXAMPLES / script), *args], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+    # What an example's libraries leave in the temporary directory (torch's compile cache) goes with the run.
+    with tempfile.TemporaryDirectory(prefix="sandlet-example-") as scratch:
+        env["TMPDIR"] = scratch
+        return subprocess.run([sys.executable, str(EXAMPLES / script), *args], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=timeout)
 
 
 def explain(p: subprocess.CompletedProcess) -> str:

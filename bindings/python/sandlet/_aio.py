@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
 from ._common import Command, SpecLike, build_spec, call_args, exec_args, run_args
@@ -20,6 +20,7 @@ from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_re
                     snapshot_fork_args)
 from ._store import StoreURL
 from ._session import AsyncSession, Session
+from ._stream import StreamControl
 from ._sync import PathLike, ProgressFn, Runtime, Sandbox
 from ._bridge import _bridge, _start
 from ._copy import AsyncSandboxCopies
@@ -199,7 +200,7 @@ class AsyncSandbox(AsyncSandboxCopies):
         return f"<sandlet.AsyncSandbox {self.id}{' closed' if self.closed else ''}>"
 
 
-class AsyncExecStream:
+class AsyncExecStream(StreamControl):
     """Output of a running command as an async iterator of (stream, bytes)."""
 
     def __init__(self, handle: _sandlet.Sandbox, args: Tuple[Any, ...]) -> None:
@@ -252,29 +253,11 @@ class AsyncExecStream:
             self.cancel()
             raise
 
-    def signal(self, signo: int) -> None:
-        self._control.signal(signo)
-
-    def cancel(self) -> None:
-        """Kills every process of the command."""
-        self._control.cancel()
-
     async def write(self, data: Union[bytes, str]) -> None:
         """Feeds its stdin (open_stdin=True; with a tty, typed into it). Waits while 4 MiB are in flight."""
         payload = data.encode() if isinstance(data, str) else bytes(data)
         try:
             await asyncio.to_thread(self._control.write_stdin, payload)
-        except Error as e:
-            raise command_error(e) from None
-
-    def close_stdin(self) -> None:
-        """Ends its stdin (a tty ignores this: write b"\\x04" to end a reading program)."""
-        self._control.close_stdin()
-
-    def resize(self, rows: int, cols: int) -> None:
-        """Sets its terminal's size (tty=True); its foreground processes get SIGWINCH."""
-        try:
-            self._control.resize(rows, cols)
         except Error as e:
             raise command_error(e) from None
 

@@ -7,7 +7,31 @@ from . import _sandlet
 from ._errors import Error, command_error
 
 
-class ExecStream:
+class StreamControl:
+    """What both faces of a running command share: signals, its stdin's end, its terminal, cancel."""
+
+    _control: Any
+
+    def signal(self, signo: int) -> None:
+        self._control.signal(signo)
+
+    def close_stdin(self) -> None:
+        """Ends its stdin (a tty ignores this: write b"\\x04" to end a reading program)."""
+        self._control.close_stdin()
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Sets its terminal's size (tty=True); its foreground processes get SIGWINCH."""
+        try:
+            self._control.resize(rows, cols)
+        except Error as e:
+            raise command_error(e) from None
+
+    def cancel(self) -> None:
+        """Kills every process of the command."""
+        self._control.cancel()
+
+
+class ExecStream(StreamControl):
     """Output of a running command, chunk by chunk (see Sandbox.exec_stream)."""
 
     def __init__(self, handle: _sandlet.Sandbox, args: Tuple[Any, ...]) -> None:
@@ -41,30 +65,12 @@ class ExecStream:
         assert self.result is not None
         return self.result
 
-    def signal(self, signo: int) -> None:
-        self._control.signal(signo)
-
     def write(self, data: Union[bytes, str]) -> None:
         """Feeds its stdin (open_stdin=True; with a tty, typed into it). Blocks while 4 MiB are in flight."""
         try:
             self._control.write_stdin(data.encode() if isinstance(data, str) else bytes(data))
         except Error as e:
             raise command_error(e) from None
-
-    def close_stdin(self) -> None:
-        """Ends its stdin (a tty ignores this: write b"\\x04" to end a reading program)."""
-        self._control.close_stdin()
-
-    def resize(self, rows: int, cols: int) -> None:
-        """Sets its terminal's size (tty=True); its foreground processes get SIGWINCH."""
-        try:
-            self._control.resize(rows, cols)
-        except Error as e:
-            raise command_error(e) from None
-
-    def cancel(self) -> None:
-        """Kills every process of the command."""
-        self._control.cancel()
 
     def __enter__(self) -> "ExecStream":
         return self

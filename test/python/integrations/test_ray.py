@@ -186,6 +186,7 @@ def test_the_ray_trainer_example_runs_across_the_cluster(local_cluster: LocalClu
                         "--episodes", "6", "--iterations", "4"], env=python_env(), capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
+    print(p.stdout)  # what README shows
     lines = p.stdout.splitlines()
     assert lines[0].startswith("sandboxes per node:") and lines[0].count(":") == 3  # both nodes used
     final = float(lines[-1].rsplit(" ", 1)[1])

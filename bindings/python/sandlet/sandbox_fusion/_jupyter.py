@@ -2,17 +2,15 @@
 (the "python" language's sandboxes), by jupyter_driver.py (which ``sandlet serve`` embeds too)."""
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
-import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping
 
 import sandlet
 
-from ._runner import OUTPUT_LIMIT, WORKDIR, RequestError, Runner, command_result
+from ._runner import (OUTPUT_LIMIT, WORKDIR, RequestError, Runner, command_result, fetch_request_files,
+                      put_request_files)
 
 DRIVER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jupyter_driver.py")
 DRIVER_IN_SANDBOX = "/tmp/.sandlet-jupyter-driver.py"
@@ -66,23 +64,12 @@ async def run_jupyter(runner: Runner, req: JupyterRequest) -> Dict[str, Any]:
         driver = f.read()
     try:
         async with await runner.rt.create({**base, "network": "none"}) as sb:
-            await sb.exec(["mkdir", "-p", WORKDIR], check=True)
-            for path, content in req.files.items():
-                try:
-                    data = base64.b64decode(content or "", validate=True)
-                except (binascii.Error, ValueError):
-                    raise RequestError(f"files[{path!r}]: not base64") from None
-                await sb.write_file(posixpath.join(WORKDIR, path), data)
+            await put_request_files(sb, req.files)
             await sb.write_file(DRIVER_IN_SANDBOX, driver)
             stdin = json.dumps({"cells": req.cells, "cell_timeout": req.cell_timeout}).encode()
             r = await sb.exec(["python3", DRIVER_IN_SANDBOX], cwd=WORKDIR, stdin=stdin, timeout=req.total_timeout,
                               output_limit=OUTPUT_LIMIT)
-            fetched: Dict[str, str] = {}
-            for path in req.fetch_files:
-                try:
-                    fetched[path] = base64.b64encode(await sb.read_file(posixpath.join(WORKDIR, path))).decode()
-                except OSError:
-                    continue
+            fetched = await fetch_request_files(sb, req.fetch_files)
     except sandlet.Error as e:
         return {"status": "SandboxError", "message": str(e), "driver": None, "cells": [], "files": {}}
     return answer_jupyter(command_result(r), r.stdout, fetched)

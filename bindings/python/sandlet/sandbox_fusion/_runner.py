@@ -42,6 +42,29 @@ class RequestError(ValueError):
     """The request is malformed: HTTP 400 with this message (naming the field)."""
 
 
+async def put_request_files(sb: "sandlet.AsyncSandbox", files: Mapping[str, Optional[str]]) -> None:
+    """Makes WORKDIR and writes the request's files (base64) there; a path may also be absolute."""
+    await sb.exec(["mkdir", "-p", WORKDIR], check=True)
+    for path, content in files.items():
+        try:
+            data = base64.b64decode(content or "", validate=True)
+        except (binascii.Error, ValueError):
+            raise RequestError(f"files[{path!r}]: not base64") from None
+        await sb.write_file(posixpath.join(WORKDIR, path), data)
+
+
+async def fetch_request_files(sb: "sandlet.AsyncSandbox", paths: Sequence[str]) -> Dict[str, str]:
+    """The request's fetch_files (relative to WORKDIR), base64; a file the code did not make is left out, as
+    SandboxFusion does."""
+    fetched: Dict[str, str] = {}
+    for path in paths:
+        try:
+            fetched[path] = base64.b64encode(await sb.read_file(posixpath.join(WORKDIR, path))).decode()
+        except OSError:
+            continue
+    return fetched
+
+
 @dataclass
 class Request:
     code: str
@@ -141,13 +164,7 @@ class Runner:
     async def _in_own_sandbox(self, req: Request, lang: Language, spec: Dict[str, Any],
                               stdin: bytes) -> Dict[str, Any]:
         async with await self.rt.create(spec) as sb:
-            await sb.exec(["mkdir", "-p", WORKDIR], check=True)
-            for path, content in req.files.items():
-                try:
-                    data = base64.b64decode(content or "", validate=True)
-                except (binascii.Error, ValueError):
-                    raise RequestError(f"files[{path!r}]: not base64") from None
-                await sb.write_file(posixpath.join(WORKDIR, path), data)
+            await put_request_files(sb, req.files)
             await sb.write_file(posixpath.join(WORKDIR, lang.source), req.code)
             compiled = None
             if lang.compile:
@@ -158,14 +175,7 @@ class Runner:
                     return self._answer(compiled, None, {})
             r = await sb.exec(list(lang.run), cwd=WORKDIR, stdin=stdin, timeout=req.run_timeout,
                               output_limit=OUTPUT_LIMIT)
-            fetched: Dict[str, str] = {}
-            for path in req.fetch_files:
-                try:
-                    data = await sb.read_file(posixpath.join(WORKDIR, path))
-                except OSError:
-                    continue  # SandboxFusion leaves out a file the code did not make
-                fetched[path] = base64.b64encode(data).decode()
-            return self._answer(compiled, command_result(r), fetched)
+            return self._answer(compiled, command_result(r), await fetch_request_files(sb, req.fetch_files))
 
     @staticmethod
     def _answer(compiled: Optional[Dict[str, Any]], ran: Optional[Dict[str, Any]],
