@@ -302,8 +302,8 @@ PY
   url=http://$(sed -n 's/^listening on //p' "$scratch/fusion.out")
   PYTHONPATH=$build/python "$python" - "$url" <<'PY'
 import json, sys, time, urllib.request
-def run_code(body):
-    req = urllib.request.Request(sys.argv[1] + "/run_code", json.dumps(body).encode(), {"Content-Type": "application/json"})
+def post(path, body):
+    req = urllib.request.Request(sys.argv[1] + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
     t = time.perf_counter()
     with urllib.request.urlopen(req) as r:
         out = json.load(r)
@@ -311,10 +311,14 @@ def run_code(body):
 for name, body in [("a correct answer", {"code": "print(sum(map(int, input().split())))", "stdin": "40 2"}),
                    ("an infinite loop", {"code": "while True: pass", "run_timeout": 1}),
                    ("a memory hog", {"code": "x = bytearray(1 << 30)", "memory_limit_MB": 128})]:
-    out, ms = run_code({"language": "python", **body})
+    out, ms = post("/run_code", {"language": "python", **body})
     rr = out["run_result"]
     print(f"    {name:17}: {out['status']:7} run {rr['status']}, exit {rr['return_code']}, "
           f"stdout {rr['stdout'].strip()!r} ({ms:.0f} ms round trip)")
+out, ms = post("/run_jupyter", {"cells": ["xs = [3, 1, 2]", "sorted(xs)", "print(len(xs))", "xs[7]"]})
+cells = ", ".join(repr(c["stdout"].strip() or (c["display"] and c["display"][0]["text/plain"])
+                       or (c["error"] and c["error"][0]["ename"]) or "") for c in out["cells"])
+print(f"    a notebook       : {out['status']:7} cells {cells} ({ms:.0f} ms round trip, one python3 for all)")
 PY
   kill -TERM "$fusion_pid"
   wait "$fusion_pid" || die "the SandboxFusion service did not stop cleanly"
