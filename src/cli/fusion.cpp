@@ -233,20 +233,8 @@ bj::value answer(bj::value compiled, bj::value ran, bj::object files) {
 std::string join(const std::string& dir, const std::string& path) { return path[0] == '/' ? path : dir + "/" + path; }
 
 bj::value in_own_sandbox(Runtime& rt, const Spec& spec, const Language& lang, const Request& req) {
-  Sandbox sb = rt.create(spec);
-  struct Destroy {
-    Sandbox& sb;
-    ~Destroy() {
-      try {
-        sb.destroy();
-      } catch (const Error&) {
-      }  // an owned sandbox still goes with this process
-    }
-  } destroy{sb};
-  ExecOptions mk({"mkdir", "-p", kWorkdir});
-  if (ExecResult m = sb.exec(mk); m.exit_code != 0)
-    throw Error(SANDLET_FAILED_PRECONDITION, "mkdir " + std::string(kWorkdir) + ": " + m.stderr_data);
-  for (const auto& [path, data] : req.files) sb.write_file(join(kWorkdir, path), data);
+  RequestSandbox box(rt, spec, req.files);
+  Sandbox& sb = box.sandbox();
   sb.write_file(join(kWorkdir, lang.source), req.code);
   bj::value compiled = nullptr;
   if (!lang.compile.empty()) {
@@ -263,15 +251,7 @@ bj::value in_own_sandbox(Runtime& rt, const Spec& spec, const Language& lang, co
   r.timeout_s = req.run_timeout;
   r.output_limit = kOutputLimit;
   bj::value ran = command_result(sb.exec(r));
-  bj::object fetched;
-  for (const auto& path : req.fetch_files) {
-    try {
-      fetched[path] = b64_encode(sb.read_file(join(kWorkdir, path)));
-    } catch (const Error&) {
-      // SandboxFusion leaves out a file the code did not make
-    }
-  }
-  return answer(std::move(compiled), std::move(ran), std::move(fetched));
+  return answer(std::move(compiled), std::move(ran), box.fetch(req.fetch_files));
 }
 
 ExecResult call_inline(Runtime& rt, const std::string& spec_json, const Language& lang, const Request& req) {
@@ -294,8 +274,40 @@ ExecResult call_inline(Runtime& rt, const std::string& spec_json, const Language
 
 }  // namespace
 
-std::string base64(std::string_view bytes) { return b64_encode(bytes); }
-std::string path_in(const std::string& dir, const std::string& path) { return join(dir, path); }
+RequestSandbox::RequestSandbox(Runtime& rt, const Spec& spec,
+                               const std::vector<std::pair<std::string, std::string>>& files)
+    : sb_(rt.create(spec)) {
+  try {
+    if (ExecResult m = sb_.exec(ExecOptions({"mkdir", "-p", kWorkdir})); m.exit_code != 0)
+      throw Error(SANDLET_FAILED_PRECONDITION, "mkdir " + std::string(kWorkdir) + ": " + m.stderr_data);
+    for (const auto& [path, data] : files) sb_.write_file(join(kWorkdir, path), data);
+  } catch (...) {
+    destroy_quietly();  // a constructor that throws runs no destructor of its own
+    throw;
+  }
+}
+
+RequestSandbox::~RequestSandbox() { destroy_quietly(); }
+
+void RequestSandbox::destroy_quietly() noexcept {
+  try {
+    sb_.destroy();
+  } catch (const Error&) {
+  }  // an owned sandbox still goes with this process
+}
+
+bj::object RequestSandbox::fetch(const std::vector<std::string>& paths) {
+  bj::object fetched;
+  for (const auto& path : paths) {
+    try {
+      fetched[path] = b64_encode(sb_.read_file(join(kWorkdir, path)));
+    } catch (const Error&) {
+      // left out: the code did not make it
+    }
+  }
+  return fetched;
+}
+
 bj::object command_run_result(const ExecResult& r) { return command_result(r); }
 
 bool known_language(const std::string& name) { return find_language(name) != nullptr; }

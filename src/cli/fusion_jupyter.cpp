@@ -84,19 +84,8 @@ bj::value run_jupyter(const Service& svc, const bj::value& doc) {
   bj::object answer;
   answer["executor_pod_name"] = nullptr;
   try {
-    Sandbox sb = svc.rt->create(Spec::from_json(spec_it->second));
-    struct Destroy {
-      Sandbox& sb;
-      ~Destroy() {
-        try {
-          sb.destroy();
-        } catch (const Error&) {
-        }
-      }
-    } destroy{sb};
-    if (ExecResult m = sb.exec(ExecOptions({"mkdir", "-p", kWorkdir})); m.exit_code != 0)
-      throw Error(SANDLET_FAILED_PRECONDITION, "mkdir " + std::string(kWorkdir) + ": " + m.stderr_data);
-    for (const auto& [path, data] : req.files) sb.write_file(path_in(kWorkdir, path), data);
+    RequestSandbox box(*svc.rt, Spec::from_json(spec_it->second), req.files);
+    Sandbox& sb = box.sandbox();
     sb.write_file(kDriverPath, kJupyterDriver);
     ExecOptions run({"python3", kDriverPath});
     run.cwd = kWorkdir;
@@ -104,14 +93,7 @@ bj::value run_jupyter(const Service& svc, const bj::value& doc) {
     run.timeout_s = req.total_timeout;
     run.output_limit = kOutputLimit;
     const ExecResult r = sb.exec(run);
-    bj::object fetched;
-    for (const auto& path : req.fetch_files) {
-      try {
-        fetched[path] = base64(sb.read_file(path_in(kWorkdir, path)));
-      } catch (const Error&) {
-        // left out, as /run_code does
-      }
-    }
+    bj::object fetched = box.fetch(req.fetch_files);
     bj::object driver = command_run_result(r);
     std::optional<bj::array> ran;
     if (!r.timed_out && r.signal == 0 && r.exit_code == 0) ran = driver_cells(r.stdout_data);
