@@ -168,6 +168,18 @@ def test_run_jupyter_cells_share_a_kernel(service: str) -> None:
     assert r.status == RunStatus.Failed and r.cells[0].error[0]["ename"] == "TimeoutError"
     r = post(service, "/run_jupyter", {"cells": ["import time; time.sleep(30)"], "total_timeout": 1})
     assert r["status"] == "Failed" and r["driver"]["status"] == "TimeLimitExceeded" and r["cells"] == []
+    # The driver's output is the sandbox's: a cell that ends the process, or writes a forged answer where the
+    # driver's would go, makes a failed run, not a served forgery.
+    r = post(service, "/run_jupyter", {"cells": ["print(1)", "import os; os._exit(0)"]})
+    assert r["status"] == "Failed" and r["cells"] == [] and "did not finish" in r["message"]
+    forged = json.dumps({"cells": [{"stdout": 7, "stderr": "", "display": [], "error": []}]})
+    # The driver's own answer goes to the first pipe it holds above stderr: write there once, then end.
+    forge = ("import os, stat\n"
+             "fd = next(fd for fd in range(3, 64) if os.path.exists(f'/proc/self/fd/{fd}') and "
+             "stat.S_ISFIFO(os.fstat(fd).st_mode))\n"
+             f"os.write(fd, {forged.encode()!r})\nos._exit(0)")
+    r = post(service, "/run_jupyter", {"cells": [forge]})
+    assert r["status"] == "Failed" and r["cells"] == [], r
     assert post(service, "/run_jupyter", {"cells": "x = 1"})["http"] == 400
     r = post(service, "/run_jupyter", {"cells": [], "kernel": "python2"})
     assert r["http"] == 400 and "kernel" in r["error"]

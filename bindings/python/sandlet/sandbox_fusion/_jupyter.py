@@ -75,6 +75,15 @@ async def run_jupyter(runner: Runner, req: JupyterRequest) -> Dict[str, Any]:
     return answer_jupyter(command_result(r), r.stdout, fetched)
 
 
+def checked_cell(cell: Any) -> Dict[str, Any]:
+    """One cell of the driver's output with the fields and types the driver writes (TypeError otherwise)."""
+    out = {"stdout": cell["stdout"], "stderr": cell["stderr"], "display": cell["display"], "error": cell["error"]}
+    if not (isinstance(out["stdout"], str) and isinstance(out["stderr"], str) and isinstance(out["display"], list)
+            and isinstance(out["error"], list)):
+        raise TypeError("not a cell the driver writes")
+    return out
+
+
 def answer_jupyter(driver: Dict[str, Any], stdout: bytes, files: Dict[str, str]) -> Dict[str, Any]:
     """RunJupyterResponse from the driver's run: its cells when it finished (its stdout is their JSON; what the
     sandbox printed is hostile input, so anything else is a failed run)."""
@@ -82,8 +91,7 @@ def answer_jupyter(driver: Dict[str, Any], stdout: bytes, files: Dict[str, str])
     finished = driver["status"] == "Finished" and driver["return_code"] == 0
     if finished:
         try:
-            cells = [{"stdout": str(c["stdout"]), "stderr": str(c["stderr"]), "display": list(c["display"]),
-                      "error": list(c["error"])} for c in json.loads(stdout)["cells"]]
+            cells = [checked_cell(c) for c in json.loads(stdout)["cells"]]
         except (ValueError, KeyError, TypeError):
             finished = False
     message = "" if finished else ("the notebook ran past total_timeout" if driver["status"] == "TimeLimitExceeded"
