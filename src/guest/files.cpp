@@ -16,18 +16,14 @@
 
 #include "guest/as_user.hpp"
 #include "guest/server.hpp"
+#include "tree/tree_sys.hpp"
 
 namespace sandlet::guest {
 namespace {
 
-int open_no_magiclinks(int dirfd, const char* path, uint64_t flags, uint64_t mode = 0) {
-  struct open_how how = {};
-  how.flags = flags;
-  how.mode = mode;
-  how.resolve = RESOLVE_NO_MAGICLINKS;
-  int fd = static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
-  if (fd < 0 && errno == ENOSYS) fd = openat(dirfd, path, static_cast<int>(flags), static_cast<mode_t>(mode));
-  return fd;
+// Opens without following /proc magic links (an agent's path must not lead out of the sandbox through them).
+int open_no_magiclinks(int dirfd, const char* path, uint64_t flags) {
+  return tree::sys::open_resolved(dirfd, path, flags, RESOLVE_NO_MAGICLINKS);
 }
 
 Status path_status(int e, const char* op, const std::string& path) {
@@ -82,17 +78,6 @@ const char* file_kind(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
   return "not a file";
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
 }
 
 }  // namespace
@@ -161,7 +146,7 @@ void Server::write_start(Conn* c, std::string_view payload) {
 void Server::write_frame(Conn* c, Action action, std::string_view payload) {
   WriteJob& w = c->wjob;
   if (action == Action::kFileData) {
-    if (w.error.ok() && w.fd >= 0 && !write_all(w.fd, payload.data(), payload.size())) {
+    if (w.error.ok() && w.fd >= 0 && !tree::sys::write_all(w.fd, payload.data(), payload.size())) {
       w.error = path_status(errno, "write", w.path);
       write_abort(c);
     }

@@ -1,22 +1,15 @@
 // Status values for the agent: the agent is built with -fno-exceptions, so every fallible step returns
-// one of these. `code` is a sandlet_code_t; the message names the object, the operation and errno.
+// one of these (the same type the tree code returns).
 #pragma once
 #include <cerrno>
 #include <cstdint>
 #include <string>
 
-#include "sandlet/sandlet.h"
+#include "common/status_value.hpp"
 
 namespace sandlet::guest {
 
-struct Status {
-  uint32_t code = SANDLET_OK;
-  int err_no = 0;
-  std::string message;
-
-  bool ok() const { return code == SANDLET_OK; }
-  static Status Ok() { return {}; }
-};
+using Status = StatusValue;
 
 // "<what>: <strerror(e)>" with the code for e from the shared table (common/errno_code.hpp).
 Status errno_status(int e, const std::string& what);

@@ -13,11 +13,6 @@
 #include "guest/server.hpp"
 
 namespace sandlet::guest {
-namespace {
-
-Status from_tree(const tree::TreeStatus& st) { return make_status(st.code, st.err_no, st.message); }
-
-}  // namespace
 
 void Server::tree_put_start(Conn* c, std::string_view payload) {
   proto::PutTreeRequest req;
@@ -52,7 +47,7 @@ void Server::tree_put_start(Conn* c, std::string_view payload) {
     tree_put_fail(c, as.status());
     return;
   }
-  if (tree::TreeStatus st = job.applier.begin(req.path, opts); !st.ok()) tree_put_fail(c, from_tree(st));
+  if (tree::TreeStatus st = job.applier.begin(req.path, opts); !st.ok()) tree_put_fail(c, st);
 }
 
 void Server::tree_put_fail(Conn* c, const Status& s) {
@@ -94,7 +89,7 @@ void Server::tree_put_frame(Conn* c, Action action, std::string_view payload) {
     }
   }
   if (!st.ok()) {
-    tree_put_fail(c, from_tree(st));
+    tree_put_fail(c, st);
     if (action == Action::kFileEof) conn_finish(c);
     return;
   }
@@ -137,7 +132,7 @@ void Server::tree_get_start(Conn* c, std::string_view payload) {
     st = job->walker.open(req.path, opts);
   }
   if (!st.ok()) {
-    reply_error(c, from_tree(st));
+    reply_error(c, st);
     return;
   }
   c->tget = std::move(job);

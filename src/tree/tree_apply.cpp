@@ -7,17 +7,6 @@ namespace {
 
 constexpr uint64_t kDirFlags = O_PATH | O_DIRECTORY;
 
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
 std::string parent_of(const std::string& rel) {
   const size_t slash = rel.rfind('/');
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
@@ -337,7 +326,7 @@ TreeStatus TreeApplier::entry(const proto::TreeEntry& e) {
 TreeStatus TreeApplier::data(const char* p, size_t n) {
   if (n > file_left_)
     return tree_error(SANDLET_INVALID_ARGUMENT, 0, "copy to \"" + where(file_entry_.path) + "\": more data than its size");
-  if (!write_all(file_fd_, p, n)) return tree_errno(errno, "copy to", where(file_entry_.path));
+  if (!sys::write_all(file_fd_, p, n)) return tree_errno(errno, "copy to", where(file_entry_.path));
   file_left_ -= n;
   bytes_ += n;
   return file_left_ == 0 ? finish_file() : TreeStatus{};

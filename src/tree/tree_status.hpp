@@ -7,17 +7,12 @@
 #include <string>
 
 #include "common/errno_code.hpp"
+#include "common/status_value.hpp"
 #include "sandlet/sandlet.h"
 
 namespace sandlet::tree {
 
-struct TreeStatus {
-  uint32_t code = SANDLET_OK;
-  int err_no = 0;
-  std::string message;
-
-  bool ok() const { return code == SANDLET_OK; }
-};
+using TreeStatus = StatusValue;
 
 inline TreeStatus tree_error(uint32_t code, int e, std::string message) {
   TreeStatus s;

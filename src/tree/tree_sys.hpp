@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 
 namespace sandlet::tree::sys {
@@ -26,6 +27,18 @@ inline int open_resolved(int dirfd, const char* path, uint64_t flags, uint64_t r
     fd = static_cast<int>(syscall(SYS_openat, dirfd, path, static_cast<int>(flags | O_CLOEXEC) | extra, mode));
   }
   return fd;
+}
+
+// All of [p, p+n) to fd, through EINTR and short writes; false with errno set otherwise.
+inline bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
 }
 
 inline int stat_at(int dirfd, const char* name, struct stat* st, int flags = AT_SYMLINK_NOFOLLOW) {

@@ -60,7 +60,7 @@ ONLY = [
                    "image/fs_tree.hpp")),
     # The DNS name gate (linked into the node's gateway): the spec's rules, the allowlist's resolved set,
     # fds, the DNS log's layout, and its own headers; never the runtime or a backend.
-    ("src/tree/", ("common/errno_code.hpp", "sandlet/sandlet.h", "proto/tree_protocol.hpp", "proto/wire.hpp", "tree/")),
+    ("src/tree/", ("common/errno_code.hpp", "common/status_value.hpp", "sandlet/sandlet.h", "proto/tree_protocol.hpp", "proto/wire.hpp", "tree/")),
     ("src/net/", ("common/", "sys/fd.hpp", "spec/network_spec.hpp", "policy/net_resolved.hpp", "policy/net_rules.hpp",
                   "proto/dns_log.hpp", "net/")),
 ]

@@ -13,6 +13,7 @@
 
 #include "runtime/agent_call.hpp"
 #include "runtime/agent_client.hpp"
+#include "forged_agent.hpp"
 #include "unit_helpers.hpp"
 
 namespace proto = sandlet::proto;
@@ -34,41 +35,6 @@ struct Loop {
   }
 };
 
-// The agent's end: a thread that does whatever `script` says with its socket, then closes it.
-struct Peer {
-  sandlet::sys::UniqueFd host;
-  std::thread thread;
-  std::atomic<uint64_t> written{0};
-  explicit Peer(std::function<void(int fd, Peer&)> script) {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    host.reset(sv[0]);
-    thread = std::thread([this, script, fd = sv[1]] {
-      script(fd, *this);
-      ::close(fd);
-    });
-  }
-  ~Peer() { thread.join(); }
-  // Writes until the host goes away (or `max` bytes); counts what the host could have read.
-  bool put(int fd, const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-      written += static_cast<uint64_t>(n);
-    }
-    return true;
-  }
-};
-
-// Reads and drops what the host sends until it closes its end (the request, later a kill signal).
-void drain_until_closed(int fd) {
-  char buf[4096];
-  while (::read(fd, buf, sizeof buf) > 0) {
-  }
-}
-
 struct Outcome {
   std::exception_ptr error;
   sandlet::ExecOutcome exec;
@@ -76,7 +42,7 @@ struct Outcome {
 };
 
 // One exec through AgentCall with the host's reply rules, waited for at most 30 s.
-Outcome run_exec(Loop& loop, Peer& peer, uint64_t output_limit,
+Outcome run_exec(Loop& loop, ForgedAgent& peer, uint64_t output_limit,
                  std::optional<std::chrono::milliseconds> deadline = std::nullopt,
                  sandlet::ExecReplies::OnOutput on_output = nullptr) {
   proto::ExecRequest req;
@@ -132,10 +98,10 @@ long rss_kib() {
 
 TEST_CASE("hostile agent: a well-behaved one first (the harness itself works)", "[proto][hostile]") {
   Loop loop;
-  Peer peer([](int fd, Peer& p) {
+  ForgedAgent peer([](int fd, ForgedAgent& p) {
     p.put(fd, started() + proto::frame(proto::AgentMsg::kStdout, "out") +
                   proto::frame(proto::AgentMsg::kStderr, "err") + exit_frame(3));
-    drain_until_closed(fd);
+    p.drain(fd);
   });
   Outcome o = run_exec(loop, peer, 1 << 20);
   REQUIRE_FALSE(o.error);
@@ -163,9 +129,9 @@ TEST_CASE("hostile agent: garbage, other versions, bad lengths fail the call at 
   };
   for (const Case& c : cases) {
     INFO(c.says);
-    Peer peer([&c](int fd, Peer& p) {
+    ForgedAgent peer([&c](int fd, ForgedAgent& p) {
       p.put(fd, c.bytes);
-      drain_until_closed(fd);  // silent after the bad frame: the host must not wait for more
+      p.drain(fd);  // silent after the bad frame: the host must not wait for more
     });
     Outcome o = run_exec(loop, peer, 1 << 20);
     auto e = error_of(o);
@@ -192,9 +158,9 @@ TEST_CASE("hostile agent: replies out of order or malformed fail the call", "[pr
   };
   for (const auto& [bytes, says] : cases) {
     INFO(says);
-    Peer peer([bytes = bytes](int fd, Peer& p) {
+    ForgedAgent peer([bytes = bytes](int fd, ForgedAgent& p) {
       p.put(fd, bytes);
-      drain_until_closed(fd);
+      p.drain(fd);
     });
     auto e = error_of(run_exec(loop, peer, 1 << 20));
     CHECK(e.code() == Code::kInternal);
@@ -205,9 +171,9 @@ TEST_CASE("hostile agent: replies out of order or malformed fail the call", "[pr
   err.code = SANDLET_NOT_FOUND;
   err.err_no = ENOENT;
   err.message = "exec \"nope\": No such file or directory";
-  Peer peer([&err](int fd, Peer& p) {
+  ForgedAgent peer([&err](int fd, ForgedAgent& p) {
     p.put(fd, proto::frame(proto::AgentMsg::kError, err.encode()));
-    drain_until_closed(fd);
+    p.drain(fd);
   });
   auto e = error_of(run_exec(loop, peer, 1 << 20));
   CHECK(e.code() == Code::kNotFound);
@@ -220,7 +186,7 @@ TEST_CASE("hostile agent: endless output stops at the host's own cap, memory sta
   const long rss_before = rss_kib();
   for (bool streaming : {false, true}) {
     INFO("streaming " << streaming);
-    Peer peer([](int fd, Peer& p) {
+    ForgedAgent peer([](int fd, ForgedAgent& p) {
       if (!p.put(fd, started())) return;
       const std::string chunk = proto::frame(proto::AgentMsg::kStdout, std::string(64 << 10, 'y'));
       while (p.put(fd, chunk)) {  // until the host hangs up
@@ -257,9 +223,9 @@ TEST_CASE("hostile agent: a silent agent cannot hold a call past its deadline", 
   };
   for (const auto& [bytes, what] : cases) {
     INFO(what);
-    Peer peer([bytes = bytes](int fd, Peer& p) {
+    ForgedAgent peer([bytes = bytes](int fd, ForgedAgent& p) {
       p.put(fd, bytes);
-      drain_until_closed(fd);  // silent until the host closes
+      p.drain(fd);  // silent until the host closes
     });
     Outcome o = run_exec(loop, peer, 1 << 20, 300ms);
     auto e = error_of(o);
@@ -272,11 +238,11 @@ TEST_CASE("hostile agent: a silent agent cannot hold a call past its deadline", 
 
 TEST_CASE("hostile agent: a connection cut mid-frame is UNAVAILABLE, saying so", "[proto][hostile]") {
   Loop loop;
-  Peer peer([](int fd, Peer& p) { p.put(fd, started() + raw_header(0x42, proto::kAgentVersion, 100) + "abc"); });
+  ForgedAgent peer([](int fd, ForgedAgent& p) { p.put(fd, started() + raw_header(0x42, proto::kAgentVersion, 100) + "abc"); });
   auto e = error_of(run_exec(loop, peer, 1 << 20));
   CHECK(e.code() == Code::kUnavailable);
   CHECK_THAT(e.what(), Catch::Contains("mid-frame"));
-  Peer early([](int fd, Peer& p) { p.put(fd, started()); });
+  ForgedAgent early([](int fd, ForgedAgent& p) { p.put(fd, started()); });
   e = error_of(run_exec(loop, early, 1 << 20));
   CHECK(e.code() == Code::kUnavailable);
   CHECK_THAT(e.what(), Catch::Contains("before the request completed"));
@@ -287,7 +253,7 @@ TEST_CASE("hostile agent: a flood of tiny frames does not starve another sandbox
   constexpr uint64_t kLimit = 4 << 20;
   std::atomic<bool> stop{false};
   // One-byte output frames, as many as the cap allows, as fast as the host takes them.
-  Peer flood([&stop](int fd, Peer& p) {
+  ForgedAgent flood([&stop](int fd, ForgedAgent& p) {
     if (!p.put(fd, started())) return;
     std::string burst;
     for (int i = 0; i < 4096; ++i) burst += proto::frame(proto::AgentMsg::kStdout, "z");
@@ -305,9 +271,9 @@ TEST_CASE("hostile agent: a flood of tiny frames does not starve another sandbox
 
   // Meanwhile other calls, each answered at once by a well-behaved agent, complete promptly.
   for (int i = 0; i < 20; ++i) {
-    Peer good([](int fd, Peer& p) {
+    ForgedAgent good([](int fd, ForgedAgent& p) {
       p.put(fd, started() + proto::frame(proto::AgentMsg::kStdout, "ok") + exit_frame(0));
-      drain_until_closed(fd);
+      p.drain(fd);
     });
     Outcome o = run_exec(loop, good, 1 << 20);
     REQUIRE_FALSE(o.error);

@@ -13,6 +13,7 @@
 #include "proto/agent_protocol.hpp"
 #include "runtime/tree_endpoints.hpp"
 #include "runtime/tree_transfer.hpp"
+#include "forged_agent.hpp"
 #include "unit_helpers.hpp"
 
 namespace proto = sandlet::proto;
@@ -20,34 +21,6 @@ using sandlet::Code;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct Peer {
-  sandlet::sys::UniqueFd host;
-  std::thread thread;
-  std::atomic<uint64_t> read_bytes{0};
-  explicit Peer(std::function<void(int fd, Peer&)> script) {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    host.reset(sv[0]);
-    thread = std::thread([this, script, fd = sv[1]] {
-      script(fd, *this);
-      ::close(fd);
-    });
-  }
-  ~Peer() { thread.join(); }
-  static void put(int fd, const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
-    }
-  }
-  void drain(int fd) {
-    char buf[65536];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) read_bytes += static_cast<uint64_t>(n);
-  }
-};
 
 proto::TreeEntry make(proto::TreeKind kind, const std::string& path, uint64_t size = 0, const std::string& link = "") {
   proto::TreeEntry e;
@@ -69,10 +42,10 @@ std::string done(uint64_t entries, uint64_t bytes) {
 
 // A get-tree into `dest` answered by `replies`; returns the error (kOk when the copy succeeded).
 sandlet::Error receive(const std::string& dest, const std::string& replies, sandlet::TreeLimits limits = {}) {
-  Peer peer([&](int fd, Peer&) {
+  ForgedAgent peer([&](int fd, ForgedAgent& p) {
     char buf[4096];
     (void)!::read(fd, buf, sizeof buf);  // the request
-    Peer::put(fd, replies);
+    p.put(fd, replies);
     ::shutdown(fd, SHUT_WR);
     char more[64];
     while (::read(fd, more, sizeof more) > 0) {
@@ -144,8 +117,8 @@ TEST_CASE("tree transfer: what a forged agent sends cannot leave the destination
           Code::kOutOfRange);
   }
   SECTION("silence: the idle limit ends the copy") {
-    Peer peer([&](int fd, Peer& p) {
-      Peer::put(fd, entry(make(K::kDir, "")));
+    ForgedAgent peer([&](int fd, ForgedAgent& p) {
+      p.put(fd, entry(make(K::kDir, "")));
       p.drain(fd);  // says nothing more until the host hangs up
     });
     sandlet::TreeLimits quick;
@@ -171,11 +144,11 @@ TEST_CASE("tree transfer: an agent's early error stops a put", "[tree][hostile]"
   unit::TempDir t("tree-put");
   std::string big(64u << 20, 'z');
   unit::write_file(t.path + "/big", big);
-  Peer peer([](int fd, Peer& p) {
+  ForgedAgent peer([](int fd, ForgedAgent& p) {
     char buf[65536];
     (void)!::read(fd, buf, sizeof buf);  // some of the request
     proto::ErrorReply er{SANDLET_RESOURCE_EXHAUSTED, ENOSPC, "copy to \"/dst/big\": No space left on device"};
-    Peer::put(fd, proto::frame(proto::AgentMsg::kError, er.encode()));
+    p.put(fd, proto::frame(proto::AgentMsg::kError, er.encode()));
     p.drain(fd);  // as the agent does: drop the rest until the host stops
   });
   proto::PutTreeRequest req;
