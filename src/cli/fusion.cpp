@@ -292,7 +292,7 @@ RequestSandbox::~RequestSandbox() { destroy_quietly(); }
 void RequestSandbox::destroy_quietly() noexcept {
   try {
     sb_.destroy();
-  } catch (const Error&) {
+  } catch (...) {
   }  // an owned sandbox still goes with this process
 }
 
