@@ -99,6 +99,8 @@ def test_placement_routing_and_labels_across_nodes(local_cluster: LocalCluster, 
         cluster.create(layers=[rootfs], limits={"memory": "768M"})
     with pytest.raises(sandlet.Unavailable, match="labels"):
         cluster.create(layers=[rootfs], node_labels={"zone": "c"})
+    with pytest.raises(sandlet.InvalidArgument, match="limits.memory"):
+        cluster.create(layers=[rootfs], limits={"memory": "lots"})
 
     # Calls go to the owning node, from the driver, a task and an actor (handles are picklable).
     boxes[0].write_file("/tmp/who", "first\n")

@@ -69,9 +69,14 @@ def sandbox_memory(spec: Mapping[str, Any]) -> int:
     if isinstance(mem, str) and mem:
         units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
         text = mem.strip().lower().rstrip("ib").rstrip("b")
-        if text and text[-1] in units:
-            return int(float(text[:-1]) * units[text[-1]])
-        return int(float(text))
+        try:
+            if text and text[-1] in units:
+                return int(float(text[:-1]) * units[text[-1]])
+            return int(float(text))
+        except ValueError:
+            # Placement reads the size before the node's runtime checks the spec: the same error it would give.
+            raise sandlet.InvalidArgument(f"invalid spec field 'limits.memory': expected a size like \"512M\", "
+                                          f"\"1.5G\" or \"100\" (bytes), got {mem!r}", 3) from None
     return DEFAULT_MEMORY
 
 
