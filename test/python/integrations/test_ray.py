@@ -128,6 +128,8 @@ def test_placement_routing_and_labels_across_nodes(local_cluster: LocalCluster, 
     assert boxes[2].exec("echo resumed-on-demand").stdout_text == "resumed-on-demand\n"  # transparent resume
     assert sum(r["resumed"] for r in cluster.resume({"job": "place"}).values()) == 4
     assert sorted(cluster.destroy({"job": "place"})) == sorted([b.id for b in boxes] + [zone_b.id])
+    with pytest.raises(sandlet.InvalidArgument, match="selector"):  # a node's error, as the node raised it
+        cluster.pause({"": "x"})
     assert cluster.list({"job": "place"}) == []
 
 

@@ -27,18 +27,30 @@ def _actor(name: str) -> Any:
     return ray.get_actor(name, namespace=NAMESPACE)
 
 
-def _call(name: str, method: str, *args: Any) -> Any:
-    """One call on a node actor. The node's own errors come back as the sandlet errors they are; a node actor
+def _start(name: str, method: str, *args: Any) -> Any:
+    try:
+        return getattr(_actor(name), method).remote(*args)
+    except ValueError as e:  # no such actor
+        raise sandlet.Unavailable(f"sandlet node {name}: {e}", 14) from None
+
+
+def _result(name: str, ref: Any) -> Any:
+    """A node actor call's result. The node's own errors come back as the sandlet errors they are; a node actor
     that died during the call is Unavailable (the call may or may not have run; Ray restarts the actor and
     later calls wait for it)."""
     try:
-        return ray.get(getattr(_actor(name), method).remote(*args))
+        return ray.get(ref)
     except ray.exceptions.RayTaskError as e:
         if isinstance(e.cause, sandlet.Error):
             raise e.cause from None
         raise
-    except (ray.exceptions.RayActorError, ValueError) as e:  # died / no such actor
+    except ray.exceptions.RayActorError as e:
         raise sandlet.Unavailable(f"sandlet node {name}: {e}", 14) from None
+
+
+def _call(name: str, method: str, *args: Any) -> Any:
+    """One call on a node actor (errors as _result gives them)."""
+    return _result(name, _start(name, method, *args))
 
 
 class ClusterSandbox:
@@ -159,8 +171,9 @@ class Cluster:
     # ---- finding sandboxes ---------------------------------------------------------------------------------
 
     def _each(self, method: str, *args: Any) -> Dict[str, Any]:
-        refs = {name: getattr(_actor(name), method).remote(*args) for name in self._nodes}
-        return {name: ray.get(ref) for name, ref in refs.items()}
+        """The same call on every node at once; errors as _call gives them."""
+        refs = {name: _start(name, method, *args) for name in self._nodes}
+        return {name: _result(name, ref) for name, ref in refs.items()}
 
     def get(self, sandbox_id: str) -> ClusterSandbox:
         for name, found in self._each("ids", [sandbox_id]).items():
