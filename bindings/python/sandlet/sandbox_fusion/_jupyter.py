@@ -2,6 +2,7 @@
 (the "python" language's sandboxes), by jupyter_driver.py (which ``sandlet serve`` embeds too)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -10,10 +11,16 @@ from typing import Any, Dict, List, Mapping
 import sandlet
 
 from ._runner import (OUTPUT_LIMIT, WORKDIR, RequestError, Runner, command_result, fetch_request_files,
-                      put_request_files)
+                      parse_request_files, put_request_files)
 
 DRIVER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jupyter_driver.py")
 DRIVER_IN_SANDBOX = "/tmp/.sandlet-jupyter-driver.py"
+
+
+@functools.lru_cache(maxsize=1)
+def driver_source() -> bytes:
+    with open(DRIVER_PATH, "rb") as f:
+        return f.read()
 
 
 @dataclass
@@ -46,13 +53,7 @@ class JupyterRequest:
             raise RequestError("field 'cell_timeout': must be in [0, 3600] seconds (0: none)")
         if not 0 < req.total_timeout <= 3600:
             raise RequestError("field 'total_timeout': must be in (0, 3600] seconds")
-        files, fetch = doc.get("files") or {}, doc.get("fetch_files") or []
-        if not isinstance(files, dict) or not isinstance(fetch, list):
-            raise RequestError("files/fetch_files: expected an object and a list")
-        for path in [*files, *fetch]:
-            if not isinstance(path, str) or not path or "\0" in path:
-                raise RequestError(f"files/fetch_files: bad path {path!r}")
-        req.files, req.fetch_files = dict(files), list(fetch)
+        req.files, req.fetch_files = parse_request_files(doc)
         return req
 
 
@@ -60,12 +61,10 @@ async def run_jupyter(runner: Runner, req: JupyterRequest) -> Dict[str, Any]:
     base = runner.specs.get("python")
     if base is None:
         raise RequestError("/run_jupyter runs python3 in the 'python' language's sandboxes, which are not served here")
-    with open(DRIVER_PATH, "rb") as f:
-        driver = f.read()
     try:
         async with await runner.rt.create({**base, "network": "none"}) as sb:
             await put_request_files(sb, req.files)
-            await sb.write_file(DRIVER_IN_SANDBOX, driver)
+            await sb.write_file(DRIVER_IN_SANDBOX, driver_source())
             stdin = json.dumps({"cells": req.cells, "cell_timeout": req.cell_timeout}).encode()
             r = await sb.exec(["python3", DRIVER_IN_SANDBOX], cwd=WORKDIR, stdin=stdin, timeout=req.total_timeout,
                               output_limit=OUTPUT_LIMIT)

@@ -12,7 +12,7 @@ import base64
 import binascii
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import sandlet
 
@@ -97,17 +97,27 @@ class Request:
         req = cls(code=code, language=language, stdin=get("stdin", str, None),
                   compile_timeout=float(get("compile_timeout", (int, float), 10.0)),
                   run_timeout=float(get("run_timeout", (int, float), 10.0)),
-                  memory_limit_mb=int(get("memory_limit_MB", (int, float), -1)),
-                  files=dict(get("files", dict, {})), fetch_files=list(get("fetch_files", list, [])))
+                  memory_limit_mb=int(get("memory_limit_MB", (int, float), -1)))
         if req.memory_limit_mb > 1 << 20:
             raise RequestError("field 'memory_limit_MB': at most 1048576 (1 TiB)")
         for name in ("compile_timeout", "run_timeout"):
             if not 0 < getattr(req, name) <= 3600:
                 raise RequestError(f"field '{name}': must be in (0, 3600] seconds")
-        for path in [*req.files, *req.fetch_files]:
-            if not isinstance(path, str) or not path or "\0" in path:
-                raise RequestError(f"files/fetch_files: bad path {path!r}")
+        req.files, req.fetch_files = parse_request_files(doc)
         return req
+
+
+def parse_request_files(doc: Mapping[str, Any]) -> Tuple[Dict[str, Optional[str]], List[str]]:
+    """The request's ``files`` (path -> base64, decoded when written) and ``fetch_files``, paths checked."""
+    files, fetch = doc.get("files") or {}, doc.get("fetch_files") or []
+    if not isinstance(files, dict):
+        raise RequestError("field 'files': expected an object of path -> base64")
+    if not isinstance(fetch, list):
+        raise RequestError("field 'fetch_files': expected an array of paths")
+    for path in [*files, *fetch]:
+        if not isinstance(path, str) or not path or "\0" in path:
+            raise RequestError(f"files/fetch_files: bad path {path!r}")
+    return dict(files), list(fetch)
 
 
 def _text(data: bytes) -> str:

@@ -55,6 +55,7 @@ def main():
     result_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # cells read no stdin (the request came on it)
+    os.close(devnull)
     namespace = {"__name__": "__main__"}
     cells = []
     for code in request["cells"]:
