@@ -26,6 +26,7 @@
 #include <string>
 
 #include "policy/seccomp/profile_rules.hpp"
+#include "policy/seccomp/profile_table.hpp"
 
 namespace bench {
 namespace json = boost::json;
@@ -205,7 +206,7 @@ json::object scenario_policy(const Context &ctx) {
   host["loop_ioctl_fionread"] = std::move(loop_ioctl);
 
   json::object out;
-  out["profile"] = "default-v1";
+  out["profile"] = std::string(sandlet::seccomp::kNewestProfile);
   out["filter_instructions"] = bpf.size() / sizeof(sock_filter);
   out["host_same_program"] = std::move(host);
   out["sandbox_exec_true"] = in_sandbox(ctx, {"/bin/true"}, n);

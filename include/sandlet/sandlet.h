@@ -270,10 +270,11 @@ SANDLET_API sandlet_error_t *sandlet_runtime_stats_json(sandlet_runtime_t *rt, c
  *   `toolkit` option. docs/POLICY.md has the exact semantics.
  *
  *   policy.seccomp (docs/POLICY.md): "profile" is "default" (the newest version) or a version
- *   ("default-v1"); "deny" adds system calls (names this architecture knows; not the ones the init needs)
- *   that fail with EPERM; "allow" names relaxations ("ptrace", "io_uring", "perf_event_open") that lift
- *   the profile's denial of their calls. Calls of another ABI (i386, x32) kill the process. The effective
- *   policy is in the sandbox's info JSON ("effective_policy").
+ *   ("default-v1", "default-v2"); "deny" adds system calls (names this architecture knows; not the ones
+ *   the init needs) that fail with EPERM; "allow" names relaxations ("ptrace", "io_uring",
+ *   "perf_event_open", "vsock", "netlink") that lift the profile's denial of their calls or socket
+ *   families. Calls of another ABI (i386, x32) kill the process. The effective policy is in the
+ *   sandbox's info JSON ("effective_policy").
  *   mounts: host directories (<= 64) mounted into the sandbox before anything in it runs, with their
  *   submounts; an object, or "SOURCE:TARGET[:ro|rw]" for paths without ':'; read-only unless "readonly" is
  *   false or the short form ends in ":rw". Paths absolute and normalized; a target is not "/" nor in /proc,
@@ -416,10 +417,13 @@ SANDLET_API sandlet_error_t *sandlet_sandbox_net_update(sandlet_sandbox_t *sb, c
    "hook": "connect"|"sendmsg"|"egress"}, oldest first. Free *out with sandlet_free. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_net_stats_json(sandlet_sandbox_t *sb, char **out);
 /* *out: {"counted": bool, "denied": N, "by_syscall": {"mount": N, ...}, "records": [...]}, the system calls
-   the sandbox's seccomp policy refused so far (each still failed with EPERM; "counted" false where the
-   kernel could not count them). "records" holds the last 64 as {"seq": N, "syscall": "mount", "nr": 165,
-   "pid": N (inside the sandbox), "time_ns": N (Unix time)}, oldest first. UNIMPLEMENTED for a backend that
-   does not count (docs/POLICY.md). Free *out with sandlet_free. */
+   the sandbox's seccomp policy refused so far (each still failed with the policy's errno: EPERM, or
+   EAFNOSUPPORT/EPROTONOSUPPORT for a socket family; "counted" false where the kernel could not count
+   them). "records" holds the last 64 as {"seq": N, "syscall": "mount", "nr": 165, "pid": N (inside the
+   sandbox), "time_ns": N (Unix time), "errno": N, "args": [N, N, N] (the first three arguments), and for
+   socket/socketpair "family": "AF_VSOCK" (or the number)}, oldest first ("errno", "args" and "family"
+   are missing for a sandbox an older library started). UNIMPLEMENTED for a backend that does not count
+   (docs/POLICY.md). Free *out with sandlet_free. */
 SANDLET_API sandlet_error_t *sandlet_sandbox_seccomp_stats_json(sandlet_sandbox_t *sb, char **out);
 
 

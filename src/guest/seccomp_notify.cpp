@@ -15,22 +15,31 @@
 #include <unistd.h>
 
 #include "guest/rt/syscall.h"
+#include "guest/seccomp_eval.hpp"
 #include "guest/setup.hpp"
 #include "proto/denial_log.hpp"
 
 namespace sandlet::guest {
 namespace {
 
-// What the profile compiler (policy/seccomp/profile_rules) returns for every denied call.
-constexpr uint32_t kDenyResult = SECCOMP_RET_ERRNO | EPERM;
-
 proto::DenialLog* g_log = nullptr;
 int g_listener = -1;
 alignas(16) char g_stack[16 * 1024];
+// The program as compiled (denials as SECCOMP_RET_ERRNO | errno), to find each notified call's errno.
+struct sock_filter g_program[BPF_MAXINSNS];
+size_t g_program_len = 0;
+
+// The errno the filter as compiled gives `d`: EPERM, EAFNOSUPPORT for a refused socket family, ...
+int denied_errno(const struct seccomp_data& d) {
+  const uint32_t ret = seccomp_eval(g_program, g_program_len, d);
+  if ((ret & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_ERRNO || (ret & SECCOMP_RET_DATA) == 0) return EPERM;
+  return static_cast<int>(ret & SECCOMP_RET_DATA);
+}
 
 // The thread shares the init's memory but not its C runtime (whose errno and allocator are single
 // threaded): only raw system calls here.
-void record(uint32_t nr, uint32_t pid) {
+void record(const struct seccomp_data& d, uint32_t pid, int error) {
+  const uint32_t nr = static_cast<uint32_t>(d.nr);
   struct timespec ts = {};
   SANDLET_RT_SYSCALL(SYS_clock_gettime, CLOCK_REALTIME, &ts, 0, 0, 0, 0);
   const uint64_t seq = g_log->last_seq + 1;
@@ -39,6 +48,9 @@ void record(uint32_t nr, uint32_t pid) {
   r.time_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   r.nr = nr;
   r.pid = pid;
+  r.error = static_cast<uint32_t>(error);
+  r.reserved = 0;
+  for (int k = 0; k < 3; ++k) r.args[k] = d.args[k];
   __atomic_store_n(&r.seq, seq, __ATOMIC_RELEASE);
   if (nr < proto::kDenialLogSyscalls)
     __atomic_store_n(&g_log->by_nr[nr], g_log->by_nr[nr] + 1, __ATOMIC_RELAXED);
@@ -57,11 +69,12 @@ int supervise(void*) {
     long r = SANDLET_RT_SYSCALL(SYS_ioctl, g_listener, SECCOMP_IOCTL_NOTIF_RECV, &req, 0, 0, 0);
     if (r == -EINTR || r == -ENOENT) continue;  // ENOENT: the caller was killed before we read it
     if (r < 0) break;
-    record(static_cast<uint32_t>(req.data.nr), req.pid);
+    const int error = denied_errno(req.data);
+    record(req.data, req.pid, error);
     struct seccomp_notif_resp resp;
     memset(&resp, 0, sizeof resp);
     resp.id = req.id;
-    resp.error = -EPERM;
+    resp.error = -error;
     SANDLET_RT_SYSCALL(SYS_ioctl, g_listener, SECCOMP_IOCTL_NOTIF_SEND, &resp, 0, 0, 0);  // ENOENT: it died
   }
   // Never leave a caller waiting on a thread that is gone: without a listener the kernel fails the
@@ -98,8 +111,12 @@ Status install_seccomp_counted(std::string& bpf, int log_fd) {
   std::string notified = bpf;
   auto* insns = reinterpret_cast<struct sock_filter*>(notified.data());
   const size_t n = notified.size() / sizeof(struct sock_filter);
+  memcpy(g_program, bpf.data(), bpf.size());  // check_seccomp: at most BPF_MAXINSNS
+  g_program_len = n;
+  // Every denial, whatever its errno: the supervisor answers each with the errno the program names.
   for (size_t i = 0; i < n; ++i)
-    if (insns[i].code == (BPF_RET | BPF_K) && insns[i].k == kDenyResult) insns[i].k = SECCOMP_RET_USER_NOTIF;
+    if (insns[i].code == (BPF_RET | BPF_K) && (insns[i].k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO)
+      insns[i].k = SECCOMP_RET_USER_NOTIF;
   struct sock_fprog prog;
   prog.len = static_cast<unsigned short>(n);
   prog.filter = insns;

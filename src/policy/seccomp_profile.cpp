@@ -68,10 +68,18 @@ boost::json::object describe(const SeccompPolicy& p) {
   json::array relaxations;
   for (const std::string& name : c.allow) {
     const seccomp::Relaxation* r = seccomp::find_relaxation(name);
-    json::array calls;
-    if (r)
+    json::array calls, arguments;
+    if (r) {
       for (std::string_view s : r->syscalls) calls.emplace_back(json::string_view(s.data(), s.size()));
-    relaxations.push_back(json::object{{"name", name}, {"syscalls", std::move(calls)}});
+      // What argument rules it lifts, by label ("AF_VSOCK"), each once.
+      for (const seccomp::ArgMatch* m : r->arguments) {
+        const json::string label(m->label.data(), m->label.size());
+        if (std::find(arguments.begin(), arguments.end(), json::value(label)) == arguments.end())
+          arguments.emplace_back(label);
+      }
+    }
+    relaxations.push_back(
+        json::object{{"name", name}, {"syscalls", std::move(calls)}, {"arguments", std::move(arguments)}});
   }
   return json::object{{"profile", c.version},
                       {"requested", p.profile},

@@ -19,7 +19,7 @@ const std::string& baseline_seccomp_bpf();
 const std::string& seccomp_bpf_for(const SeccompPolicy& p);
 
 // The effective policy, for the sandbox's info and the audit log:
-//   {"profile": "default-v1", "requested": "default", "relaxations": [{"name", "syscalls"}...],
+//   {"profile": "default-v2", "requested": "default", "relaxations": [{"name", "syscalls", "arguments"}...],
 //    "extra_denied": [...], "precompiled": true|false}
 boost::json::object describe(const SeccompPolicy& p);
 

@@ -11,7 +11,7 @@ namespace sandlet {
 // policy.seccomp: a versioned profile, made stricter by `deny` (system call names) and looser only by the
 // named relaxations in `allow` (policy/seccomp/profile_table.hpp).
 struct SeccompPolicy {
-  std::string profile = "default";  // "default" (the newest version) or a version: "default-v1"
+  std::string profile = "default";  // "default" (the newest version) or a version: "default-v1", "default-v2"
   std::vector<std::string> deny;    // each a system call libseccomp knows, once; none the init needs
   std::vector<std::string> allow;   // each a relaxation name, once
   bool operator==(const SeccompPolicy&) const = default;

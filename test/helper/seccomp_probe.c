@@ -1,13 +1,19 @@
 /* Run inside a sandbox by the seccomp integration test (static: the test root filesystem has no libc).
  * Prints the seccomp lines of /proc/self/status, then one line per system call the default profile
  * denies: "NAME ERRNO" (0 when the call succeeded; "allowed_NAME" lines are calls the profile allows). Other
- * modes (argv[1]): x32, int80 (calls of other ABIs), ptrace (of a child and of the init), getcwd, io_uring.
+ * modes (argv[1]): x32, int80 (calls of other ABIs), ptrace (of a child and of the init), getcwd, io_uring,
+ * sockets (socket(2) of every family, netlink protocol and high-bits variant; what libc does with
+ * NETLINK_ROUTE: getifaddrs, if_nameindex, getaddrinfo with AI_ADDRCONFIG). Sockets are closed at once:
+ * never bound or connected (an AF_VSOCK one would reach this machine's hypervisor).
  * Each call is made, where possible, with arguments for which the kernel itself, without the filter, would
  * answer something other than EPERM (succeed, EBADF, EINVAL, ENOENT, ENOSPC, ENOSYS...): so those EPERMs are
  * the filter's, and a sandbox without the filter fails the test. (A few calls, marked, get EPERM from the
  * kernel too: the sandbox's root has no capability in the host's user namespace.) */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/timex.h>
@@ -86,7 +93,71 @@ static int ptrace_probe(void) {
   return 0;
 }
 
+/* "socket_F ERRNO" for families 0..47 (netlink: NETLINK_ROUTE, raw; vsock: stream; others dgram),
+ * "socketpair_F ERRNO" for AF_UNIX and AF_VSOCK, "netlink_P ERRNO" for protocols 0..33, "high_F ERRNO" for
+ * a few families with bit 32 set, and "getifaddrs", "if_nameindex", "getaddrinfo_v4", "getaddrinfo_v6". */
+static void try_socket(const char *name, long family, long type, long protocol) {
+  errno = 0;
+  long fd = syscall(SYS_socket, family, type, protocol);
+  report(name, fd);
+  if (fd >= 0) close((int)fd);
+}
+
+static int sockets_probe(void) {
+  char name[64];
+  for (long f = 0; f < 48; ++f) {
+    snprintf(name, sizeof name, "socket_%ld", f);
+    try_socket(name, f, f == 16 ? SOCK_RAW : f == 40 ? SOCK_STREAM : SOCK_DGRAM, 0);
+  }
+  for (long p = 0; p < 34; ++p) {
+    snprintf(name, sizeof name, "netlink_%ld", p);
+    try_socket(name, 16, SOCK_RAW, p);
+  }
+  static const long high[] = {1, 2, 10, 16, 17, 40};
+  for (size_t i = 0; i < sizeof high / sizeof *high; ++i) {
+    snprintf(name, sizeof name, "high_%ld", high[i]);
+    try_socket(name, high[i] | (1L << 32), high[i] == 40 ? SOCK_STREAM : SOCK_DGRAM, 0);
+  }
+  static const long pairs[] = {1, 40};
+  for (size_t i = 0; i < 2; ++i) {
+    int sv[2];
+    errno = 0;
+    long rc = syscall(SYS_socketpair, pairs[i], SOCK_STREAM, 0, sv);
+    snprintf(name, sizeof name, "socketpair_%ld", pairs[i]);
+    report(name, rc);
+    if (rc == 0) {
+      close(sv[0]);
+      close(sv[1]);
+    }
+  }
+  /* What libc asks NETLINK_ROUTE: the interfaces (lo at least) and, for AI_ADDRCONFIG, which families
+   * have addresses. */
+  struct ifaddrs *ifa = NULL;
+  errno = 0;
+  long rc = getifaddrs(&ifa);
+  report("getifaddrs", rc == 0 && ifa == NULL ? (errno = ENOENT, -1) : rc);
+  if (ifa) freeifaddrs(ifa);
+  errno = 0;
+  struct if_nameindex *names = if_nameindex();
+  report("if_nameindex", names && names[0].if_name ? 0 : -1);
+  if (names) if_freenameindex(names);
+  static const char *const hosts[] = {"127.0.0.1", "::1"};
+  for (size_t i = 0; i < 2; ++i) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_flags = AI_ADDRCONFIG | AI_NUMERICHOST;
+    hints.ai_socktype = SOCK_STREAM;
+    errno = 0;
+    int gai = getaddrinfo(hosts[i], "80", &hints, &res);
+    /* EAI_NONAME / EAI_ADDRFAMILY: AI_ADDRCONFIG found no such family configured (only loopback here). */
+    printf("getaddrinfo_%s %d\n", i ? "v6" : "v4", gai == EAI_SYSTEM ? errno : gai == 0 ? 0 : -gai);
+    if (res) freeaddrinfo(res);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "sockets") == 0) return sockets_probe();
   if (argc == 2 && (strcmp(argv[1], "x32") == 0 || strcmp(argv[1], "int80") == 0)) return other_abi(argv[1]);
   if (argc == 2 && strcmp(argv[1], "ptrace") == 0) return ptrace_probe();
   if (argc == 2 && strcmp(argv[1], "getcwd") == 0) {

@@ -17,58 +17,20 @@
 #include <string>
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "common/error.hpp"
 #include "policy/seccomp/profile_rules.hpp"
 #include "policy/seccomp/profile_table.hpp"
 #include "policy/seccomp_profile.hpp"
+#include "seccomp_test_support.hpp"
 
 namespace {
 
-// What one run of a program did: instructions executed, and whether it read more than the call's number
-// and architecture (then the kernel's per-filter allow cache cannot answer that call without running it).
-struct Trace {
-  int steps = 0;
-  bool read_beyond_nr_arch = false;
-};
-
-// Runs a seccomp program the way the kernel does (only the instructions seccomp programs use).
-uint32_t run_filter(const std::string& prog, const seccomp_data& d, Trace* trace = nullptr) {
-  std::vector<sock_filter> insns(prog.size() / sizeof(sock_filter));
-  std::memcpy(insns.data(), prog.data(), insns.size() * sizeof(sock_filter));
-  uint32_t a = 0;
-  for (size_t pc = 0; pc < insns.size(); ++pc) {
-    const sock_filter& i = insns[pc];
-    if (trace) ++trace->steps;
-    switch (i.code) {
-      case BPF_LD | BPF_W | BPF_ABS: {
-        REQUIRE(i.k + 4 <= sizeof d);
-        std::memcpy(&a, reinterpret_cast<const char*>(&d) + i.k, 4);
-        if (trace && i.k != offsetof(seccomp_data, nr) && i.k != offsetof(seccomp_data, arch))
-          trace->read_beyond_nr_arch = true;
-        break;
-      }
-      case BPF_ALU | BPF_AND | BPF_K: a &= i.k; break;
-      case BPF_JMP | BPF_JA: pc += i.k; break;
-      case BPF_JMP | BPF_JEQ | BPF_K: pc += a == i.k ? i.jt : i.jf; break;
-      case BPF_JMP | BPF_JGE | BPF_K: pc += a >= i.k ? i.jt : i.jf; break;
-      case BPF_JMP | BPF_JGT | BPF_K: pc += a > i.k ? i.jt : i.jf; break;
-      case BPF_JMP | BPF_JSET | BPF_K: pc += (a & i.k) ? i.jt : i.jf; break;
-      case BPF_RET | BPF_K: return i.k;
-      default: FAIL("instruction " << i.code << " not handled by the test's evaluator");
-    }
-  }
-  FAIL("program fell off its end");
-  return 0;
-}
-
-seccomp_data call(int nr, uint64_t a0 = 0, uint64_t a1 = 0, uint32_t arch = AUDIT_ARCH_X86_64) {
-  seccomp_data d{};
-  d.nr = nr;
-  d.arch = arch;
-  d.args[0] = a0;
-  d.args[1] = a1;
-  return d;
-}
+using seccomp_test::call;
+using seccomp_test::call_args;
+using seccomp_test::run_filter;
+using seccomp_test::Trace;
 
 constexpr uint32_t kEperm = SECCOMP_RET_ERRNO | EPERM;
 
@@ -96,11 +58,49 @@ TEST_CASE("the embedded default seccomp program is what its rules compile to", "
   // A stale build (rules edited, program not regenerated) or a different libseccomp shows up here.
   CHECK(embedded == seccomp::build_default_seccomp_bpf());
   // The run-time path gives the same program for the default policy, however it is named.
-  CHECK(embedded == seccomp::compile_seccomp_bpf("default-v1", {}, {}));
+  CHECK(embedded == seccomp::compile_seccomp_bpf(seccomp::kNewestProfile, {}, {}));
+  CHECK(seccomp::kNewestProfile == "default-v2");
   SeccompPolicy named;
-  named.profile = "default-v1";
+  named.profile = "default-v2";
   CHECK(&policy::seccomp_bpf_for(SeccompPolicy{}) == &embedded);
   CHECK(&policy::seccomp_bpf_for(named) == &embedded);
+  // An older version stays selectable, compiled at create time.
+  SeccompPolicy v1;
+  v1.profile = "default-v1";
+  CHECK(&policy::seccomp_bpf_for(v1) != &embedded);
+  CHECK(policy::seccomp_bpf_for(v1) == seccomp::compile_seccomp_bpf("default-v1", {}, {}));
+}
+
+TEST_CASE("profile names resolve; a released version keeps its rules", "[seccomp]") {
+  CHECK(seccomp::resolve_profile("default") == seccomp::kNewestProfile);
+  CHECK(seccomp::resolve_profile("default-v1") == "default-v1");
+  CHECK(seccomp::resolve_profile("default-v2") == "default-v2");
+  CHECK(seccomp::resolve_profile("default-v3").empty());
+  CHECK(seccomp::resolve_profile("").empty());
+  const auto names = seccomp::profile_names();
+  CHECK(std::vector<std::string_view>(names.begin(), names.end()) ==
+        std::vector<std::string_view>{"default", "default-v1", "default-v2"});
+  // default-v1 as released: 114 rules, every one EPERM, none on sockets. default-v2 is it plus the socket
+  // family rules, in the same order.
+  const auto v1 = seccomp::profile_rules("default-v1");
+  const auto v2 = seccomp::profile_rules("default-v2");
+  CHECK(v1.size() == 114);
+  REQUIRE(v2.size() > v1.size());
+  for (size_t i = 0; i < v1.size(); ++i) {
+    INFO(v1[i].name);
+    CHECK(v1[i].error == EPERM);
+    CHECK(v1[i].and_arg == nullptr);
+    CHECK(v1[i].name != "socket");
+    CHECK(v1[i].name != "socketpair");
+    CHECK(v2[i].name == v1[i].name);
+    CHECK(v2[i].arg == v1[i].arg);
+  }
+  for (size_t i = v1.size(); i < v2.size(); ++i) {
+    INFO(i);
+    CHECK((v2[i].name == "socket" || v2[i].name == "socketpair"));
+    CHECK((v2[i].error == EAFNOSUPPORT || v2[i].error == EPROTONOSUPPORT));
+    REQUIRE(v2[i].arg != nullptr);
+  }
 }
 
 TEST_CASE("the default profile denies each of its rules with EPERM and allows the rest", "[seccomp]") {
@@ -117,24 +117,27 @@ TEST_CASE("the default profile denies each of its rules with EPERM and allows th
   CHECK(run_filter(bpf, call(SYS_personality, 0x80400000)) == kEperm);
   CHECK(run_filter(bpf, call(SYS_personality, 0xfffffffe)) == kEperm);
   int checked = 0;
-  for (const seccomp::DenyRule& rule : seccomp::profile_rules("default-v1")) {
+  for (const seccomp::DenyRule& rule : seccomp::profile_rules(seccomp::kNewestProfile)) {
     const int nr = seccomp::syscall_number(rule.name);
     if (nr < 0) continue;  // not an x86_64 call
-    INFO(rule.name);
+    INFO(rule.name << " (rule " << checked << ")");
+    const uint32_t denied = SECCOMP_RET_ERRNO | static_cast<uint32_t>(rule.error);
     if (!rule.arg) {
-      CHECK(run_filter(bpf, call(nr)) == kEperm);
+      CHECK(run_filter(bpf, call(nr)) == denied);
     } else {
-      uint64_t args[2] = {0, 0};
-      args[rule.arg->index] = rule.arg->value;
-      CHECK(run_filter(bpf, call(nr, args[0], args[1])) == kEperm);
+      seccomp_data d = call(nr);
+      for (const seccomp::ArgMatch* m : {rule.arg, rule.and_arg})
+        if (m) d.args[m->index] = m->value;
+      CHECK(run_filter(bpf, d) == denied);
       // The same with the size and direction bits of an ioctl set, and with high bits set
-      // (the kernel reads the request as 32 bits).
-      args[rule.arg->index] = rule.arg->value | 0xffffffff00000000ull | (rule.arg->mask == 0xffff ? 0x7fff0000 : 0);
-      CHECK(run_filter(bpf, call(nr, args[0], args[1])) == kEperm);
+      // (the kernel reads the request, a family, a protocol as 32 bits).
+      for (const seccomp::ArgMatch* m : {rule.arg, rule.and_arg})
+        if (m) d.args[m->index] = m->value | 0xffffffff00000000ull | (m->mask == 0xffff ? 0x7fff0000 : 0);
+      CHECK(run_filter(bpf, d) == denied);
     }
     ++checked;
   }
-  CHECK(checked > 80);
+  CHECK(checked > 200);
 }
 
 TEST_CASE("the kernel's allow cache answers every call the default profile allows whatever its arguments",
@@ -145,7 +148,7 @@ TEST_CASE("the kernel's allow cache answers every call the default profile allow
   // call run the whole program: the cost per system call bench/RESULTS.md measures would grow.
   const std::string& bpf = policy::baseline_seccomp_bpf();
   std::set<int> with_rules;
-  for (const seccomp::DenyRule& rule : seccomp::profile_rules("default-v1"))
+  for (const seccomp::DenyRule& rule : seccomp::profile_rules(seccomp::kNewestProfile))
     if (int nr = seccomp::syscall_number(rule.name); nr >= 0) with_rules.insert(nr);
   int cached = 0;
   for (int nr = 0; nr < 512; ++nr) {
@@ -159,12 +162,18 @@ TEST_CASE("the kernel's allow cache answers every call the default profile allow
   CHECK(cached > 400);
   // The calls with argument rules run the program each time: a binary tree over the numbers keeps their
   // path short (the linear layout took 78 instructions for ioctl and 88 for clone).
-  Trace ioctl, clone;
+  Trace ioctl, clone, inet, netlink;
   CHECK(run_filter(bpf, call(SYS_ioctl, 0, 0x541b /* FIONREAD */), &ioctl) == SECCOMP_RET_ALLOW);
   CHECK(run_filter(bpf, call(SYS_clone, SIGCHLD), &clone) == SECCOMP_RET_ALLOW);
   CHECK(ioctl.read_beyond_nr_arch);
   CHECK(ioctl.steps <= 40);
   CHECK(clone.steps <= 50);
+  // socket(2) walks the family rules: bounded too (the allowed families, the hot ones, included).
+  CHECK(run_filter(bpf, call_args(SYS_socket, {2 /* AF_INET */, 1, 0}), &inet) == SECCOMP_RET_ALLOW);
+  CHECK(run_filter(bpf, call_args(SYS_socket, {16 /* AF_NETLINK */, 3, 0}), &netlink) == SECCOMP_RET_ALLOW);
+  INFO("socket(AF_INET): " << inet.steps << " instructions, AF_NETLINK: " << netlink.steps);
+  CHECK(inet.steps <= 120);
+  CHECK(netlink.steps <= 160);
 }
 
 TEST_CASE("calls of other ABIs kill the process", "[seccomp]") {
@@ -184,11 +193,24 @@ TEST_CASE("relaxations lift exactly their calls; deny adds calls", "[seccomp]") 
     const std::string& bpf = policy::seccomp_bpf_for(p);
     CHECK(bpf != policy::baseline_seccomp_bpf());
     CHECK(&policy::seccomp_bpf_for(p) == &bpf);  // cached
+    CHECK((!r.syscalls.empty() || !r.arguments.empty()));
     for (std::string_view name : r.syscalls) {
       INFO(name);
       REQUIRE(nr_of(name) >= 0);
       CHECK(run_filter(bpf, call(nr_of(name))) == SECCOMP_RET_ALLOW);
       CHECK(run_filter(policy::baseline_seccomp_bpf(), call(nr_of(name))) == kEperm);
+    }
+    // Argument relaxations: every call a lifted comparison selects is allowed (socket families and netlink
+    // protocols in seccomp_socket_test.cpp).
+    for (const seccomp::ArgMatch* m : r.arguments) {
+      INFO(m->label);
+      CHECK_FALSE(m->label.empty());
+      if (m->op != seccomp::Cmp::kMaskedEq) continue;
+      const uint64_t family = m->index == 0 ? m->value : 16;  // a netlink protocol: on AF_NETLINK
+      const uint64_t protocol = m->index == 2 ? m->value : 0;
+      CHECK(run_filter(bpf, call_args(SYS_socket, {family, 1, protocol})) == SECCOMP_RET_ALLOW);
+      CHECK(run_filter(policy::baseline_seccomp_bpf(), call_args(SYS_socket, {family, 1, protocol})) !=
+            SECCOMP_RET_ALLOW);
     }
     CHECK(run_filter(bpf, call(SYS_bpf)) == kEperm);  // the rest of the profile stays
     CHECK(run_filter(bpf, call(20, 0, 0, AUDIT_ARCH_I386)) == SECCOMP_RET_KILL_PROCESS);
@@ -218,12 +240,23 @@ TEST_CASE("describe names the effective seccomp policy", "[seccomp]") {
   p.allow = {"ptrace"};
   p.deny = {"getcwd"};
   const auto d = policy::describe(p);
-  CHECK(d.at("profile").as_string() == "default-v1");
+  CHECK(d.at("profile").as_string() == "default-v2");
   CHECK(d.at("requested").as_string() == "default");
   CHECK(d.at("precompiled").as_bool() == false);
   REQUIRE(d.at("relaxations").as_array().size() == 1);
   CHECK(d.at("relaxations").as_array()[0].at("name").as_string() == "ptrace");
   CHECK(d.at("relaxations").as_array()[0].at("syscalls").as_array().size() == 4);
+  CHECK(d.at("relaxations").as_array()[0].at("arguments").as_array().empty());
   CHECK(d.at("extra_denied").as_array().size() == 1);
   CHECK(policy::describe(SeccompPolicy{}).at("precompiled").as_bool());
+  // An argument relaxation names what it lifts, each once.
+  SeccompPolicy sockets;
+  sockets.allow = {"vsock", "netlink"};
+  const auto r = policy::describe(sockets).at("relaxations").as_array();
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].at("name").as_string() == "netlink");  // sorted
+  CHECK(r[0].at("syscalls").as_array().empty());
+  CHECK(r[0].at("arguments").as_array().size() == 1);
+  CHECK(r[1].at("name").as_string() == "vsock");
+  CHECK(r[1].at("arguments").as_array() == boost::json::array{"AF_VSOCK"});
 }

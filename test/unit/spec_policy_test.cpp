@@ -42,6 +42,11 @@ TEST_CASE("policy.seccomp parses, round-trips and defaults to the newest profile
   CHECK(back.policy == s.policy);
   validate_spec(back);
 
+  // The newest version by name, with the socket relaxations.
+  const Spec v2 = parse_policy(R"({"seccomp": {"profile": "default-v2", "allow": ["vsock", "netlink"]}})");
+  CHECK(v2.policy.seccomp.allow == std::vector<std::string>{"vsock", "netlink"});
+  validate_spec(v2);
+
   CHECK(parse_policy("{}").policy == Policy{});
   CHECK(parse_policy(R"({"seccomp": {}})").policy == Policy{});
 }
@@ -52,7 +57,7 @@ TEST_CASE("policy errors name the field and the reason", "[spec][policy]") {
   e = policy_error("[]");
   CHECK_THAT(e, Catch::Contains("'policy'") && Catch::Contains("an object"));
   e = policy_error(R"({"seccomp": {"profile": "strict"}})");
-  CHECK_THAT(e, Catch::Contains("'policy.seccomp.profile'") && Catch::Contains("default-v1") &&
+  CHECK_THAT(e, Catch::Contains("'policy.seccomp.profile'") && Catch::Contains("default-v1, default-v2") &&
                     Catch::Contains("'strict'"));
   e = policy_error(R"({"seccomp": {"profile": 1}})");
   CHECK_THAT(e, Catch::Contains("'policy.seccomp.profile'") && Catch::Contains("a string"));
@@ -70,7 +75,7 @@ TEST_CASE("policy errors name the field and the reason", "[spec][policy]") {
   CHECK_THAT(e, Catch::Contains("'policy.seccomp.deny'") && Catch::Contains("an array"));
   e = policy_error(R"({"seccomp": {"allow": ["ptrace", "mount"]}})");
   CHECK_THAT(e, Catch::Contains("'policy.seccomp.allow[1]'") && Catch::Contains("'mount'") &&
-                    Catch::Contains("ptrace, io_uring, perf_event_open"));
+                    Catch::Contains("ptrace, io_uring, perf_event_open, vsock, netlink"));
   e = policy_error(R"({"seccomp": {"allow": [7]}})");
   CHECK_THAT(e, Catch::Contains("'policy.seccomp.allow[0]'") && Catch::Contains("a string"));
   e = policy_error(R"({"seccomp": {"allow": ["ptrace", "ptrace"]}})");

@@ -14,9 +14,10 @@ namespace sandlet::container {
 sys::UniqueFd make_denial_log(const std::string& dir);
 
 // {"counted": bool, "denied": total, "by_syscall": {name: count}, "records": [{"seq", "syscall", "nr",
-// "pid", "time_ns"}, oldest first, seq > after_seq]}. A missing file (a sandbox made before this version, or
-// by a backend without the log) reads as {"counted": false, "denied": 0, ...}. Everything in the file is
-// range-checked: the init that wrote it ran inside the sandbox.
+// "pid", "time_ns", "errno", "args", and for socket/socketpair "family"}, oldest first, seq > after_seq]}
+// ("errno", "args" and "family" are missing from a version 1 log). A missing file (a sandbox made before
+// this version, or by a backend without the log) reads as {"counted": false, "denied": 0, ...}.
+// Everything in the file is range-checked: the init that wrote it ran inside the sandbox.
 boost::json::object read_denial_log(const std::string& dir, uint64_t after_seq = 0);
 
 }  // namespace sandlet::container

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "common/error.hpp"
@@ -43,6 +44,11 @@ std::string export_bpf(scmp_filter_ctx ctx) {
   return bpf;
 }
 
+scmp_arg_cmp compared(const ArgMatch& m) {
+  if (m.op == Cmp::kGe) return scmp_arg_cmp{m.index, SCMP_CMP_GE, m.value, 0};
+  return scmp_arg_cmp{m.index, SCMP_CMP_MASKED_EQ, m.mask, m.value};
+}
+
 }  // namespace
 
 bool syscall_known(std::string_view name) { return syscall_number(name) >= 0; }
@@ -66,18 +72,20 @@ std::string compile_seccomp_bpf(std::string_view version, std::span<const std::s
   const std::span<const DenyRule> rules = profile_rules(version);
   if (rules.empty()) throw Error(Code::kInvalidArgument, "unknown seccomp profile '" + std::string(version) + "'");
   std::set<std::string_view> relaxed;
+  std::set<const ArgMatch*> relaxed_args;
   for (const std::string& name : allow) {
     const Relaxation* r = find_relaxation(name);
     if (!r) throw Error(Code::kInvalidArgument, "unknown seccomp relaxation '" + name + "'");
     relaxed.insert(r->syscalls.begin(), r->syscalls.end());
+    relaxed_args.insert(r->arguments.begin(), r->arguments.end());
   }
   // Unconditional denials first: a syscall denied outright needs none of its argument rules.
-  std::set<std::string_view> whole;
+  std::map<std::string_view, int> whole;  // name -> errno
   for (const DenyRule& rule : rules)
-    if (!rule.arg && !relaxed.count(rule.name)) whole.insert(rule.name);
+    if (!rule.arg && !relaxed.count(rule.name)) whole.emplace(rule.name, rule.error);
   for (const std::string& name : deny) {
     if (!syscall_known(name)) throw Error(Code::kInvalidArgument, "unknown system call '" + name + "'");
-    whole.insert(name);
+    whole.emplace(name, EPERM);
   }
 
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -92,20 +100,22 @@ std::string compile_seccomp_bpf(std::string_view version, std::span<const std::s
   // A binary tree over the call numbers instead of libseccomp's linear list. The kernel's allow cache
   // answers every call allowed whatever its arguments without running the program (both layouts compare
   // only the number and the architecture there); the calls with argument rules (ioctl, clone,
-  // personality) run it every time, and the tree shortens their path (bench/RESULTS.md, "Seccomp policy
-  // overhead").
+  // personality, socket) run it every time, and the tree shortens their path (bench/RESULTS.md, "Seccomp
+  // policy overhead").
   check(seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2), "binary-tree layout");
-  for (std::string_view name : whole) {
+  for (const auto& [name, error] : whole) {
     const int nr = resolve(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not a call of this architecture
-    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0), std::string(name));
+    check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(error), nr, 0), std::string(name));
   }
   for (const DenyRule& rule : rules) {
     if (!rule.arg || whole.count(rule.name)) continue;
+    if (relaxed_args.count(rule.arg) || (rule.and_arg && relaxed_args.count(rule.and_arg))) continue;
     const int nr = resolve(rule.name);
     if (nr == __NR_SCMP_ERROR) continue;
-    const scmp_arg_cmp cmp{rule.arg->index, SCMP_CMP_MASKED_EQ, rule.arg->mask, rule.arg->value};
-    check(seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp), std::string(rule.name) + " rule");
+    const scmp_arg_cmp cmp[2] = {compared(*rule.arg), rule.and_arg ? compared(*rule.and_arg) : scmp_arg_cmp{}};
+    check(seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(rule.error), nr, rule.and_arg ? 2 : 1, cmp),
+          std::string(rule.name) + " rule");
   }
   return export_bpf(ctx);
 }

@@ -10,7 +10,8 @@
 namespace sandlet::seccomp {
 
 // struct sock_filter[] as bytes, for x86_64: calls of any other ABI (i386 through int 0x80, x32) kill the
-// process; the profile's calls fail with EPERM; every other call is allowed. `version` is a profile
+// process; the profile's calls fail with their rule's errno (EPERM; refused socket families EAFNOSUPPORT,
+// netlink protocols EPROTONOSUPPORT), `deny`'s with EPERM; every other call is allowed. `version` is a profile
 // version (resolve_profile's answer), `allow` names relaxations, `deny` names system calls; all must be
 // known (the spec checks them first). Throws Error(kInternal) if libseccomp fails, Error(kInvalidArgument)
 // for an unknown name.

@@ -7,7 +7,7 @@
 namespace sandlet::seccomp {
 namespace {
 
-constexpr std::string_view kProfileNames[] = {"default", "default-v1"};
+constexpr std::string_view kProfileNames[] = {"default", "default-v1", "default-v2"};
 
 // ioctl request numbers are compared on their type and number bytes only (mask 0xffff): the size and
 // direction bits differ between kernel versions and ABIs for the same operation.
@@ -108,14 +108,100 @@ constexpr auto kDefaultV1 = [] {
   return all;
 }();
 
+// ---- default-v2: default-v1 and socket families by list ----------------------------------------------
+// A family outside the list never reaches the kernel: vsock is not network-namespaced (on a host that is a
+// VM it reaches the hypervisor), others are rarely used code or autoload a kernel module on first use.
+// Refused families fail with EAFNOSUPPORT, what the kernel answers for a family it lacks, so libraries
+// fall back as they do there. socketpair(2) gets the same family rules.
+constexpr std::string_view kFamilyNames[kSocketFamilies] = {
+    "AF_UNSPEC", "AF_UNIX", "AF_INET", "AF_AX25", "AF_IPX", "AF_APPLETALK", "AF_NETROM", "AF_BRIDGE",
+    "AF_ATMPVC", "AF_X25", "AF_INET6", "AF_ROSE", "AF_DECnet", "AF_NETBEUI", "AF_SECURITY", "AF_KEY",
+    "AF_NETLINK", "AF_PACKET", "AF_ASH", "AF_ECONET", "AF_ATMSVC", "AF_RDS", "AF_SNA", "AF_IRDA", "AF_PPPOX",
+    "AF_WANPIPE", "AF_LLC", "AF_IB", "AF_MPLS", "AF_CAN", "AF_TIPC", "AF_BLUETOOTH", "AF_IUCV", "AF_RXRPC",
+    "AF_ISDN", "AF_PHONET", "AF_IEEE802154", "AF_CAIF", "AF_ALG", "AF_NFC", "AF_VSOCK", "AF_KCM",
+    "AF_QIPCRTR", "AF_SMC", "AF_XDP", "AF_MCTP",
+};
+constexpr unsigned kAfUnix = 1, kAfInet = 2, kAfInet6 = 10, kAfNetlink = 16, kAfVsock = 40;
+constexpr bool family_allowed(unsigned f) { return f == kAfUnix || f == kAfInet || f == kAfInet6 || f == kAfNetlink; }
+
+// The family is read as 32 bits (mask): 0x1_0000_0028 is AF_VSOCK to the kernel and to this rule.
+constexpr auto kFamily = [] {
+  std::array<ArgMatch, kSocketFamilies> a{};
+  for (unsigned f = 0; f < kSocketFamilies; ++f) a[f] = ArgMatch{0, 0xffffffff, f, Cmp::kMaskedEq, kFamilyNames[f]};
+  return a;
+}();
+// Future families, negative ones and any value with an upper bit set (an allowed family with high bits
+// would otherwise pass every 32-bit rule above): compared on all 64 bits.
+constexpr ArgMatch kFamilyBeyond{0, 0, kSocketFamilies, Cmp::kGe, "families from AF_MAX on"};
+
+// AF_NETLINK only with NETLINK_ROUTE (interfaces, addresses, routes: `ip`, getifaddrs) and NETLINK_SOCK_DIAG
+// (`ss`); both per network namespace. Others (audit, uevents, netfilter, generic, xfrm...) fail with
+// EPROTONOSUPPORT, the kernel's answer for a protocol it lacks (libaudit reads it as "no audit here").
+constexpr unsigned kNetlinkRoute = 0, kNetlinkSockDiag = 4, kNetlinkMaxLinks = 32;
+constexpr std::string_view kNetlinkLabel = "AF_NETLINK protocols but NETLINK_ROUTE and NETLINK_SOCK_DIAG";
+constexpr auto kNetlinkProtocol = [] {
+  std::array<ArgMatch, kNetlinkMaxLinks> a{};
+  for (unsigned p = 0; p < kNetlinkMaxLinks; ++p) a[p] = ArgMatch{2, 0xffffffff, p, Cmp::kMaskedEq, kNetlinkLabel};
+  return a;
+}();
+constexpr ArgMatch kNetlinkProtocolBeyond{2, 0, kNetlinkMaxLinks, Cmp::kGe, kNetlinkLabel};
+
+constexpr size_t kRefusedFamilies = [] {
+  size_t n = 0;
+  for (unsigned f = 0; f < kSocketFamilies; ++f) n += !family_allowed(f);
+  return n;
+}();
+constexpr size_t kSocketRuleCount = 2 * (kRefusedFamilies + 1) + (kNetlinkMaxLinks - 2) + 1;
+
+constexpr auto kSocketRules = [] {
+  std::array<DenyRule, kSocketRuleCount> a{};
+  size_t i = 0;
+  for (std::string_view call : {std::string_view("socket"), std::string_view("socketpair")}) {
+    for (unsigned f = 0; f < kSocketFamilies; ++f)
+      if (!family_allowed(f)) a[i++] = DenyRule{call, &kFamily[f], nullptr, EAFNOSUPPORT};
+    a[i++] = DenyRule{call, &kFamilyBeyond, nullptr, EAFNOSUPPORT};
+  }
+  // socket(2) only: socketpair(2) of AF_NETLINK is refused by the kernel (EOPNOTSUPP) whatever the protocol.
+  for (unsigned p = 0; p < kNetlinkMaxLinks; ++p)
+    if (p != kNetlinkRoute && p != kNetlinkSockDiag)
+      a[i++] = DenyRule{"socket", &kFamily[kAfNetlink], &kNetlinkProtocol[p], EPROTONOSUPPORT};
+  a[i++] = DenyRule{"socket", &kFamily[kAfNetlink], &kNetlinkProtocolBeyond, EPROTONOSUPPORT};
+  return a;
+}();
+
+constexpr auto kDefaultV2 = [] {
+  std::array<DenyRule, kDefaultV1.size() + kSocketRules.size()> all{};
+  size_t i = 0;
+  for (const DenyRule& r : kDefaultV1) all[i++] = r;
+  for (const DenyRule& r : kSocketRules) all[i++] = r;
+  return all;
+}();
+
+// ---- relaxations -------------------------------------------------------------------------------------------
 constexpr std::string_view kPtraceCalls[] = {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"};
 constexpr std::string_view kIoUringCalls[] = {"io_uring_setup", "io_uring_enter", "io_uring_register"};
 constexpr std::string_view kPerfCalls[] = {"perf_event_open"};
 
+constexpr const ArgMatch* kVsockArgs[] = {&kFamily[kAfVsock]};
+// The comparisons of the refused protocols (those the netlink rules use).
+constexpr auto kNetlinkArgs = [] {
+  std::array<const ArgMatch*, kNetlinkMaxLinks - 2 + 1> a{};
+  size_t i = 0;
+  for (unsigned p = 0; p < kNetlinkMaxLinks; ++p)
+    if (p != kNetlinkRoute && p != kNetlinkSockDiag) a[i++] = &kNetlinkProtocol[p];
+  a[i++] = &kNetlinkProtocolBeyond;
+  return a;
+}();
+
 constexpr Relaxation kRelaxations[] = {
-    {"ptrace", kPtraceCalls, "debuggers and tracers (gdb, strace) on the sandbox's own processes"},
-    {"io_uring", kIoUringCalls, "programs built on io_uring"},
-    {"perf_event_open", kPerfCalls, "profilers (perf); the host's kernel.perf_event_paranoid still applies"},
+    {"ptrace", kPtraceCalls, {}, "debuggers and tracers (gdb, strace) on the sandbox's own processes"},
+    {"io_uring", kIoUringCalls, {},
+     "programs built on io_uring (IORING_OP_SOCKET then creates sockets of any family: the family list "
+     "does not apply)"},
+    {"perf_event_open", kPerfCalls, {}, "profilers (perf); the host's kernel.perf_event_paranoid still applies"},
+    {"vsock", {}, kVsockArgs, "AF_VSOCK sockets (a VM run inside the sandbox); not namespaced: on a host "
+                              "that is a VM they reach its hypervisor"},
+    {"netlink", {}, kNetlinkArgs, "every AF_NETLINK protocol (audit, netfilter, generic netlink...)"},
 };
 
 // What src/guest calls once the filter is on (its serve loop, spawn, signals, timers, files).
@@ -133,7 +219,7 @@ constexpr std::string_view kInitNeeds[] = {
 
 std::string_view resolve_profile(std::string_view name) {
   if (name == "default") return kNewestProfile;
-  if (name == "default-v1") return name;
+  if (name == "default-v1" || name == "default-v2") return name;
   return {};
 }
 
@@ -141,7 +227,12 @@ std::span<const std::string_view> profile_names() { return kProfileNames; }
 
 std::span<const DenyRule> profile_rules(std::string_view version) {
   if (version == "default-v1") return kDefaultV1;
+  if (version == "default-v2") return kDefaultV2;
   return {};
+}
+
+std::string_view socket_family_name(unsigned long long family) {
+  return family < kSocketFamilies ? kFamilyNames[family] : std::string_view();
 }
 
 std::span<const Relaxation> relaxations() { return kRelaxations; }

@@ -416,7 +416,7 @@ TEST_CASE("audit: a create records its effective seccomp policy, and each relaxa
   REQUIRE(creates.size() == 1);
   const json::object& seccomp = creates[0].at("policy").as_object().at("seccomp").as_object();
   INFO(json::serialize(seccomp));
-  CHECK(str(seccomp, "profile") == "default-v1");
+  CHECK(str(seccomp, "profile") == "default-v2");
   REQUIRE(seccomp.at("relaxations").as_array().size() == 1);
   CHECK(seccomp.at("extra_denied").as_array().size() == 1);
   const auto granted = events(all, "policy");

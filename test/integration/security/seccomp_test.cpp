@@ -2,8 +2,13 @@
 // as root inside too; calls of other ABIs kill the process; relaxations and extra denials of the spec take
 // effect. Fails when the filter is off: test/helper/seccomp_probe.c makes each denied call with arguments
 // for which the kernel alone answers something else.
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -120,7 +125,7 @@ TEST_CASE("the ptrace relaxation allows tracing the sandbox's own processes, nev
     // The rest of the profile stays.
     CHECK(run_probe(sb, "0", "io_uring").errnos["io_uring_setup"] == EPERM);
     const std::string info = sb.info_json();
-    CHECK(info.find(R"("effective_policy":{"seccomp":{"profile":"default-v1","requested":"default")") !=
+    CHECK(info.find(R"("effective_policy":{"seccomp":{"profile":"default-v2","requested":"default")") !=
           std::string::npos);
     CHECK(info.find(R"("relaxations":[{"name":"ptrace")") != std::string::npos);
   }
@@ -232,5 +237,148 @@ TEST_CASE("seccomp denials are counted, recorded and audited, and still fail wit
   }
   CHECK(audited == std::min<uint64_t>(denied, 64));
   CHECK(totals);
+  h.check_no_leaks();
+}
+
+// ---- socket families (default-v2) ----------------------------------------------------------------------
+
+namespace {
+
+bool listed_family(int family) { return family == 1 || family == 2 || family == 10 || family == 16; }
+
+// What this kernel answers socket(AF_VSOCK, SOCK_STREAM) with, outside any filter (created and closed at
+// once: never connected, which would reach the hypervisor of this machine).
+int host_vsock_errno() {
+  const int fd = ::socket(40 /* AF_VSOCK */, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("socket families outside the list fail with EAFNOSUPPORT, netlink protocols with EPROTONOSUPPORT",
+          "[security][seccomp]") {
+  Harness h;
+  auto sb = probed(h, "");
+  for (const char* user : {"0", "sandbox"}) {
+    INFO("as user " << user);
+    ProbeOutput p = run_probe(sb, user, "sockets");
+    for (int f = 0; f < 48; ++f) {
+      const std::string name = "socket_" + std::to_string(f);
+      INFO(name << ": " << std::strerror(p.errnos.at(name)));
+      if (listed_family(f)) CHECK(p.errnos.at(name) == 0);
+      else CHECK(p.errnos.at(name) == EAFNOSUPPORT);  // the policy's answer, not EPERM, not the kernel's
+    }
+    for (int proto = 0; proto < 34; ++proto) {
+      const std::string name = "netlink_" + std::to_string(proto);
+      INFO(name << ": " << std::strerror(p.errnos.at(name)));
+      CHECK(p.errnos.at(name) == (proto == 0 || proto == 4 ? 0 : EPROTONOSUPPORT));
+    }
+    // The upper half of the register set: refused, an allowed family's lower half included.
+    for (const char* name : {"high_1", "high_2", "high_10", "high_16", "high_17", "high_40"}) {
+      INFO(name);
+      CHECK(p.errnos.at(name) == EAFNOSUPPORT);
+    }
+    CHECK(p.errnos.at("socketpair_1") == 0);
+    CHECK(p.errnos.at("socketpair_40") == EAFNOSUPPORT);
+    // What libc asks NETLINK_ROUTE still works.
+    CHECK(p.errnos.at("getifaddrs") == 0);
+    CHECK(p.errnos.at("if_nameindex") == 0);
+  }
+  // Ordinary tools: busybox's ip speaks NETLINK_ROUTE.
+  CHECK(run_out(sb, "ip addr show lo | grep -c 'inet 127.0.0.1'") == "1\n");
+  CHECK(run_out(sb, "ip link show lo >/dev/null && ip route show table all >/dev/null && echo ok") == "ok\n");
+
+  // Each refusal is counted and recorded like any denial, with the family by name.
+  const boost::json::object s = boost::json::parse(sb.seccomp_stats_json()).as_object();
+  INFO(boost::json::serialize(s));
+  CHECK(s.at("counted").as_bool());
+  CHECK(json_count(s.at("by_syscall").as_object(), "socket") >= 2 * (44 + 30 + 6));
+  CHECK(json_count(s.at("by_syscall").as_object(), "socketpair") >= 2);
+  bool vsock_recorded = false;
+  for (const boost::json::value& r : s.at("records").as_array()) {
+    const boost::json::object& o = r.as_object();
+    if (o.at("syscall").as_string() != "socket" || !o.contains("family") || !o.at("family").is_string()) continue;
+    if (o.at("family").as_string() != "AF_VSOCK") continue;
+    vsock_recorded = true;
+    CHECK(o.at("errno").to_number<int>() == EAFNOSUPPORT);
+    CHECK(o.at("args").as_array().at(0).to_number<uint64_t>() == 40);
+  }
+  CHECK(vsock_recorded);
+  const std::string id = sb.id();
+  sb.destroy();
+  auto reader = sandlet::AuditReader::open(h.rt().audit_path(), sandlet::AuditFilter{id});
+  bool audited = false;
+  while (auto line = reader.next())
+    if (line->find(R"("event":"denial")") != std::string::npos && line->find(R"("kind":"seccomp")") != std::string::npos &&
+        line->find(R"("family":"AF_VSOCK")") != std::string::npos && line->find(R"("errno":97)") != std::string::npos)
+      audited = true;
+  CHECK(audited);
+  h.check_no_leaks();
+}
+
+TEST_CASE("the vsock and netlink relaxations; default-v1 keeps every family", "[security][seccomp]") {
+  Harness h;
+  const int host_vsock = host_vsock_errno();
+  INFO("AF_VSOCK on this host: " << std::strerror(host_vsock));
+  {
+    auto sb = probed(h, R"({"seccomp": {"allow": ["vsock"]}})");
+    ProbeOutput p = run_probe(sb, "0", "sockets");
+    // The socket is made (where this kernel has vsock), never connected.
+    CHECK(p.errnos.at("socket_40") == host_vsock);
+    CHECK(p.errnos.at("high_40") == EAFNOSUPPORT);  // the relaxation names AF_VSOCK, not its disguises
+    CHECK(p.errnos.at("socket_17") == EAFNOSUPPORT);
+    CHECK(p.errnos.at("netlink_9") == EPROTONOSUPPORT);
+    CHECK(sb.info_json().find(R"({"name":"vsock","syscalls":[],"arguments":["AF_VSOCK"]})") != std::string::npos);
+  }
+  {
+    auto sb = probed(h, R"({"seccomp": {"allow": ["netlink"]}})");
+    ProbeOutput p = run_probe(sb, "0", "sockets");
+    CHECK(p.errnos.at("netlink_0") == 0);
+    CHECK(p.errnos.at("netlink_16") == 0);  // NETLINK_GENERIC: in every kernel
+    CHECK(p.errnos.at("socket_40") == EAFNOSUPPORT);
+  }
+  {
+    // The released default-v1 has no family rules: the kernel answers.
+    auto sb = probed(h, R"({"seccomp": {"profile": "default-v1"}})");
+    ProbeOutput p = run_probe(sb, "0", "sockets");
+    CHECK(p.errnos.at("socket_40") == host_vsock);
+    CHECK(p.errnos.at("netlink_16") == 0);
+    CHECK(sb.info_json().find(R"("profile":"default-v1")") != std::string::npos);
+  }
+  h.check_no_leaks();
+}
+
+TEST_CASE("python and libc networking work under the default profile (Debian base)", "[security][seccomp]") {
+  const char* cache = std::getenv("SANDLET_CACHE");
+  const std::string base = std::string(cache ? cache : "/var/cache/sandlet") + "/debian-bookworm-minbase";
+  if (!std::filesystem::exists(base + "/complete") || !std::filesystem::exists(base + "/rootfs/usr/bin/python3")) {
+    std::cout << "SANDLET-SKIP: no Debian base (scripts/debian-base.sh builds it)" << std::endl;
+    return;
+  }
+  Harness h;
+  auto sb = h.rt().create(sandlet::Spec().layer(base + "/rootfs"));
+  const std::string script =
+      "import errno, socket\n"
+      "open('/etc/hosts', 'a').write('127.0.0.1 seccomp-test-host\\n::1 seccomp-test-host\\n')\n"
+      "print(sorted({a[4][0] for a in socket.getaddrinfo('seccomp-test-host', 80, flags=socket.AI_ADDRCONFIG)}))\n"
+      "print([n for _, n in socket.if_nameindex()])\n"
+      "s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM); s.bind(('::1', 0)); s.listen()\n"
+      "c = socket.create_connection(('::1', s.getsockname()[1])); a, _ = s.accept(); c.sendall(b'x')\n"
+      "print(a.recv(1))\n"
+      "for fam in ('AF_VSOCK', 'AF_PACKET', 'AF_ALG', 'AF_TIPC', 'AF_KEY'):\n"
+      "    try:\n"
+      "        socket.socket(getattr(socket, fam), socket.SOCK_DGRAM if fam != 'AF_ALG' else socket.SOCK_SEQPACKET)\n"
+      "        print(fam, 'made')\n"
+      "    except OSError as e:\n"
+      "        print(fam, errno.errorcode[e.errno])\n";
+  sb.write_file("/tmp/net.py", script);
+  const std::string out = run_out(sb, "python3 /tmp/net.py && ps -e >/dev/null && echo ps-ok");
+  INFO(out);
+  CHECK(out.find("'127.0.0.1'") < out.find('\n'));  // getaddrinfo (NSS files, AI_ADDRCONFIG's netlink)
+  CHECK(out.find("\n['lo']\nb'x'\n") != std::string::npos);  // if_nameindex (NETLINK_ROUTE); TCP over ::1
+  CHECK(out.find("AF_VSOCK EAFNOSUPPORT\nAF_PACKET EAFNOSUPPORT\nAF_ALG EAFNOSUPPORT\nAF_TIPC EAFNOSUPPORT\n"
+                 "AF_KEY EAFNOSUPPORT\nps-ok\n") != std::string::npos);
   h.check_no_leaks();
 }
