@@ -9,6 +9,7 @@
 //             create -> exec /bin/true -> destroy with egress vs bwrap --unshare-all (its own, empty netns);
 //   fleet:    memory per sandbox with egress vs none over --sandboxes N, the gateway's growth per attached
 //             sandbox, and net_update latency over all N (scenarios_net_fleet.cpp);
+//   protect:  how long an address the uplink gains stays open, with the fleet attached (net_protect.cpp);
 //   verified: an update to deny-all makes the probe's connect fail with EPERM.
 #include "capi.hpp"
 #include "net_fixture.hpp"
@@ -257,7 +258,9 @@ json::object scenario_net(const Context &ctx) {
     gw = gateway_pid(ctx.root);
     out["connect"] = connect_latency(ctx, sb, probe, net, n, out);
     out["create"] = create_latency(ctx, rt.get(), n);
-    out["fleet"] = net_fleet(ctx, rt.get(), fleet);
+    out["fleet"] = net_fleet(ctx, rt.get(), fleet, [&] {
+      return protect_exposure(ctx, rt.get(), net.internet_netns(), probe_bytes, fleet);
+    });
     out["update_deny_all_verified"] = update_takes_effect(sb);
     sb.destroy();
   }

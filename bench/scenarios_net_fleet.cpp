@@ -101,12 +101,16 @@ json::object update_all(const Context &ctx, std::vector<Sandbox> &boxes) {
 
 pid_t gateway_pid(const std::filesystem::path &root) {
   std::ifstream f(root / "netgw" / "lock");
+  long supervisor = 0;
+  if (!(f >> supervisor) || supervisor <= 0) return 0;
+  std::ifstream children("/proc/" + std::to_string(supervisor) + "/task/" + std::to_string(supervisor) + "/children");
   long pid = 0;
-  if (!(f >> pid) || pid <= 0) return 0;
+  if (!(children >> pid) || pid <= 0) return 0;
   return ::kill(static_cast<pid_t>(pid), 0) == 0 ? static_cast<pid_t>(pid) : 0;
 }
 
-json::object net_fleet(const Context &ctx, sandlet_runtime_t *rt, std::size_t n) {
+json::object net_fleet(const Context &ctx, sandlet_runtime_t *rt, std::size_t n,
+                       const std::function<json::object()> &with_fleet) {
   json::object out;
   out["sandboxes"] = n;
   const pid_t gw = gateway_pid(ctx.root);
@@ -127,6 +131,7 @@ json::object net_fleet(const Context &ctx, sandlet_runtime_t *rt, std::size_t n)
       round3((static_cast<double>(gw_after.rss_kib) - static_cast<double>(gw_before.rss_kib)) / static_cast<double>(n));
   egress["gateway"] = std::move(gateway);
   out["update"] = update_all(ctx, boxes);
+  if (with_fleet) out["protect"] = with_fleet();
   destroy_all(ctx, boxes, egress);
   out["egress"] = std::move(egress);
 

@@ -1,6 +1,6 @@
 // The gateway's writer of a sandbox's DNS log (proto/dns_log.hpp), the file the library made in the
-// sandbox's directory and passed at attach. Several worker threads record into one log: a mutex orders
-// them. A gateway that re-attaches a sandbox after a restart carries on from the file's counters.
+// sandbox's directory and passed at attach. The gateway's event loop records its decisions; a mutex orders
+// any other writer. A gateway that re-attaches a sandbox after a restart carries on from the file's counters.
 #pragma once
 #include <cstdint>
 #include <mutex>

@@ -195,15 +195,27 @@ DnsParse parse_dns(std::span<const uint8_t> bytes, DnsTransport transport) {
   return out;
 }
 
+std::vector<uint8_t> dns_canonical_wire(std::span<const uint8_t> wire) {
+  std::vector<uint8_t> out(wire.begin(), wire.end());
+  // Label by label, so a length octet is never taken for a letter (lengths are < 64 anyway).
+  for (size_t p = 0; p < out.size() && out[p] != 0 && out[p] < 64; p += 1 + out[p]) {
+    for (size_t i = p + 1; i <= p + out[p] && i < out.size(); ++i) {
+      if (out[i] >= 'A' && out[i] <= 'Z') out[i] = static_cast<uint8_t>(out[i] - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
 std::vector<uint8_t> build_dns_query(uint16_t id, const DnsQuestion& q, uint16_t edns_udp_size) {
   std::vector<uint8_t> o;
   put16(o, id);
-  put16(o, 0x0100);  // a standard query, recursion desired
+  put16(o, 0x0100);  // a standard query, recursion desired: no flag of the sandbox's (CD, AD, ...)
   put16(o, 1);
   put16(o, 0);
   put16(o, 0);
   put16(o, edns_udp_size ? 1 : 0);
-  o.insert(o.end(), q.wire.begin(), q.wire.end());
+  const std::vector<uint8_t> name = dns_canonical_wire(q.wire);
+  o.insert(o.end(), name.begin(), name.end());
   put16(o, q.type);
   put16(o, q.klass);
   if (edns_udp_size) {

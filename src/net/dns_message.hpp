@@ -79,9 +79,14 @@ DnsParse parse_dns(std::span<const uint8_t> bytes, DnsTransport transport = DnsT
 // Whether `name` (DnsQuestion::name form) is a host name: 1..63-octet labels of [a-z0-9_-], not the root.
 bool dns_is_host_name(std::string_view name);
 
-// A recursive query (RD set) for `q` with id `id`, asking for UDP replies up to `edns_udp_size` (EDNS0 OPT;
-// 0 = no OPT record). The question's wire name is sent as it is.
+// A recursive query (RD set, no other flag) for `q` with id `id`, asking for UDP replies up to
+// `edns_udp_size` (an EDNS0 OPT of our own, no options, no DO bit; 0 = no OPT record). The name goes out in
+// canonical form, lower case (dns_canonical_wire): nothing of the letter case a sender chose is passed on.
+// Nothing else of any message is taken: the question's name, type and class are the whole of it.
 std::vector<uint8_t> build_dns_query(uint16_t id, const DnsQuestion& q, uint16_t edns_udp_size);
+
+// `wire` (a name's labels as on the wire, uncompressed) with every ASCII capital letter lowered.
+std::vector<uint8_t> dns_canonical_wire(std::span<const uint8_t> wire);
 
 // The reply to `query` (its id, opcode, RD and question mirrored; RA set) with `rcode` and `answers`
 // (A, AAAA, CNAME; names must be host names). Answers that do not fit the client's limit (UDP: 512, or its

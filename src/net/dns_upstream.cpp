@@ -100,52 +100,75 @@ std::string dns_upstream_text(const DnsUpstream& u) {
   return host + ":" + std::to_string(u.port);
 }
 
-UpstreamResult ask_upstream(const DnsUpstream& upstream, const DnsQuestion& q,
-                            std::chrono::steady_clock::time_point deadline) {
-  UpstreamResult out;
+UpstreamTry::UpstreamTry(const DnsUpstream& upstream, const DnsQuestion& q) : upstream_(upstream), q_(q) {
   sys::UniqueFd s(::socket(upstream.family == 4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!s) {
-    out.outcome = UpstreamOutcome::kUnreachable;
-    out.why = std::string("socket: ") + std::strerror(errno);
-    return out;
+    error_ = std::string("socket: ") + std::strerror(errno);
+    return;
   }
   sockaddr_storage to{};
   const socklen_t to_len = sockaddr_of(upstream, to);
   // Connected: the kernel reports ICMP errors (port unreachable) and drops datagrams from elsewhere.
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&to), to_len) != 0) {
-    out.outcome = UpstreamOutcome::kUnreachable;
-    out.why = std::string("connect: ") + std::strerror(errno);
-    return out;
+    error_ = std::string("connect: ") + std::strerror(errno);
+    return;
   }
-  const uint16_t id = random_id();
-  const std::vector<uint8_t> query = build_dns_query(id, q, kAskedUdpSize);
+  id_ = random_id();
+  const std::vector<uint8_t> query = build_dns_query(id_, q, kAskedUdpSize);
   if (::send(s.get(), query.data(), query.size(), 0) != static_cast<ssize_t>(query.size())) {
+    error_ = std::string("send: ") + std::strerror(errno);
+    return;
+  }
+  fd_ = std::move(s);
+}
+
+UpstreamResult UpstreamTry::read() {
+  UpstreamResult out;
+  if (!fd_) {
     out.outcome = UpstreamOutcome::kUnreachable;
-    out.why = std::string("send: ") + std::strerror(errno);
+    out.why = error_;
     return out;
   }
-  std::vector<uint8_t> buf(kDnsMaxUdp + 1);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return out;  // kTimeout
-    pollfd p{s.get(), POLLIN, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
+  std::array<uint8_t, kDnsMaxUdp + 1> buf;
+  // Bounded: a flood of foreign datagrams cannot keep the caller here (what is left waits for the next call).
+  for (int i = 0; i < 64; ++i) {
     sockaddr_storage from{};
     socklen_t from_len = sizeof from;
-    const ssize_t got = ::recvfrom(s.get(), buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+    const ssize_t got = ::recvfrom(fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
     if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       out.outcome = UpstreamOutcome::kUnreachable;
       out.why = std::string("receive: ") + std::strerror(errno);
       return out;
     }
-    if (!from_upstream(upstream, from)) continue;
+    if (!from_upstream(upstream_, from)) continue;
     DnsParse parsed = parse_dns(std::span<const uint8_t>(buf.data(), static_cast<size_t>(got)));
-    if (!parsed.ok() || !answers(parsed.message, id, q)) continue;
+    if (!parsed.ok() || !answers(parsed.message, id_, q_)) continue;
     out.outcome = UpstreamOutcome::kReply;
     out.reply = std::move(parsed.message);
+    return out;
+  }
+  out.outcome = UpstreamOutcome::kPending;
+  return out;
+}
+
+UpstreamResult ask_upstream(const DnsUpstream& upstream, const DnsQuestion& q,
+                            std::chrono::steady_clock::time_point deadline) {
+  try {
+    UpstreamTry t(upstream, q);
+    for (;;) {
+      UpstreamResult r = t.read();
+      if (r.outcome != UpstreamOutcome::kPending) return r;
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return UpstreamResult{};  // kTimeout
+      pollfd p{t.fd(), POLLIN, 0};
+      (void)::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
+    }
+  } catch (const std::exception& e) {
+    UpstreamResult out;
+    out.outcome = UpstreamOutcome::kUnreachable;
+    out.why = e.what();
     return out;
   }
 }

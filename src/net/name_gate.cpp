@@ -1,5 +1,7 @@
 #include "net/name_gate.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <exception>
 
@@ -53,76 +55,174 @@ std::vector<size_t> NameGate::rules_for(std::string_view name) const {
   return out;
 }
 
-GateResult NameGate::handle(std::span<const uint8_t> bytes, DnsTransport transport) const {
+GateStart NameGate::begin(std::span<const uint8_t> bytes, DnsTransport transport, GateClock::time_point now) const {
   try {
     const DnsParse parsed = parse_dns(bytes, transport);
-    GateResult r = decide(parsed, transport);
+    GateStart s = decide(parsed, transport, now);
     if (parsed.ok() && !parsed.message.questions.empty()) {
+      GateResult& r = s.exchange ? s.exchange->result() : s.result;
       r.name = parsed.message.questions.front().name;
       r.type = parsed.message.questions.front().type;
     }
-    return r;
+    return s;
   } catch (const std::exception& e) {
     // Only allocation can throw here; the sandbox sees no reply and retries.
-    return result({}, std::string("dropped: ") + e.what());
+    GateStart s;
+    s.result.outcome = std::string("dropped: ") + e.what();
+    return s;
   }
 }
 
-GateResult NameGate::decide(const DnsParse& parsed, DnsTransport transport) const {
-  if (!parsed.header_ok) return result({}, "dropped: " + parsed.error);
+GateResult NameGate::handle(std::span<const uint8_t> bytes, DnsTransport transport) const {
+  GateStart s = begin(bytes, transport);
+  if (!s.exchange) return std::move(s.result);
+  GateExchange& x = *s.exchange;
+  while (!x.done()) {
+    const GateClock::time_point now = GateClock::now();
+    if (now >= x.deadline()) {
+      x.on_deadline(now);
+      continue;
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(x.deadline() - now);
+    pollfd p{x.fd(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000))) > 0) x.on_readable(GateClock::now());
+  }
+  return std::move(x.result());
+}
+
+GateStart NameGate::decide(const DnsParse& parsed, DnsTransport transport, GateClock::time_point now) const {
+  const auto decided = [](GateResult r) {
+    GateStart s;
+    s.result = std::move(r);
+    return s;
+  };
+  if (!parsed.header_ok) return decided(result({}, "dropped: " + parsed.error));
   const DnsMessage& query = parsed.message;
-  if (query.header.response()) return result({}, "dropped: a response, not a query");
-  if (query.header.opcode() != 0) return answer(query, kDnsNotImp, transport, "not implemented: opcode " + std::to_string(query.header.opcode()));
+  if (query.header.response()) return decided(result({}, "dropped: a response, not a query"));
+  if (query.header.opcode() != 0)
+    return decided(answer(query, kDnsNotImp, transport, "not implemented: opcode " + std::to_string(query.header.opcode())));
   if (!parsed.ok()) {
     DnsMessage bare = query;
     bare.questions.clear();
-    return answer(bare, kDnsFormErr, transport, "format error: " + parsed.error);
+    return decided(answer(bare, kDnsFormErr, transport, "format error: " + parsed.error));
   }
-  if (query.questions.empty()) return answer(query, kDnsFormErr, transport, "format error: no question");
+  if (query.questions.empty()) return decided(answer(query, kDnsFormErr, transport, "format error: no question"));
   const DnsQuestion& q = query.questions.front();
   if (q.klass != kDnsClassIn || !dns_is_host_name(q.name))
-    return answer(query, kDnsRefused, transport, "refused: not a host name of class IN");
+    return decided(answer(query, kDnsRefused, transport, "refused: not a host name of class IN"));
   const std::vector<size_t> rules = rules_for(q.name);
-  if (rules.empty()) return answer(query, kDnsRefused, transport, "refused: " + q.name + " is in no rule");
+  if (rules.empty()) return decided(answer(query, kDnsRefused, transport, "refused: " + q.name + " is in no rule"));
   if (q.type != kDnsA && q.type != kDnsAaaa && q.type != kDnsCname)
-    return answer(query, kDnsRefused, transport, "refused: " + type_text(q.type) + " queries are not forwarded");
+    return decided(answer(query, kDnsRefused, transport, "refused: " + type_text(q.type) + " queries are not forwarded"));
 
-  const Clock::time_point end = Clock::now() + options_.total_timeout;
-  std::string tried;
-  for (int round = 0; round < options_.rounds; ++round) {
-    for (const DnsUpstream& up : upstreams_) {
-      const Clock::time_point now = Clock::now();
-      if (now >= end) break;
-      const UpstreamResult r = ask_upstream(up, q, std::min(end, now + options_.attempt_timeout));
-      const std::string who = dns_upstream_text(up);
-      if (r.outcome != UpstreamOutcome::kReply) {
-        tried += " " + who + (r.outcome == UpstreamOutcome::kTimeout ? " timed out;" : " " + r.why + ";");
-        continue;
-      }
-      const uint8_t rcode = r.reply.header.rcode();
-      if (rcode == kDnsNxDomain) return answer(query, kDnsNxDomain, transport, "nxdomain from " + who);
-      if (rcode != kDnsNoError || r.reply.header.truncated()) {
-        // Another upstream may do better; a truncated answer is incomplete (no TCP fallback).
-        tried += " " + who + (rcode != kDnsNoError ? " rcode " + std::to_string(rcode) : " truncated") + ";";
-        continue;
-      }
-      DnsChainAnswer chain = follow_answer(q.name, q.type, r.reply.answers);
-      // The sandbox must not cache longer than the allowlist keeps the addresses.
-      for (DnsRecord& rec : chain.records) rec.ttl = std::min(rec.ttl, kNetResolvedTtlCap);
-      GateResult out = result(build_dns_reply(query, kDnsNoError, chain.records, transport),
-                              "answered by " + who + ": " + std::to_string(chain.addresses.size()) + " address(es) for " + q.name);
-      for (const DnsAddress& a : chain.addresses) {
-        for (size_t i : rules) {
-          const NetAllowRule& rule = rules_[i];
-          out.allow.push_back({a.family, a.addr, rule.protocols, rule.port_lo, rule.port_hi, a.ttl, i});
-        }
-      }
-      return out;
+  auto x = std::unique_ptr<GateExchange>(new GateExchange());
+  x->query_.header = query.header;
+  x->query_.questions = query.questions;
+  x->query_.edns_udp_size = query.edns_udp_size;  // the sandbox's reply size; its OPT goes no further
+  x->transport_ = transport;
+  // All that leaves: the name in canonical form, the type, class IN.
+  x->forwarded_.name = q.name;
+  x->forwarded_.wire = dns_canonical_wire(q.wire);
+  x->forwarded_.type = q.type;
+  x->forwarded_.klass = kDnsClassIn;
+  for (size_t i : rules) {
+    const NetAllowRule& rule = rules_[i];
+    x->rules_.push_back({4, {}, rule.protocols, rule.port_lo, rule.port_hi, 0, i});
+  }
+  x->upstreams_ = upstreams_;
+  x->options_ = options_;
+  x->end_ = now + options_.total_timeout;
+  x->start_next(now);
+  GateStart s;
+  s.exchange = std::move(x);
+  return s;
+}
+
+void GateExchange::start_next(GateClock::time_point now) {
+  try_.reset();
+  const size_t total = options_.rounds > 0 ? upstreams_.size() * static_cast<size_t>(options_.rounds) : 0;
+  while (next_ < total && now < end_) {
+    current_ = next_ % upstreams_.size();
+    ++next_;
+    try_.emplace(upstreams_[current_], forwarded_);
+    if (try_->fd() >= 0) {
+      try_end_ = std::min(end_, now + options_.attempt_timeout);
+      return;
+    }
+    tried_ += " " + dns_upstream_text(upstreams_[current_]) + " " + try_->error() + ";";
+    try_.reset();
+  }
+  if (upstreams_.empty()) tried_ = " no upstream resolvers;";
+  if (!tried_.empty()) tried_.pop_back();
+  finish(answer(query_, kDnsServFail, transport_, "servfail:" + tried_));
+}
+
+void GateExchange::take(UpstreamResult r, GateClock::time_point now) {
+  const std::string who = dns_upstream_text(upstreams_[current_]);
+  if (r.outcome != UpstreamOutcome::kReply) {
+    tried_ += " " + who + (r.outcome == UpstreamOutcome::kUnreachable ? " " + r.why + ";" : " timed out;");
+    return start_next(now);
+  }
+  const uint8_t rcode = r.reply.header.rcode();
+  if (rcode == kDnsNxDomain) return finish(answer(query_, kDnsNxDomain, transport_, "nxdomain from " + who));
+  if (rcode != kDnsNoError || r.reply.header.truncated()) {
+    // Another upstream may do better; a truncated answer is incomplete (no TCP fallback).
+    tried_ += " " + who + (rcode != kDnsNoError ? " rcode " + std::to_string(rcode) : " truncated") + ";";
+    return start_next(now);
+  }
+  const DnsQuestion& q = forwarded_;
+  DnsChainAnswer chain = follow_answer(q.name, q.type, r.reply.answers);
+  // The sandbox must not cache longer than the allowlist keeps the addresses.
+  for (DnsRecord& rec : chain.records) rec.ttl = std::min(rec.ttl, kNetResolvedTtlCap);
+  GateResult out = net::result(build_dns_reply(query_, kDnsNoError, chain.records, transport_),
+                          "answered by " + who + ": " + std::to_string(chain.addresses.size()) + " address(es) for " + q.name);
+  for (const DnsAddress& a : chain.addresses) {
+    for (const NameGateAllow& rule : rules_) {
+      out.allow.push_back({a.family, a.addr, rule.protocols, rule.port_lo, rule.port_hi, a.ttl, rule.rule});
     }
   }
-  if (upstreams_.empty()) tried = " no upstream resolvers;";
-  if (!tried.empty()) tried.pop_back();
-  return answer(query, kDnsServFail, transport, "servfail:" + tried);
+  finish(std::move(out));
+}
+
+void GateExchange::finish(GateResult r) {
+  try_.reset();
+  r.name = std::move(result_.name);
+  r.type = result_.type;
+  result_ = std::move(r);
+  done_ = true;
+}
+
+void GateExchange::fail(const char* what) noexcept {
+  try_.reset();
+  done_ = true;
+  result_.reply.clear();
+  result_.allow.clear();
+  try {
+    result_.outcome = std::string("dropped: ") + what;
+  } catch (...) {
+    result_.outcome.clear();
+  }
+}
+
+void GateExchange::on_readable(GateClock::time_point now) noexcept {
+  if (done_ || !try_) return;
+  try {
+    UpstreamResult r = try_->read();
+    if (r.outcome != UpstreamOutcome::kPending) return take(std::move(r), now);
+    if (now >= try_end_) take(UpstreamResult{}, now);  // kTimeout
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+void GateExchange::on_deadline(GateClock::time_point now) noexcept {
+  if (done_ || !try_ || now < try_end_) return;
+  try {
+    UpstreamResult r = try_->read();  // an answer that came with the deadline still counts
+    take(r.outcome == UpstreamOutcome::kPending ? UpstreamResult{} : std::move(r), now);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
 }
 
 }  // namespace sandlet::net

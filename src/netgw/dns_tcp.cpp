@@ -12,13 +12,15 @@
 namespace sandlet::netgw {
 
 void SandboxPort::accept_dns_tcp(sys::UniqueFd in) {
-  if (!dns_ || dns_tcp_.size() >= kDnsTcpPerSandbox) {
+  if (!dns_ || dns_tcp_.size() >= kDnsTcpPerSandbox || !admit(1, Endpoint{}, "dns tcp")) {
     const linger lg{1, 0};
     (void)::setsockopt(in.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     return;
   }
   const uint64_t serial = ++dns_tcp_serial_;
-  dns_tcp_[serial] = std::make_unique<DnsTcp>(*this, serial, std::move(in), Gateway::now_ms());
+  auto session = std::make_unique<DnsTcp>(*this, serial, std::move(in), Gateway::now_ms());  // may throw: nothing kept
+  dns_tcp_[serial] = std::move(session);
+  ++gw_.dns_tcp_total;
 }
 
 void SandboxPort::dns_tcp_reply(uint64_t serial, std::vector<uint8_t> reply) {
@@ -31,6 +33,7 @@ void SandboxPort::dns_tcp_done(uint64_t serial) {
   if (it == dns_tcp_.end()) return;
   gw_.loop().retire(std::move(it->second));
   dns_tcp_.erase(it);
+  --gw_.dns_tcp_total;
 }
 
 DnsTcp::DnsTcp(SandboxPort& owner, uint64_t serial, sys::UniqueFd fd, int64_t now_ms)

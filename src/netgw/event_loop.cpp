@@ -1,6 +1,7 @@
 #include "netgw/event_loop.hpp"
 
 #include <cerrno>
+#include <exception>
 
 #include "common/error.hpp"
 
@@ -31,7 +32,14 @@ void EventLoop::run_once(int timeout_ms) {
   const int n = ::epoll_wait(epfd_.get(), events, 64, timeout_ms);
   for (int i = 0; i < n; ++i) {
     auto* h = static_cast<Handler*>(events[i].data.ptr);
-    if (!h->retired) h->on_event(events[i].events);
+    if (h->retired) continue;
+    try {
+      h->on_event(events[i].events);
+    } catch (const std::exception& e) {
+      if (on_error) on_error(e.what());
+    } catch (...) {
+      if (on_error) on_error("an unknown exception");
+    }
   }
   graveyard_.clear();
 }

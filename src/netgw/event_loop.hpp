@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,9 +26,11 @@ class EventLoop final {
   void add(int fd, uint32_t events, Handler* h);
   void modify(int fd, uint32_t events, Handler* h);
   void remove(int fd) noexcept;
-  // Waits up to `timeout_ms` and dispatches; then frees what was retired.
+  // Waits up to `timeout_ms` and dispatches; then frees what was retired. A handler that throws does not
+  // end the loop: the failure goes to `on_error` and the next event is dispatched.
   void run_once(int timeout_ms);
   void retire(std::unique_ptr<Handler> h);
+  std::function<void(const char* what)> on_error;
 
  private:
   sys::UniqueFd epfd_;

@@ -2,17 +2,23 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "common/error.hpp"
 #include "lazy/seqpacket.hpp"
+#include "netgw/journal.hpp"
 #include "netgw/limits.hpp"
 #include "netgw/netgw_paths.hpp"
-#include "policy/net_uplink.hpp"
+#include "policy/net_protect.hpp"
 
 namespace sandlet::netgw {
 namespace {
@@ -21,52 +27,10 @@ std::string reply_error(const Error& e) {
   return boost::json::serialize(boost::json::object{{"ok", false}, {"code", static_cast<int>(e.code())}, {"error", e.what()}});
 }
 
-const boost::json::value* field(const boost::json::object& o, const char* k) { return o.if_contains(k); }
-
-std::string text_of(const boost::json::object& o, const char* k) {
-  auto* v = field(o, k);
-  if (!v || !v->is_string()) throw Error(Code::kInvalidArgument, std::string("netgw request: '") + k + "' missing");
-  return std::string(v->as_string());
-}
-
-uint64_t number_of(const boost::json::object& o, const char* k, uint64_t max) {
-  auto* v = field(o, k);
-  if (!v || !v->is_number()) throw Error(Code::kInvalidArgument, std::string("netgw request: '") + k + "' missing");
-  const uint64_t n = v->to_number<uint64_t>();
-  if (n > max) throw Error(Code::kInvalidArgument, std::string("netgw request: '") + k + "' out of range");
-  return n;
-}
-
-// The request's parts a `net update` may change: "exact", "names", "dns" (none: no resolver).
-PolicyUpdate policy_of(const boost::json::object& o) {
-  PolicyUpdate u;
-  if (auto* ex = field(o, "exact"); ex && ex->is_array())
-    for (auto& e : ex->as_array()) {
-      Endpoint ep;
-      if (e.is_string() && parse_ip(std::string(e.as_string()), ep)) u.exact.push_back(ep);
-    }
-  if (auto* names = field(o, "names"); names && names->is_array()) {
-    if (names->as_array().size() > kMaxNameRules) throw Error(Code::kInvalidArgument, "netgw: too many rules by name");
-    for (auto& n : names->as_array()) {
-      if (!n.is_object()) throw Error(Code::kInvalidArgument, "netgw: a rule by name is not an object");
-      const auto& no = n.as_object();
-      NetAllowRule rule;
-      rule.host = text_of(no, "host");
-      rule.protocols = static_cast<uint8_t>(number_of(no, "protocols", 255));
-      rule.port_lo = static_cast<uint16_t>(number_of(no, "port_lo", 65535));
-      rule.port_hi = static_cast<uint16_t>(number_of(no, "port_hi", 65535));
-      u.names.push_back(std::move(rule));
-    }
-  }
-  if (auto* dns = field(o, "dns"); dns && dns->is_array()) {
-    if (dns->as_array().size() > kMaxNameRules) throw Error(Code::kInvalidArgument, "netgw: too many resolvers");
-    for (auto& d : dns->as_array()) {
-      std::optional<net::DnsUpstream> up = d.is_string() ? net::dns_upstream_of(std::string(d.as_string())) : std::nullopt;
-      if (!up) throw Error(Code::kInvalidArgument, "netgw: a resolver is not an IP address");
-      u.upstreams.push_back(*up);
-    }
-  }
-  return u;
+int64_t boottime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 }  // namespace
@@ -84,12 +48,30 @@ Gateway::Gateway(GatewayOptions o) : o_(std::move(o)) {
   }
   uplink_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!uplink_) throw_errno("open the gateway's own network namespace");
+  // Subscribed before the first listing: an address that appears in between is an event, not a gap.
+  address_events_ = sys::address_events_socket();
+  address_handler_.gw = this;
+  loop_.add(address_events_.get(), EPOLLIN, &address_handler_);
   uplink_addresses_ = sys::netns_addresses(-1);
+  protected_ = policy::protected_ranges_of(uplink_addresses_);
+  next_relist_ms_ = now_ms() + kUplinkRelistMs;
+  rlimit r{};
+  fd_limit_ = ::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY ? static_cast<size_t>(r.rlim_cur) : kFdsWanted;
+  budget_ = FdBudget::for_limit(fd_limit_);
+  spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  node_counters_fd_.reset(::open((gateway_dir(o_.root) + "/counters").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  // The node's counters carry on from the gateways before this one (a restart, or one that went idle).
+  proto::NetgwCounters kept{};
+  if (node_counters_fd_ && ::pread(node_counters_fd_.get(), &kept, sizeof kept, 0) == static_cast<ssize_t>(sizeof kept) &&
+      kept.magic == proto::kNetgwCountersMagic && kept.version == proto::kNetgwCountersVersion)
+    for (uint32_t i = 0; i < proto::kGwCounterCount; ++i)
+      if (i <= proto::kGwProtectLastUs || i >= proto::kGwDnsAnswered) node_[i] = kept.v[i];
+  if (o_.restarts > 0) ++node_[proto::kGwRestarts];
+  loop_.on_error = [this](const char* what) {
+    count(proto::kGwLoopErrors);
+    if (node_[proto::kGwLoopErrors] <= 64) std::fprintf(stderr, "sandlet-netgw: caught in the event loop: %s\n", what);
+  };
   dns_ = std::make_unique<DnsService>(loop_);  // here: its workers start in the uplink namespace
-}
-
-std::vector<policy::NetProtectedRange> Gateway::protected_ranges() const {
-  return policy::protected_ranges_of(uplink_addresses_);
 }
 
 SandboxPort* Gateway::find(const std::string& id) {
@@ -97,9 +79,74 @@ SandboxPort* Gateway::find(const std::string& id) {
   return it == sandboxes_.end() ? nullptr : it->second.get();
 }
 
+size_t Gateway::node_fds() const {
+  return sandboxes_.size() * kFdsPerSandbox + 2 * tcp_total + 2 * udp_total + dns_tcp_total;
+}
+
+FdVerdict Gateway::admits(const SandboxPort& port, size_t want) const {
+  return budget_.admits_connection(node_fds(), port.connection_fds(), sandboxes_.size(), want);
+}
+
+void Gateway::shed(int listen_fd) {
+  spare_.reset();
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd >= 0) {
+    const linger lg{1, 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    ::close(fd);
+  }
+  spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+}
+
+void Gateway::on_address_events() {
+  const int64_t at = boottime_ns();
+  if (sys::drain_address_events(address_events_.get())) relist_uplink(at);
+}
+
+void Gateway::relist_uplink(int64_t event_ns) {
+  next_relist_ms_ = now_ms() + kUplinkRelistMs;
+  std::vector<sys::NetnsAddress> now = sys::netns_addresses(-1);
+  std::vector<policy::NetProtectedRange> ranges = policy::protected_ranges_of(now);
+  uplink_addresses_ = std::move(now);
+  if (ranges == protected_) return;
+  // The change only: usually one address, so one map update per sandbox, however many ranges there are.
+  std::vector<policy::NetProtectedRange> added, removed;
+  for (const auto& r : ranges)
+    if (std::find(protected_.begin(), protected_.end(), r) == protected_.end()) added.push_back(r);
+  for (const auto& r : protected_)
+    if (std::find(ranges.begin(), ranges.end(), r) == ranges.end()) removed.push_back(r);
+  protected_ = std::move(ranges);
+  for (auto& [id, sb] : sandboxes_) {
+    try {
+      sb->protect_change(added, removed);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sandlet-netgw: %s: protected ranges not updated: %s\n", id.c_str(), e.what());
+    }
+  }
+  count(proto::kGwProtectUpdates);
+  node_[proto::kGwProtectLastUs] = static_cast<uint64_t>(std::max<int64_t>(0, boottime_ns() - event_ns) / 1000);
+  std::fprintf(stderr, "sandlet-netgw: the uplink's addresses changed: %zu protected ranges in %zu sandboxes (%llu us)\n",
+               protected_.size(), sandboxes_.size(), static_cast<unsigned long long>(node_[proto::kGwProtectLastUs]));
+}
+
 int Gateway::run(int ready_fd) {
-  control_ = lazy::seqpacket_listen(control_socket_path(o_.root));
+  control_.reset(::fcntl(o_.control_fd, F_DUPFD_CLOEXEC, 3));
+  if (!control_) throw_errno("netgw: the control socket");
   (void)::fcntl(control_.get(), F_SETFL, O_NONBLOCK);
+  if (o_.journal) {
+    for (Replay& r : o_.journal->replay()) {
+      try {
+        handle(r.request, r.fds, true);
+      } catch (const std::exception& e) {
+        boost::system::error_code ec;
+        const boost::json::value v = boost::json::parse(r.request, ec);
+        const auto* id = !ec && v.is_object() ? v.as_object().if_contains("id") : nullptr;
+        std::fprintf(stderr, "sandlet-netgw: not re-attached: %s\n", e.what());
+        if (id && id->is_string()) o_.journal->forget(std::string(id->as_string()));
+      }
+    }
+    if (o_.restarts) std::fprintf(stderr, "sandlet-netgw: restarted (pid %d), %zu sandboxes re-attached\n", ::getpid(), sandboxes_.size());
+  }
   loop_.add(control_.get(), EPOLLIN, this);
   if (ready_fd >= 0) {
     (void)!::write(ready_fd, "r", 1);
@@ -109,19 +156,67 @@ int Gateway::run(int ready_fd) {
   for (;;) {
     loop_.run_once(100);
     const int64_t now = now_ms();
-    for (auto& [id, sb] : sandboxes_) sb->tick(now);
+    tick(now);
     if (sandboxes_.empty() && clients_.empty() && now - idle_since_ms_ >= o_.idle_exit_ms) {
       // Leave the socket path first, so a starter that finds it gone starts a successor.
       ::unlink(control_socket_path(o_.root).c_str());
+      flush_node_counters();
       return 0;
     }
   }
 }
 
+void Gateway::tick(int64_t now) {
+  for (auto& [id, sb] : sandboxes_) {
+    try {
+      sb->tick(now);
+    } catch (const std::exception& e) {
+      loop_.on_error(e.what());
+    }
+  }
+  if (now >= next_relist_ms_) {
+    try {
+      relist_uplink(boottime_ns());
+    } catch (const std::exception& e) {
+      loop_.on_error(e.what());
+    }
+  }
+  const DnsService::Totals& t = dns_->totals();
+  const uint64_t dns_total = t.answered + t.refused + t.failed + t.dropped;
+  if (dns_total != dns_flushed_) node_dirty_ = true;
+  if (node_dirty_ && now >= next_node_flush_ms_) {
+    dns_flushed_ = dns_total;
+    flush_node_counters();
+  }
+}
+
+void Gateway::flush_node_counters() {
+  node_dirty_ = false;
+  next_node_flush_ms_ = now_ms() + kCountersFlushMs;
+  if (!node_counters_fd_) return;
+  proto::NetgwCounters c{};
+  c.magic = proto::kNetgwCountersMagic;
+  c.version = proto::kNetgwCountersVersion;
+  for (uint32_t i = 0; i < proto::kGwCounterCount; ++i) c.v[i] = node_[i];
+  c.v[proto::kGwAttached] = sandboxes_.size();
+  c.v[proto::kGwFdsInUse] = node_fds();
+  c.v[proto::kGwFdLimit] = fd_limit_;
+  // The resolver's totals since this gateway started, on top of what the gateways before it counted.
+  const DnsService::Totals& t = dns_->totals();
+  c.v[proto::kGwDnsAnswered] += t.answered;
+  c.v[proto::kGwDnsRefused] += t.refused;
+  c.v[proto::kGwDnsFailed] += t.failed;
+  c.v[proto::kGwDnsDropped] += t.dropped;
+  (void)!::pwrite(node_counters_fd_.get(), &c, sizeof c, 0);
+}
+
 void Gateway::on_event(uint32_t) {
   for (;;) {
     const int fd = ::accept4(control_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) shed(control_.get());
+      return;
+    }
     if (clients_.size() >= 64) {
       ::close(fd);
       continue;
@@ -163,76 +258,15 @@ void Gateway::on_client(Client& c, uint32_t) {
   (void)::send(c.fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>& fds) {
-  boost::system::error_code ec;
-  auto v = boost::json::parse(text, ec);
-  if (ec || !v.is_object()) throw Error(Code::kInvalidArgument, "netgw request is not a JSON object");
-  const auto& o = v.as_object();
-  const std::string op = text_of(o, "op");
-  boost::json::object out{{"ok", true}};
-  if (op == "ping") {
-    out["pid"] = ::getpid();
-  } else if (op == "status") {
-    boost::json::array list;
-    for (auto& [id, sb] : sandboxes_)
-      list.push_back({{"id", id}, {"connections", sb->connections()}, {"udp_flows", sb->flows()},
-                      {"bytes_out", sb->relayed_out}, {"bytes_in", sb->relayed_in}, {"refused", sb->refused}});
-    out["pid"] = ::getpid();
-    out["sandboxes"] = std::move(list);
-    out["connections"] = tcp_total;
-    out["udp_flows"] = udp_total;
-  } else if (op == "detach") {
-    detach(text_of(o, "id"), "detach");
-  } else if (op == "update") {
-    SandboxPort* port = find(text_of(o, "id"));
-    if (!port) throw Error(Code::kNotFound, "netgw update: sandbox " + text_of(o, "id") + " is not attached");
-    uplink_addresses_ = sys::netns_addresses(-1);
-    port->update(policy_of(o));
-  } else if (op == "attach") {
-    if (fds.size() != 3 && fds.size() != 4)
-      throw Error(Code::kInvalidArgument, "netgw attach: needs the netns, pidfd and cgroup fds (and the DNS log)");
-    AttachRequest r;
-    r.id = text_of(o, "id");
-    r.netns = std::move(fds[0]);
-    r.pidfd = std::move(fds[1]);
-    r.cgroup = std::move(fds[2]);
-    if (fds.size() == 4) r.dns_log = std::move(fds[3]);
-    PolicyUpdate p = policy_of(o);
-    r.exact = std::move(p.exact);
-    r.names = std::move(p.names);
-    r.upstreams = std::move(p.upstreams);
-    if (auto* pub = field(o, "publish"); pub && pub->is_array()) {
-      if (pub->as_array().size() > kMaxPublished) throw Error(Code::kInvalidArgument, "netgw attach: too many published ports");
-      for (auto& p : pub->as_array()) {
-        if (!p.is_object()) continue;
-        const auto& po = p.as_object();
-        Published pp;
-        if (!parse_ip(text_of(po, "address"), pp.host)) throw Error(Code::kInvalidArgument, "netgw attach: bad publish address");
-        pp.host.port = static_cast<uint16_t>(number_of(po, "host_port", 65535));
-        pp.inside = static_cast<uint16_t>(number_of(po, "port", 65535));
-        r.publish.push_back(pp);
-      }
-    }
-    if (auto* rate = field(o, "egress_rate"); rate && rate->is_number()) r.egress_rate = rate->to_number<uint64_t>();
-    uplink_addresses_ = sys::netns_addresses(-1);  // the uplink's addresses may have changed since
-    if (sandboxes_.size() >= kMaxSandboxes) throw Error(Code::kResourceExhausted, "netgw: too many sandboxes attached");
-    // Attached already (two runtimes re-attaching after a restart): what it holds stays as it is.
-    if (sandboxes_.count(r.id)) return boost::json::serialize(boost::json::object{{"ok", true}, {"attached", true}});
-    const std::string id = r.id;
-    auto port = std::make_unique<SandboxPort>(*this, std::move(r));
-    sandboxes_[id] = std::move(port);
-  } else {
-    throw Error(Code::kInvalidArgument, "netgw: unknown op '" + op + "'");
-  }
-  return boost::json::serialize(out);
-}
-
 void Gateway::detach(const std::string& id, const char* why) {
   auto it = sandboxes_.find(id);
   if (it == sandboxes_.end()) return;
   std::fprintf(stderr, "sandlet-netgw: %s %s\n", why, id.c_str());
+  it->second->flush_counters();
   loop_.retire(std::move(it->second));
   sandboxes_.erase(it);
+  node_dirty_ = true;
+  if (o_.journal) o_.journal->forget(id);
   if (sandboxes_.empty()) idle_since_ms_ = now_ms();
 }
 

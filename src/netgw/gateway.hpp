@@ -20,15 +20,18 @@
 #include "net/dns_upstream.hpp"
 #include "netgw/dns_service.hpp"
 #include "netgw/event_loop.hpp"
+#include "netgw/fd_budget.hpp"
 #include "netgw/rate_limit.hpp"
 #include "netgw/sockaddr.hpp"
 #include "policy/net_filter.hpp"
+#include "proto/netgw_counters.hpp"
 #include "sys/fd.hpp"
 #include "sys/rtnetlink.hpp"
 
 namespace sandlet::netgw {
 
 class Gateway;
+class Journal;
 class SandboxPort;
 
 struct Published {
@@ -47,6 +50,8 @@ struct AttachRequest {
   std::vector<NetAllowRule> names;
   std::vector<net::DnsUpstream> upstreams;
   sys::UniqueFd dns_log;
+  sys::UniqueFd counters;  // the sandbox's counters file (proto/netgw_counters.hpp; may be invalid)
+  std::string request;     // the attach request as received: what a restarted gateway is given again
 };
 
 // The parts of an attach request that a `net update` may change.
@@ -125,12 +130,26 @@ class SandboxPort final : public Handler {
   RateLimit& rate() { return rate_; }
   // Refusal reason for a destination, or "" when it may be relayed.
   std::string refuse(const Endpoint& dst, uint8_t proto) const;
+  // Whether a new connection or flow (`fds` descriptors) may be opened now; counts and logs a refusal.
+  bool admit(size_t fds, const Endpoint& dst, const char* proto);
+  // Counts a refusal of `kind` (proto::NetgwCounter) and logs the sandbox's first ones.
+  void refused_for(proto::NetgwCounter kind, const char* proto, const Endpoint& dst, const std::string& why);
+  // Descriptors this sandbox's connections, flows and resolver sessions hold (its fixed ones excepted).
+  size_t connection_fds() const { return 2 * relays_.size() + 2 * flows_.size() + dns_tcp_.size(); }
+  // Its protected ranges: the node's (at attach), then as the uplink's addresses change (false: a filter of
+  // an older version).
+  bool protect(const std::vector<policy::NetProtectedRange>& ranges);
+  bool protect_change(const std::vector<policy::NetProtectedRange>& add, const std::vector<policy::NetProtectedRange>& remove);
+  void count(proto::NetgwCounter c, uint64_t n = 1);  // the sandbox's and the node's
+  void flush_counters();
   sys::UniqueFd socket_inside(int family, int type);  // made in the sandbox's namespace
   void relay_done(TcpRelay* r);
   void tick(int64_t now_ms);
   size_t connections() const { return relays_.size(); }
   size_t flows() const { return flows_.size(); }
-  uint64_t relayed_out = 0, relayed_in = 0, refused = 0;
+  uint64_t counter(proto::NetgwCounter c) const { return counters_[c]; }
+  const std::string& request() const { return request_; }
+  void set_request(std::string r) { request_ = std::move(r); }
   // A `net update`: the exact rules and the resolver's policy (the kernel rules were swapped by the caller).
   void update(PolicyUpdate u);
   // From the DNS workers' completions (loop thread): a UDP reply to the flow `key`, a TCP one to session `serial`.
@@ -181,28 +200,49 @@ class SandboxPort final : public Handler {
   std::map<uint64_t, std::unique_ptr<DnsTcp>> dns_tcp_;
   uint64_t dns_tcp_serial_ = 0;
   int64_t next_prune_ms_ = 0;
+  sys::UniqueFd counters_fd_;
+  uint64_t counters_[proto::kGwCounterCount] = {};
+  bool counters_dirty_ = false;
+  int64_t next_flush_ms_ = 0;
+  uint64_t logged_ = 0;  // refusals written to the node's log (the first few only)
+  std::string request_;
 };
 
 struct GatewayOptions {
   std::string root;
   std::string uplink_netns;  // "" = the namespace the gateway starts in (the host's)
   int idle_exit_ms = 3000;   // no sandbox attached for this long: exit
+  int control_fd = -1;       // the listening control socket (the supervisor's, kept across restarts)
+  Journal* journal = nullptr;  // where attaches are remembered for a restart (null: unsupervised)
+  uint64_t restarts = 0;     // how many gateways the supervisor started before this one
 };
 
 class Gateway final : public Handler {
  public:
   explicit Gateway(GatewayOptions o);
-  // Serves until idle; writes one byte to `ready_fd` once the control socket listens.
+  // Attaches what the supervisor kept from the gateway before this one (replay.hpp), then serves until
+  // idle; writes one byte to `ready_fd` once it serves.
   int run(int ready_fd);
   void on_event(uint32_t events) override;  // the control socket
   EventLoop& loop() { return loop_; }
   int uplink_netns() const { return uplink_.get(); }
   const std::vector<sys::NetnsAddress>& uplink_addresses() const { return uplink_addresses_; }
-  // The uplink's own addresses as ranges no resolved address may open (loopback excepted).
-  std::vector<policy::NetProtectedRange> protected_ranges() const;
+  // The ranges only a rule inside them opens: the fixed ones and the uplink's own addresses.
+  const std::vector<policy::NetProtectedRange>& protected_ranges() const { return protected_; }
+  // Handles one control request (its descriptors taken from `fds`); throws Error with the reply's code.
+  std::string handle(const std::string& request, std::vector<sys::UniqueFd>& fds, bool replay = false);
+  // The descriptor budget's verdict for `want` more descriptors of `port`.
+  FdVerdict admits(const SandboxPort& port, size_t want) const;
+  // Accepts and resets one pending connection of `listen_fd` when the process is out of descriptors, with
+  // the descriptor kept spare for this: the listener would otherwise stay readable and spin the loop.
+  void shed(int listen_fd);
+  void count(proto::NetgwCounter c, uint64_t n = 1) {
+    node_[c] += n;
+    node_dirty_ = true;
+  }
   DnsService& dns() { return *dns_; }
   SandboxPort* find(const std::string& id);
-  size_t tcp_total = 0, udp_total = 0;
+  size_t tcp_total = 0, udp_total = 0, dns_tcp_total = 0;
   void detach(const std::string& id, const char* why);
   static int64_t now_ms();
 
@@ -212,13 +252,34 @@ class Gateway final : public Handler {
     sys::UniqueFd fd;
     void on_event(uint32_t e) override { gw->on_client(*this, e); }
   };
+  struct AddressEvents final : Handler {
+    Gateway* gw;
+    void on_event(uint32_t) override { gw->on_address_events(); }
+  };
   void on_client(Client& c, uint32_t events);
-  std::string handle(const std::string& request, std::vector<sys::UniqueFd>& fds);
+  void on_address_events();
+  // Lists the uplink's addresses; when they changed, every sandbox's protected ranges follow.
+  void relist_uplink(int64_t event_ns);
+  size_t node_fds() const;
+  void tick(int64_t now_ms);
+  void flush_node_counters();
 
   GatewayOptions o_;
   EventLoop loop_;
   sys::UniqueFd uplink_;
   std::vector<sys::NetnsAddress> uplink_addresses_;
+  std::vector<policy::NetProtectedRange> protected_;
+  sys::UniqueFd address_events_;
+  AddressEvents address_handler_;
+  int64_t next_relist_ms_ = 0;
+  size_t fd_limit_ = 0;
+  FdBudget budget_;
+  sys::UniqueFd spare_;  // /dev/null, given up for a moment by shed()
+  uint64_t node_[proto::kGwCounterCount] = {};
+  bool node_dirty_ = true;
+  int64_t next_node_flush_ms_ = 0;
+  uint64_t dns_flushed_ = 0;  // the resolver's decisions at the last flush
+  sys::UniqueFd node_counters_fd_;
   sys::UniqueFd control_;
   std::map<Client*, std::unique_ptr<Client>> clients_;
   std::map<std::string, std::unique_ptr<SandboxPort>> sandboxes_;

@@ -2,26 +2,46 @@
 // backends/container/net_gateway_client.hpp):
 //   sandlet-netgw serve --root R [--uplink-netns PATH] [--idle-exit-ms N] [--ready-fd N]
 // It detaches itself (a new session, reparented away from the starter, whose sandboxes may be detached
-// and outlive it), takes the root's lock (one gateway per root) and writes one byte to --ready-fd once its
-// control socket listens ("b": another gateway holds the lock; "e<message>": it failed).
+// and outlive it), takes the root's lock (one gateway per root), raises its descriptor limit, and runs the
+// gateway under a supervisor (supervisor.hpp) that starts it again if it dies. One byte goes to
+// --ready-fd once the gateway serves ("b": another gateway holds the lock; "e<message>": it failed).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "lazy/seqpacket.hpp"
 #include "netgw/gateway.hpp"
+#include "netgw/journal.hpp"
+#include "netgw/limits.hpp"
 #include "netgw/netgw_paths.hpp"
+#include "netgw/supervisor.hpp"
 #include "sys/fs_util.hpp"
 
 using namespace sandlet;
 
 namespace {
+
+// As many descriptors as the gateway's own bounds need (limits.hpp). Raising the hard limit needs
+// CAP_SYS_RESOURCE; without it the soft limit goes up to the hard one and the budgets follow what is there.
+void raise_fd_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_max < netgw::kFdsWanted) {
+    const rlimit want{netgw::kFdsWanted, netgw::kFdsWanted};
+    if (::setrlimit(RLIMIT_NOFILE, &want) == 0) return;
+  }
+  r.rlim_cur = std::min<rlim_t>(std::max<rlim_t>(r.rlim_cur, netgw::kFdsWanted), r.rlim_max);
+  (void)::setrlimit(RLIMIT_NOFILE, &r);
+}
 
 int serve(int argc, char** argv) {
   netgw::GatewayOptions o;
@@ -48,14 +68,14 @@ int serve(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, 0), ::dup2(devnull, 1);
-  auto fail = [&](const std::string& why) {
+  auto fail = [](int ready, const std::string& why) {
     std::fprintf(stderr, "sandlet-netgw: %s\n", why.c_str());
-    if (ready_fd >= 0) {
+    if (ready >= 0) {
       const std::string msg = "e" + why;
-      (void)!::write(ready_fd, msg.data(), msg.size());
+      (void)!::write(ready, msg.data(), msg.size());
     }
-    return 1;
   };
+  sys::UniqueFd control;
   try {
     sys::mkdir_p(netgw::gateway_dir(o.root), 0700);
     const int log = ::open(netgw::log_path(o.root).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND, 0600);
@@ -68,13 +88,32 @@ int serve(int argc, char** argv) {
     const std::string pid_text = std::to_string(::getpid()) + "\n";
     (void)!::ftruncate(lock, 0);
     (void)!::pwrite(lock, pid_text.data(), pid_text.size(), 0);
-    netgw::Gateway gw(o);
-    std::fprintf(stderr, "sandlet-netgw: serving %s (pid %d)\n", o.root.c_str(), ::getpid());
-    const int rc = gw.run(ready_fd);
+    raise_fd_limit();
+    // The control socket belongs to the supervisor: a gateway that dies leaves it listening, and its
+    // successor accepts what queued meanwhile.
+    control = lazy::seqpacket_listen(netgw::control_socket_path(o.root));
+    o.control_fd = control.get();
+    std::fprintf(stderr, "sandlet-netgw: serving %s (supervisor pid %d)\n", o.root.c_str(), ::getpid());
+    netgw::SupervisorOptions so;
+    so.ready_fd = ready_fd;
+    const int rc = netgw::supervise(so, [&](sys::UniqueFd journal_fd, int ready, uint64_t restarts) {
+      try {
+        netgw::Journal journal(std::move(journal_fd));
+        netgw::GatewayOptions g = o;
+        g.journal = &journal;
+        g.restarts = restarts;
+        netgw::Gateway gw(g);
+        return gw.run(ready);
+      } catch (const std::exception& e) {
+        fail(ready, e.what());
+        return restarts == 0 ? 2 : 1;  // the first one failing to start: nothing to supervise
+      }
+    });
     (void)!::ftruncate(lock, 0);
     return rc;
   } catch (const std::exception& e) {
-    return fail(e.what());
+    fail(ready_fd, e.what());
+    return 1;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "netgw/gateway.hpp"
 #include "netgw/limits.hpp"
+#include "policy/net_protect.hpp"
 #include "policy/net_sk_lookup.hpp"
 #include "sys/bpf.hpp"
 
@@ -39,9 +40,18 @@ bool is_unroutable(const Endpoint& e) {
 SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
     : gw_(gw), id_(std::move(req.id)), netns_(std::move(req.netns)), pidfd_(std::move(req.pidfd)),
       cgroup_(std::move(req.cgroup)), exact_(std::move(req.exact)), publish_(std::move(req.publish)),
-      rate_(req.egress_rate) {
+      rate_(req.egress_rate), counters_fd_(std::move(req.counters)), request_(std::move(req.request)) {
   filter_ = policy::NetFilter::open_attached(cgroup_.get());
   if (!filter_) throw Error(Code::kFailedPrecondition, "netgw attach " + id_ + ": the sandbox has no allowlist filter");
+  // The node's protected ranges before anything of the sandbox runs (its filter was made with the fixed
+  // ones only), kept current from here on (Gateway::relist_uplink).
+  protect(gw_.protected_ranges());
+  // A gateway started after another died carries on from what that one counted.
+  proto::NetgwCounters kept{};
+  if (counters_fd_ && ::pread(counters_fd_.get(), &kept, sizeof kept, 0) == static_cast<ssize_t>(sizeof kept) &&
+      kept.magic == proto::kNetgwCountersMagic && kept.version == proto::kNetgwCountersVersion)
+    for (uint32_t i = 0; i < proto::kGwRestarts; ++i) counters_[i] = kept.v[i];
+  counters_dirty_ = true;
   if (!req.upstreams.empty()) {
     sys::UniqueFd group(::fcntl(cgroup_.get(), F_DUPFD_CLOEXEC, 3));
     if (!group) throw_errno("netgw attach " + id_ + ": dup the cgroup fd");
@@ -113,6 +123,7 @@ SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
 }
 
 SandboxPort::~SandboxPort() {
+  gw_.dns_tcp_total -= dns_tcp_.size();
   dns_tcp_.clear();
   gw_.loop().remove(pidfd_.get());
   for (auto& l : listeners_) gw_.loop().remove(l->fd.get());
@@ -162,17 +173,69 @@ sys::UniqueFd SandboxPort::socket_inside(int family, int type) {
   return s;
 }
 
+bool SandboxPort::protect(const std::vector<policy::NetProtectedRange>& ranges) { return filter_->set_protected(ranges); }
+
+bool SandboxPort::protect_change(const std::vector<policy::NetProtectedRange>& add,
+                                 const std::vector<policy::NetProtectedRange>& remove) {
+  return filter_->change_protected(add, remove);
+}
+
 std::string SandboxPort::refuse(const Endpoint& dst, uint8_t proto) const {
   if (is_loopback(dst)) return "a loopback destination";
   if (is_unroutable(dst)) return "an unroutable destination";
-  for (const sys::NetnsAddress& a : gw_.uplink_addresses()) {
-    if (a.family != dst.family || std::memcmp(a.addr.data(), dst.addr.data(), dst.family == 4 ? 4 : 16) != 0) continue;
+  // The uplink's own addresses and the metadata endpoints: only a rule naming the address exactly (the
+  // kernel's protected ranges say the same; this holds even for a filter made by an older version).
+  bool exact_only = policy::is_metadata_endpoint(dst.family, dst.addr.data());
+  for (const sys::NetnsAddress& a : gw_.uplink_addresses())
+    exact_only |= a.family == dst.family && std::memcmp(a.addr.data(), dst.addr.data(), dst.family == 4 ? 4 : 16) == 0;
+  if (exact_only) {
     bool named = false;
     for (const Endpoint& e : exact_) named |= e.family == dst.family && e.addr == dst.addr;
-    if (!named) return "an address of the uplink itself";
+    if (!named) return "an address of the uplink itself or a metadata endpoint";
   }
-  if (!filter_->allows(dst.family, dst.addr.data(), proto, dst.port)) return "not allowed by the sandbox's rules";
+  try {
+    if (!filter_->allows(dst.family, dst.addr.data(), proto, dst.port)) return "not allowed by the sandbox's rules";
+  } catch (const std::exception& e) {
+    return std::string("the allowlist could not be read: ") + e.what();  // e.g. out of descriptors: refuse
+  }
   return "";
+}
+
+void SandboxPort::refused_for(proto::NetgwCounter kind, const char* proto, const Endpoint& dst, const std::string& why) {
+  count(kind);
+  // The log is the node's: a sandbox that keeps trying gets its first refusals logged, then counted only.
+  if (++logged_ <= 32)
+    std::fprintf(stderr, "sandlet-netgw: %s: refused %s %s: %s\n", id_.c_str(), proto, to_string(dst).c_str(), why.c_str());
+}
+
+bool SandboxPort::admit(size_t fds, const Endpoint& dst, const char* proto) {
+  switch (gw_.admits(*this, fds)) {
+    case FdVerdict::kAdmit: return true;
+    case FdVerdict::kOverSandbox:
+      refused_for(proto::kGwRefusedBudget, proto, dst, "over the sandbox's descriptor budget");
+      return false;
+    case FdVerdict::kNodeFull:
+      refused_for(proto::kGwRefusedNode, proto, dst, "the gateway's descriptors are in use");
+      return false;
+  }
+  return false;
+}
+
+void SandboxPort::count(proto::NetgwCounter c, uint64_t n) {
+  counters_[c] += n;
+  counters_dirty_ = true;
+  gw_.count(c, n);
+}
+
+void SandboxPort::flush_counters() {
+  counters_dirty_ = false;
+  next_flush_ms_ = Gateway::now_ms() + kCountersFlushMs;
+  if (!counters_fd_) return;
+  proto::NetgwCounters c{};
+  c.magic = proto::kNetgwCountersMagic;
+  c.version = proto::kNetgwCountersVersion;
+  for (uint32_t i = 0; i < proto::kGwRestarts; ++i) c.v[i] = counters_[i];
+  (void)!::pwrite(counters_fd_.get(), &c, sizeof c, 0);
 }
 
 void SandboxPort::on_listener(Listener& l) {
@@ -184,7 +247,14 @@ void SandboxPort::on_listener(Listener& l) {
 void SandboxPort::accept_egress(Listener& l) {
   for (int i = 0; i < 64; ++i) {
     sys::UniqueFd in(::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!in) return;
+    if (!in) {
+      if (errno == EMFILE || errno == ENFILE) {
+        refused_for(proto::kGwRefusedNode, "tcp", Endpoint{}, "the gateway process is out of descriptors");
+        gw_.shed(l.fd.get());
+        continue;
+      }
+      return;
+    }
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     if (::getsockname(in.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
@@ -193,27 +263,33 @@ void SandboxPort::accept_egress(Listener& l) {
       accept_dns_tcp(std::move(in));
       continue;
     }
-    const std::string why = relays_.size() >= kTcpPerSandbox || gw_.tcp_total >= kTcpPerNode
-                                ? "too many connections"
-                                : refuse(dst, kNetTcp);
     auto reset = [&] {
       const linger lg{1, 0};
       (void)::setsockopt(in.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);  // the sandbox sees a reset
     };
-    if (!why.empty()) {
-      // The log is the node's: a sandbox that keeps trying gets its first refusals logged, then counted only.
-      if (++refused <= 32)
-        std::fprintf(stderr, "sandlet-netgw: %s: refused tcp %s: %s\n", id_.c_str(), to_string(dst).c_str(), why.c_str());
+    if (const std::string why = refuse(dst, kNetTcp); !why.empty()) {
+      refused_for(proto::kGwRefusedPolicy, "tcp", dst, why);
+      reset();
+      continue;
+    }
+    if (relays_.size() >= kTcpPerSandbox) {
+      refused_for(proto::kGwRefusedBudget, "tcp", dst, "too many connections of this sandbox");
+      reset();
+      continue;
+    }
+    if (gw_.tcp_total >= kTcpPerNode) {
+      refused_for(proto::kGwRefusedNode, "tcp", dst, "too many connections on the node");
+      reset();
+      continue;
+    }
+    if (!admit(2, dst, "tcp")) {
       reset();
       continue;
     }
     sys::UniqueFd out(::socket(dst.family == 4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!out) {
-      reset();
-      continue;
-    }
     const socklen_t dl = sockaddr_of(dst, ss);
-    if (::connect(out.get(), reinterpret_cast<sockaddr*>(&ss), dl) != 0 && errno != EINPROGRESS) {
+    if (!out || (::connect(out.get(), reinterpret_cast<sockaddr*>(&ss), dl) != 0 && errno != EINPROGRESS)) {
+      refused_for(proto::kGwRefusedError, "tcp", dst, std::string("connect out: ") + std::strerror(errno));
       reset();
       continue;
     }
@@ -221,15 +297,30 @@ void SandboxPort::accept_egress(Listener& l) {
     TcpRelay* p = r.get();
     relays_[p] = std::move(r);
     ++gw_.tcp_total;
-    p->start();
+    count(proto::kGwTcpAccepted);
+    try {
+      p->start();
+    } catch (const std::exception& e) {
+      refused_for(proto::kGwRefusedError, "tcp", dst, e.what());
+      relay_done(p);  // closes both sockets: the sandbox sees its connection end
+    }
   }
 }
 
 void SandboxPort::accept_published(Listener& l) {
   for (int i = 0; i < 64; ++i) {
     sys::UniqueFd out(::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!out) return;
+    if (!out) {
+      if (errno == EMFILE || errno == ENFILE) {
+        gw_.shed(l.fd.get());
+        continue;
+      }
+      return;
+    }
     if (relays_.size() >= kTcpPerSandbox || gw_.tcp_total >= kTcpPerNode) continue;
+    Endpoint host;  // (the published address: what the refusal is logged with)
+    host = publish_[l.index].host;
+    if (!admit(2, host, "published tcp")) continue;
     sys::UniqueFd in;
     try {
       in = socket_inside(AF_INET, SOCK_STREAM);
@@ -246,7 +337,11 @@ void SandboxPort::accept_published(Listener& l) {
     TcpRelay* p = r.get();
     relays_[p] = std::move(r);
     ++gw_.tcp_total;
-    p->start();
+    try {
+      p->start();
+    } catch (const std::exception&) {
+      relay_done(p);
+    }
   }
 }
 
@@ -273,6 +368,7 @@ void SandboxPort::tick(int64_t now) {
     if (next_prune_ms_ != 0) gw_.dns().prune(dns_);
     next_prune_ms_ = now + kDnsPruneMs;
   }
+  if (counters_dirty_ && now >= next_flush_ms_) flush_counters();
 }
 
 }  // namespace sandlet::netgw

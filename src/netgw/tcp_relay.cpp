@@ -94,8 +94,10 @@ void TcpRelay::pump() {
   const uint64_t read_now = out_buf_.size() + sent_out - before;
   rate.spend(read_now);
   throttled_ = !rate.unlimited() && !inner_eof_ && rate.available() == 0;
-  owner_.relayed_out += sent_out;
-  ok = ok && move(outer_.get(), inner_.get(), in_buf_, outer_eof_, inner_shut_, UINT64_MAX, owner_.relayed_in);
+  owner_.count(proto::kGwBytesOut, sent_out);
+  uint64_t sent_in = 0;
+  ok = ok && move(outer_.get(), inner_.get(), in_buf_, outer_eof_, inner_shut_, UINT64_MAX, sent_in);
+  owner_.count(proto::kGwBytesIn, sent_in);
   if (!ok) return finish(true);
   if (inner_eof_ && outer_eof_ && out_buf_.empty() && in_buf_.empty()) return finish(false);
   update_interest();

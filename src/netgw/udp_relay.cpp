@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/error.hpp"
 #include "netgw/gateway.hpp"
 #include "netgw/limits.hpp"
 
@@ -42,21 +43,44 @@ void SandboxPort::on_datagram(Listener& l) {
     const Endpoint client = endpoint_of(from);
     const std::string payload(buf.data(), static_cast<size_t>(n));
     const bool dns = is_resolver(*dst);
-    std::string why;
-    if (dns) {
-      if (!dns_) why = "no resolver";
-    } else {
-      why = refuse(*dst, kNetUdp);
-      if (why.empty() && rate_.available() < payload.size()) why = "over the egress rate";
-    }
     auto key = std::make_pair(client, *dst);
     auto it = flows_.find(key);
-    if (it == flows_.end() && why.empty() &&
-        (flows_.size() >= kUdpFlowsPerSandbox || gw_.udp_total >= kUdpFlowsPerNode))
-      why = "too many UDP flows";
-    if (!why.empty()) {
-      ++refused;
+    if (dns && !dns_) {
+      refused_for(proto::kGwRefusedPolicy, "udp", *dst, "no resolver");
       continue;
+    }
+    if (!dns) {
+      if (const std::string why = refuse(*dst, kNetUdp); !why.empty()) {
+        refused_for(proto::kGwRefusedPolicy, "udp", *dst, why);
+        continue;
+      }
+      if (rate_.available() < payload.size()) {
+        count(proto::kGwRefusedBudget);  // over the egress rate: dropped as a link would (not logged)
+        continue;
+      }
+    }
+    if (it == flows_.end()) {
+      if (flows_.size() >= kUdpFlowsPerSandbox) {
+        refused_for(proto::kGwRefusedBudget, "udp", *dst, "too many UDP flows of this sandbox");
+        continue;
+      }
+      if (gw_.udp_total >= kUdpFlowsPerNode) {
+        refused_for(proto::kGwRefusedNode, "udp", *dst, "too many UDP flows on the node");
+        continue;
+      }
+      if (!admit(2, *dst, "udp")) continue;
+    }
+    if (dns) {
+      // To the resolver before a flow is made: a query over its bounds (dropped and logged there) costs no
+      // socket. The answer comes on a later turn of the loop, to the flow made below (none: it is lost, and
+      // the sandbox's library asks again).
+      Gateway* gw = &gw_;
+      const std::string id = id_;
+      if (!gw_.dns().submit(dns_, std::vector<uint8_t>(payload.begin(), payload.end()), net::DnsTransport::kUdp,
+                            [gw, id, key](std::vector<uint8_t> reply) {
+                              if (SandboxPort* p = gw->find(id)) p->dns_udp_reply(key, reply);
+                            }))
+        continue;
     }
     if (it == flows_.end()) {
       auto f = std::make_unique<UdpFlow>();
@@ -75,37 +99,31 @@ void SandboxPort::on_datagram(Listener& l) {
           (void)::setsockopt(f->reply.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
           (void)::setsockopt(f->reply.get(), IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof one);
         }
-        if (::bind(f->reply.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) continue;
+        if (::bind(f->reply.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) throw_errno("bind the reply socket");
         if (!dns) {
           f->outer.reset(::socket(dst->family == 4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-          if (!f->outer || ::connect(f->outer.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) continue;
+          if (!f->outer || ::connect(f->outer.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) throw_errno("connect out");
           gw_.loop().add(f->outer.get(), EPOLLIN, f.get());
         }
-      } catch (const std::exception&) {
+      } catch (const std::exception& e) {
+        refused_for(proto::kGwRefusedError, "udp", *dst, e.what());
         continue;
       }
       ++gw_.udp_total;
+      count(proto::kGwUdpFlows);
       it = flows_.emplace(key, std::move(f)).first;
     }
     UdpFlow& f = *it->second;
     f.last_ms = Gateway::now_ms();
     if (dns) {
-      // Answered when a worker has decided; the flow's reply socket (bound to the resolver address)
-      // sends it, so it comes from where the sandbox sent the query.
-      Gateway* gw = &gw_;
-      const std::string id = id_;
-      if (gw_.dns().submit(dns_, std::vector<uint8_t>(payload.begin(), payload.end()), net::DnsTransport::kUdp,
-                           [gw, id, key](std::vector<uint8_t> reply) {
-                             if (SandboxPort* p = gw->find(id)) p->dns_udp_reply(key, reply);
-                           }))
-        ++f.dns_pending;
-      else if (f.dns_pending == 0)
-        drop_flow(&f);
+      // The flow's reply socket (bound to the resolver address) sends the answer, so it comes from where
+      // the sandbox sent the query; the flow goes with its last answer.
+      ++f.dns_pending;
       continue;
     }
     if (::send(f.outer.get(), payload.data(), payload.size(), MSG_DONTWAIT) > 0) {
       rate_.spend(payload.size());
-      relayed_out += payload.size();
+      count(proto::kGwBytesOut, payload.size());
     }
   }
 }
@@ -134,7 +152,7 @@ void SandboxPort::on_flow_reply(UdpFlow& f) {
       return drop_flow(&f);  // e.g. ECONNREFUSED from an ICMP port unreachable
     }
     f.last_ms = Gateway::now_ms();
-    relayed_in += static_cast<uint64_t>(n);
+    count(proto::kGwBytesIn, static_cast<uint64_t>(n));
     (void)::sendto(f.reply.get(), buf.data(), static_cast<size_t>(n), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss), len);
   }
 }

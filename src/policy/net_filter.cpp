@@ -17,6 +17,8 @@ constexpr const char* kRulesName = "sl_net_rules";
 constexpr const char* kStatsName = "sl_net_stats";
 constexpr const char* kEgressName = "sl_net_egress";
 constexpr const char* kDeniedName = "sl_net_denied";
+constexpr const char* kProtectName = "sl_net_protect";
+constexpr uint32_t kMaxProtected = 4096;  // fixed ranges plus the uplink's addresses
 
 sys::BpfMapSpec trie_spec() {
   sys::BpfMapSpec s;
@@ -49,14 +51,76 @@ bool NetFilter::allows(int family, const uint8_t* addr, uint8_t proto, uint16_t 
   std::array<uint8_t, 16> a{};
   std::memcpy(a.data(), addr, family == 4 ? 4 : 16);
   const NetTrieKey key = net_key_of(family, a, family == 4 ? 32 : 128);
+  uint32_t inside = 0;  // as the programs do: the prefix length of the protected range holding it
+  if (protect_ && !sys::bpf_map_lookup(protect_.get(), &key, &inside)) inside = 0;
   NetTrieValue v;
   if (!sys::bpf_map_lookup(trie.get(), &key, &v)) return false;
   for (const NetPortEntry& e : v.e)
-    if ((e.protos & proto) && e.lo <= port && port <= e.hi) return true;
+    if ((e.protos & proto) && e.reach >= inside && e.lo <= port && port <= e.hi) return true;
   return false;
 }
 
-NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
+bool NetFilter::set_protected(const std::vector<NetProtectedRange>& protect) {
+  if (!protect_) return false;
+  std::vector<NetTrieKey> want;
+  for (const NetProtectedRange& r : protect) want.push_back(net_key_of(r.family, r.addr, r.prefix));
+  if (want.size() > kMaxProtected) want.resize(kMaxProtected);  // the fixed ranges come first
+  for (const NetTrieKey& k : want) {
+    const uint32_t len = k.prefixlen;
+    sys::bpf_map_update(protect_.get(), &k, &len);
+  }
+  NetTrieKey key, next;
+  const void* at = nullptr;
+  std::vector<NetTrieKey> stale;
+  while (sys::bpf_map_next_key(protect_.get(), at, &next)) {
+    if (std::none_of(want.begin(), want.end(), [&](const NetTrieKey& k) { return std::memcmp(&k, &next, sizeof k) == 0; }))
+      stale.push_back(next);
+    key = next;
+    at = &key;
+  }
+  for (const NetTrieKey& k : stale) sys::bpf_map_delete(protect_.get(), &k);
+  return true;
+}
+
+bool NetFilter::change_protected(const std::vector<NetProtectedRange>& add, const std::vector<NetProtectedRange>& remove) {
+  if (!protect_) return false;
+  for (const NetProtectedRange& r : add) {
+    const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);
+    const uint32_t len = k.prefixlen;
+    sys::bpf_map_update(protect_.get(), &k, &len);
+  }
+  for (const NetProtectedRange& r : remove) {
+    const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);
+    sys::bpf_map_delete(protect_.get(), &k);
+  }
+  return true;
+}
+
+std::vector<NetProtectedRange> NetFilter::protected_ranges() const {
+  std::vector<NetProtectedRange> out;
+  if (!protect_) return out;
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  NetTrieKey key, next;
+  const void* at = nullptr;
+  while (out.size() < kMaxProtected && sys::bpf_map_next_key(protect_.get(), at, &next)) {
+    NetProtectedRange r;
+    if (next.prefixlen >= 96 && std::memcmp(next.addr, kMapped, 12) == 0) {
+      r.family = 4;
+      std::memcpy(r.addr.data(), next.addr + 12, 4);
+      r.prefix = static_cast<int>(next.prefixlen) - 96;
+    } else {
+      r.family = 6;
+      std::memcpy(r.addr.data(), next.addr, 16);
+      r.prefix = static_cast<int>(next.prefixlen);
+    }
+    out.push_back(r);
+    key = next;
+    at = &key;
+  }
+  return out;
+}
+
+NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules, const std::vector<NetProtectedRange>& protect) {
   NetFilter f;
   f.template_ = sys::bpf_map_create(trie_spec());
   sys::BpfMapSpec outer;
@@ -82,10 +146,19 @@ NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules) {
   denied.max_entries = kNetDeniedSlots;
   denied.name = kDeniedName;
   f.denied_ = sys::bpf_map_create(denied);
+  sys::BpfMapSpec prot;
+  prot.type = BPF_MAP_TYPE_LPM_TRIE;
+  prot.key_size = sizeof(NetTrieKey);
+  prot.value_size = 4;
+  prot.max_entries = kMaxProtected;
+  prot.flags = BPF_F_NO_PREALLOC;
+  prot.name = kProtectName;
+  f.protect_ = sys::bpf_map_create(prot);
+  f.set_protected(protect);
   f.set_rules(rules);
   f.template_.reset();
 
-  const NetMaps maps{f.rules_.get(), f.stats_.get(), f.denied_.get()};
+  const NetMaps maps{f.rules_.get(), f.stats_.get(), f.denied_.get(), f.protect_.get()};
   const struct {
     bool v6;
     NetHook hook;
@@ -142,6 +215,7 @@ std::optional<NetFilter> NetFilter::open_attached(int cgroup_fd) {
       }
       else if (name == kStatsName) f.stats_ = std::move(map);
       else if (name == kDeniedName) f.denied_ = std::move(map);
+      else if (name == kProtectName) f.protect_ = std::move(map);
     }
     if (f.rules_ && f.stats_ && f.denied_) return f;
   }
@@ -171,7 +245,8 @@ std::vector<NetTrieEntry> NetFilter::read_slot(uint32_t slot) const {
 }
 
 size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set,
-                        const std::vector<NetProtectedRange>& protect) {
+                        std::vector<NetProtectedRange> protect) {
+  for (const NetProtectedRange& r : protected_ranges()) protect.push_back(r);
   if (rules.size() > kMaxRuleEntries)
     throw Error(Code::kInvalidArgument, "network allowlist: more than " + std::to_string(kMaxRuleEntries) +
                                             " address ranges");
@@ -204,10 +279,9 @@ size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vecto
   return dropped;
 }
 
-void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags,
-                          const std::vector<NetProtectedRange>& protect) {
+void NetFilter::set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags) {
   store(rules, holds_resolved() ? merge_resolved_set(resolved(), {}, net_clock_now(), keep_tags) : std::vector<NetResolved>{},
-        protect);
+        {});
 }
 
 size_t NetFilter::add_resolved(const std::vector<NetResolved>& add, uint32_t now,

@@ -33,8 +33,8 @@ struct NetDenial {
 
 class NetFilter final {
  public:
-  // Maps and programs, loaded (not attached) with `rules` in place.
-  static NetFilter create(const std::vector<NetTrieEntry>& rules);
+  // Maps and programs, loaded (not attached) with `rules` and the protected ranges `protect` in place.
+  static NetFilter create(const std::vector<NetTrieEntry>& rules, const std::vector<NetProtectedRange>& protect);
   // The filter attached to the cgroup2 directory `cgroup_fd`, or nothing when none is (maps only: what
   // set_rules and counters need).
   static std::optional<NetFilter> open_attached(int cgroup_fd);
@@ -43,23 +43,31 @@ class NetFilter final {
   void attach(int cgroup_fd);
   // Replaces the rules' part of the allowlist (compile_net_rules) in one step: a new trie of these and
   // the resolved addresses, swapped into the live slot by one update. Resolved addresses stay, but only
-  // those whose rule tag is in `keep_tags` when given (the rules by name of the new policy). `protect`:
-  // ranges no resolved address may open (the uplink's own addresses, as given to the rules' compile).
-  void set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags = nullptr,
-                 const std::vector<NetProtectedRange>& protect = {});
+  // those whose rule tag is in `keep_tags` when given (the rules by name of the new policy).
+  void set_rules(const std::vector<NetTrieEntry>& rules, const std::vector<uint32_t>* keep_tags = nullptr);
   // Adds addresses resolved for rules by name (merge_resolved_set: expired ones leave, the set stays
-  // bounded) and swaps in the new trie. Returns how many records could not be placed in the trie (a
-  // protected range, or more than kNetEntriesPerPrefix ranges on one address). FAILED_PRECONDITION for a
-  // filter made before the resolved set existed.
+  // bounded) and swaps in the new trie. Returns how many records could not be placed in the trie (inside
+  // a protected range — this filter's and `protect` — or more than kNetEntriesPerPrefix ranges on one
+  // address). FAILED_PRECONDITION for a filter made before the resolved set existed.
   size_t add_resolved(const std::vector<NetResolved>& add, uint32_t now, const std::vector<NetProtectedRange>& protect = {});
+  // Makes the protected ranges exactly `protect`: new ones are added before old ones leave, so no range
+  // that stays protected is ever open. Each entry is one map update (no grace period): the node's
+  // gateway calls it for every sandbox when the uplink's addresses change. False for a filter made by an
+  // older version (its protection was compiled into the rules).
+  bool set_protected(const std::vector<NetProtectedRange>& protect);
+  // The same as a change: `add` first, then `remove` (one map update per range; what the gateway does per
+  // sandbox when an address comes or goes, so the cost follows the change, not the whole set).
+  bool change_protected(const std::vector<NetProtectedRange>& add, const std::vector<NetProtectedRange>& remove);
+  std::vector<NetProtectedRange> protected_ranges() const;
   // The resolved set as stored (expired records stay until the next add or update).
   std::vector<NetResolved> resolved() const;
   // Whether this filter keeps a resolved set (filters made by older versions have only the live slot).
   bool holds_resolved() const { return slots_ > kSlotResolved; }
   NetCounters counters() const;
-  // The allowlist's verdict for one destination, read from the kernel's trie as the programs see it now
-  // (so it follows every update): the node gateway's second check of what it relays. `addr` in network
-  // order (IPv4 in the first 4 bytes); `proto` a NetProto bit.
+  // The allowlist's verdict for one destination, read from the kernel's maps as the programs see them now
+  // (so it follows every update, protected ranges included): the node gateway's second check of what it
+  // relays. `addr` in network order (IPv4 in the first 4 bytes); `proto` a NetProto bit. Throws an Error
+  // when the maps cannot be read (e.g. EMFILE): the caller refuses.
   bool allows(int family, const uint8_t* addr, uint8_t proto, uint16_t port) const;
   // The last kNetDeniedSlots denials with seq > `after`, oldest first. Written by the programs without
   // a lock: a record read while another CPU rewrites its slot can be torn (seq tells which to drop).
@@ -76,12 +84,13 @@ class NetFilter final {
   std::vector<NetTrieEntry> read_slot(uint32_t slot) const;
   // Writes the rules' compile and the resolved set, then the live trie made of both.
   size_t store(const std::vector<NetTrieEntry>& rules, const std::vector<NetResolved>& set,
-               const std::vector<NetProtectedRange>& protect);
+               std::vector<NetProtectedRange> protect);
   uint32_t slots_ = 1;
   sys::UniqueFd template_;  // the inner map type (kept only by create)
   sys::UniqueFd rules_;     // array-of-maps: kSlots slots (one in filters of older versions)
   sys::UniqueFd stats_;     // u64 per NetHook
   sys::UniqueFd denied_;    // NetDeniedRecord ring
+  sys::UniqueFd protect_;   // protected ranges (absent in filters of older versions)
   struct Loaded {
     sys::UniqueFd fd;
     bpf_attach_type type;

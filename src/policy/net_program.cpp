@@ -68,6 +68,14 @@ void match_and_return(Program& p, const NetMaps& maps, NetHook hook) {
   const int rules_fd = maps.rules, stats_fd = maps.stats;
   p.place(kMatch);
   p.jump_imm(BPF_JEQ, BPF_REG_7, 0, kDeny);
+  // r9 = the prefix length of the innermost protected range holding the destination, 0 when none.
+  p.emit(mov64_imm(BPF_REG_9, 0));
+  p.map(BPF_REG_1, maps.protect);
+  p.emit(mov64_reg(BPF_REG_2, BPF_REG_10));
+  p.emit(alu64_imm(BPF_ADD, BPF_REG_2, kKey));
+  p.emit(call(BPF_FUNC_map_lookup_elem));
+  p.emit(jmp_imm(BPF_JEQ, BPF_REG_0, 0, 1));
+  p.emit(ldx(BPF_W, BPF_REG_9, BPF_REG_0, 0));
   p.emit(st_imm(BPF_W, BPF_REG_10, kSlotKey, 0));
   p.map(BPF_REG_1, rules_fd);
   p.emit(mov64_reg(BPF_REG_2, BPF_REG_10));
@@ -83,7 +91,9 @@ void match_and_return(Program& p, const NetMaps& maps, NetHook hook) {
     const auto base = static_cast<int>(i * sizeof(NetPortEntry));
     p.emit(ldx(BPF_B, BPF_REG_1, BPF_REG_0, static_cast<int16_t>(base + offsetof(NetPortEntry, protos))));
     p.emit(alu64_reg(BPF_AND, BPF_REG_1, BPF_REG_7));
-    p.emit(jmp_imm(BPF_JEQ, BPF_REG_1, 0, 4));  // not this protocol: the next entry
+    p.emit(jmp_imm(BPF_JEQ, BPF_REG_1, 0, 6));  // not this protocol: the next entry
+    p.emit(ldx(BPF_B, BPF_REG_1, BPF_REG_0, static_cast<int16_t>(base + offsetof(NetPortEntry, reach))));
+    p.emit(jmp_reg(BPF_JGT, BPF_REG_9, BPF_REG_1, 4));  // a rule wider than the protected range: the next
     p.emit(ldx(BPF_H, BPF_REG_1, BPF_REG_0, static_cast<int16_t>(base + offsetof(NetPortEntry, lo))));
     p.emit(jmp_reg(BPF_JGT, BPF_REG_1, BPF_REG_8, 2));  // below the range: the next entry
     p.emit(ldx(BPF_H, BPF_REG_1, BPF_REG_0, static_cast<int16_t>(base + offsetof(NetPortEntry, hi))));

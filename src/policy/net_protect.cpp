@@ -1,12 +1,51 @@
-#include "policy/net_uplink.hpp"
+#include "policy/net_protect.hpp"
 
 #include <cstring>
+#include <initializer_list>
 
 namespace sandlet::policy {
+namespace {
+
+NetProtectedRange range(int family, std::initializer_list<uint8_t> head, int prefix) {
+  NetProtectedRange r;
+  r.family = family;
+  size_t i = 0;
+  for (uint8_t b : head) r.addr[i++] = b;
+  r.prefix = prefix;
+  return r;
+}
+
+// The exact endpoints: AWS, GCP, Azure, OpenStack, Oracle and others at 169.254.169.254; AWS ECS task
+// metadata; Tencent; Alibaba; Azure's WireServer; AWS's IPv6 metadata.
+const std::vector<NetProtectedRange>& metadata_endpoints() {
+  static const std::vector<NetProtectedRange> v = {
+      range(4, {169, 254, 169, 254}, 32), range(4, {169, 254, 170, 2}, 32), range(4, {169, 254, 0, 23}, 32),
+      range(4, {100, 100, 100, 200}, 32), range(4, {168, 63, 129, 16}, 32),
+      range(6, {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54}, 128),
+  };
+  return v;
+}
+
+}  // namespace
+
+const std::vector<NetProtectedRange>& fixed_protected_ranges() {
+  static const std::vector<NetProtectedRange> v = [] {
+    std::vector<NetProtectedRange> all = {range(4, {169, 254}, 16), range(6, {0xfe, 0x80}, 10)};
+    for (const NetProtectedRange& m : metadata_endpoints()) all.push_back(m);
+    return all;
+  }();
+  return v;
+}
+
+bool is_metadata_endpoint(int family, const uint8_t* addr) {
+  for (const NetProtectedRange& m : metadata_endpoints())
+    if (m.family == family && std::memcmp(m.addr.data(), addr, family == 4 ? 4 : 16) == 0) return true;
+  return false;
+}
 
 std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsAddress>& addresses) {
   static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  std::vector<NetProtectedRange> out;
+  std::vector<NetProtectedRange> out = fixed_protected_ranges();
   for (const sys::NetnsAddress& a : addresses) {
     if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
     NetProtectedRange r;
@@ -14,7 +53,7 @@ std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsA
     r.addr = a.addr;
     r.prefix = a.family == 4 ? 32 : 128;
     bool seen = false;
-    for (const NetProtectedRange& o : out) seen |= o.family == r.family && o.addr == r.addr;
+    for (const NetProtectedRange& o : out) seen |= o == r;
     if (!seen) out.push_back(r);
   }
   return out;

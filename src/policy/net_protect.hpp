@@ -1,5 +1,7 @@
-// The uplink's own addresses as protected ranges (net_rules.hpp): the one reading both the library (the
-// rules' compile at create and update) and the node gateway (resolved addresses) give the allowlist.
+// What no wide rule opens (net_rules.hpp, "Protected ranges"): the node's own addresses — the uplink's,
+// which change while sandboxes live — and fixed ranges every host has: link-local (where clouds put their
+// metadata services) and the usual metadata addresses, each of which only a rule naming it exactly opens.
+// The library reads them at create and update, the node gateway whenever the uplink's addresses change.
 #pragma once
 #include <vector>
 
@@ -8,8 +10,15 @@
 
 namespace sandlet::policy {
 
-// One /32 or /128 per distinct address, loopback left out: loopback is the sandbox's own (its
-// namespace's), always allowed and never relayed.
+// Link-local (169.254.0.0/16, fe80::/10) and, as /32 or /128 of their own, the cloud metadata endpoints
+// (169.254.169.254, 169.254.170.2, 169.254.0.23, 100.100.100.200, 168.63.129.16, fd00:ec2::254).
+const std::vector<NetProtectedRange>& fixed_protected_ranges();
+
+// The fixed ranges, then one /32 or /128 per distinct address of `addresses`, loopback left out:
+// loopback is the sandbox's own (its namespace's), always allowed and never relayed.
 std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsAddress>& addresses);
+
+// Whether `r` is one of the exact metadata endpoints (a rule must name it as a /32 or /128).
+bool is_metadata_endpoint(int family, const uint8_t* addr);
 
 }  // namespace sandlet::policy

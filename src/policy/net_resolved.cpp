@@ -125,7 +125,7 @@ std::vector<NetTrieEntry> merge_resolved_entries(const std::vector<NetTrieEntry>
         entry = &out[exact];
       }
     }
-    NetPortEntry pe;
+    NetPortEntry pe;  // reach 0: an address a name resolved to opens no protected range
     pe.protos = r.protos;
     pe.lo = r.port_lo;
     pe.hi = r.port_hi;

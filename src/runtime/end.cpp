@@ -35,11 +35,24 @@ namespace {
 // A filtered sandbox's network denials, read from its kernel filter before its cgroup (and the filter with it)
 // goes: each recorded denial (the filter keeps the last 64) becomes a `denial` record, and the totals go
 // into the destroy record. Best effort: the filter may be gone already (a crash during reclaim).
-void audit_network_denials(AuditLog& audit, const SandboxRecord& rec, BackendSandbox& impl,
+uint64_t number_or_zero(const boost::json::object& o, const char* k) {
+  const auto* v = o.if_contains(k);
+  return v && v->is_number() ? v->to_number<uint64_t>() : 0;
+}
+
+void audit_network_denials(AuditLog& audit, Metrics& metrics, const SandboxRecord& rec, BackendSandbox& impl,
                            boost::json::object& destroy_fields) noexcept {
   if (!rec.spec.network.egress()) return;
   try {
     boost::json::object stats = impl.net_stats();
+    metrics.denials("network", number_or_zero(stats, "connect_denied") + number_or_zero(stats, "sendmsg_denied") +
+                                   number_or_zero(stats, "egress_dropped"));
+    if (const auto* dns = stats.if_contains("dns"); dns && dns->is_object())
+      metrics.denials("dns", number_or_zero(dns->as_object(), "refused") + number_or_zero(dns->as_object(), "dropped"));
+    if (const auto* gw = stats.if_contains("gateway"); gw && gw->is_object())
+      metrics.denials("gateway", number_or_zero(gw->as_object(), "refused_policy") +
+                                     number_or_zero(gw->as_object(), "refused_budget") +
+                                     number_or_zero(gw->as_object(), "refused_node"));
     for (const boost::json::value& d : stats["denied"].as_array())
       audit.denial(rec.id, rec.spec.labels, "network", d.as_object());
     stats.erase("denied");
@@ -60,10 +73,11 @@ void audit_network_denials(AuditLog& audit, const SandboxRecord& rec, BackendSan
 
 // The same for its seccomp denials, from the denial log the init kept (the file outlives the init until
 // reclaim). A backend that does not count them has nothing to add.
-void audit_seccomp_denials(AuditLog& audit, const SandboxRecord& rec, BackendSandbox& impl,
+void audit_seccomp_denials(AuditLog& audit, Metrics& metrics, const SandboxRecord& rec, BackendSandbox& impl,
                            boost::json::object& destroy_fields) noexcept {
   try {
     boost::json::object stats = impl.seccomp_stats();
+    metrics.denials("seccomp", number_or_zero(stats, "denied"));
     if (!stats["counted"].as_bool() && stats["denied"].to_number<uint64_t>() == 0) return;
     for (const boost::json::value& d : stats["records"].as_array())
       audit.denial(rec.id, rec.spec.labels, "seccomp", d.as_object());
@@ -80,8 +94,8 @@ void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char*
   impl.kill();
   // (The denial and DNS logs are in the sandbox's directory, which retiring moves.)
   if (reason) {
-    audit_seccomp_denials(*audit_, rec, impl, audit_extra);
-    audit_network_denials(*audit_, rec, impl, audit_extra);
+    audit_seccomp_denials(*audit_, *metrics_, rec, impl, audit_extra);
+    audit_network_denials(*audit_, *metrics_, rec, impl, audit_extra);
     const bool expired = std::strcmp(reason, end_reason::kMaxLifetime) == 0 || std::strcmp(reason, end_reason::kIdleTimeout) == 0;
     if (expired && rec.spec.on_expiry == OnExpiry::kKeepLogs) keep_expired_logs(rec, reason);
   }

@@ -255,6 +255,13 @@ void Metrics::sandbox_ended(const std::string& id, uint64_t now_ns) {
   changed(lock);
 }
 
+void Metrics::denials(const std::string& kind, uint64_t n) {
+  if (n == 0) return;
+  std::unique_lock lock(mutex_);
+  denials_[kind] += n;
+  changed(lock);
+}
+
 void Metrics::changed(std::unique_lock<std::mutex>& lock) {
   if (publish_pending_ || !on_change_) return;
   publish_pending_ = true;
@@ -285,6 +292,13 @@ void Metrics::append_families(std::vector<MetricFamily>& out, uint64_t now_ns) c
           {{"sandlet_execs_total", {}, static_cast<double>(execs_)}});
   counter("sandlet_destroys_total", "Sandboxes this runtime ended (destroyed, exited, expired).",
           {{"sandlet_destroys_total", {}, static_cast<double>(destroys_)}});
+  std::vector<MetricSample> refused;
+  for (const auto& [kind, n] : denials_) refused.push_back({"sandlet_denials_total", {{"kind", kind}}, static_cast<double>(n)});
+  counter("sandlet_denials_total",
+          "Refusals counted in the sandboxes this runtime ended, by kind (network: the allowlist's kernel hooks; "
+          "dns: the resolver's refusals and drops; gateway: connections the node gateway refused; seccomp: system "
+          "calls the policy refused).",
+          std::move(refused));
 
   MetricFamily sched{"sandlet_scheduling_latency_seconds",
                      "Time from a create request to a usable sandbox (this runtime's creates that succeeded).",

@@ -83,6 +83,9 @@ class Metrics final {
   void exec_began(const std::string& id, uint64_t now_ns);
   void exec_ended(const std::string& id, uint64_t now_ns);
   void sandbox_ended(const std::string& id, uint64_t now_ns);
+  // Refusals counted in a sandbox this runtime ended (its kernel filter, resolver, gateway, seccomp), by kind:
+  // "network", "dns", "gateway", "seccomp".
+  void denials(const std::string& kind, uint64_t n);
 
   // The families this object counts (not the record- or pool-based ones).
   void append_families(std::vector<MetricFamily>& out, uint64_t now_ns) const;
@@ -112,6 +115,7 @@ class Metrics final {
   Histogram queue_wait_;  // request -> a worker took it
   Histogram admission_;   // waiting for node admission
   uint64_t creates_ok_ = 0, creates_failed_ = 0, execs_ = 0, destroys_ = 0;
+  std::map<std::string, uint64_t> denials_{{"network", 0}, {"dns", 0}, {"gateway", 0}, {"seccomp", 0}};
   uint64_t busy_total_ns_ = 0;  // every finished exec interval, all sandboxes
   std::map<std::string, Busy> busy_;  // live sandboxes created here
   double ended_util_sum_ = 0;  // utilisation of sandboxes that ended, for the summary

@@ -1,12 +1,18 @@
 // The runtime's metrics as families (runtime.hpp: metrics_text, metrics_json): this runtime's counters
 // (metrics.hpp), its warm pool, the sandboxes of the whole root read from their records (every process's),
 // and any registered source.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <map>
 #include <set>
 
+#include "netgw/netgw_paths.hpp"
+#include "proto/netgw_counters.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/admission.hpp"
 #include "runtime/runtime.hpp"
+#include "sys/fd.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -61,6 +67,61 @@ void append_pool_families(const WarmPool::Stats& s, std::vector<MetricFamily>& o
       asked ? static_cast<double>(s.hits) / static_cast<double>(asked) : 0.0);
 }
 
+// The node gateway's counters (proto/netgw_counters.hpp), as its last flush left them: nothing before a
+// gateway ever ran on the root.
+void append_gateway_families(const std::string& root, std::vector<MetricFamily>& out) {
+  proto::NetgwCounters c{};
+  const sys::UniqueFd fd(::open((netgw::gateway_dir(root) + "/counters").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd || ::pread(fd.get(), &c, sizeof c, 0) != static_cast<ssize_t>(sizeof c) || c.magic != proto::kNetgwCountersMagic ||
+      c.version != proto::kNetgwCountersVersion)
+    return;
+  auto v = [&](proto::NetgwCounter k) { return static_cast<double>(c.v[k]); };
+  MetricFamily refused{"sandlet_net_gateway_refused_total",
+                       "Connections and datagrams the node gateway refused, by reason (policy: the destination; budget: "
+                       "the sandbox's own limits; node: the gateway's; error: a failure in the gateway).",
+                       "counter", {}};
+  const std::pair<const char*, proto::NetgwCounter> reasons[] = {{"policy", proto::kGwRefusedPolicy},
+                                                                 {"budget", proto::kGwRefusedBudget},
+                                                                 {"node", proto::kGwRefusedNode},
+                                                                 {"error", proto::kGwRefusedError}};
+  for (const auto& [reason, k] : reasons) refused.samples.push_back({refused.name, {{"reason", reason}}, v(k)});
+  out.push_back(std::move(refused));
+  auto one = [&](const char* name, const char* help, const char* type, double x) {
+    out.push_back({name, help, type, {{name, {}, x}}});
+  };
+  one("sandlet_net_gateway_tcp_accepted_total", "TCP connections the node gateway relayed.", "counter", v(proto::kGwTcpAccepted));
+  one("sandlet_net_gateway_udp_flows_total", "UDP flows the node gateway opened.", "counter", v(proto::kGwUdpFlows));
+  MetricFamily bytes{"sandlet_net_gateway_bytes_total", "Bytes the node gateway relayed, by direction.", "counter", {}};
+  bytes.samples.push_back({bytes.name, {{"direction", "out"}}, v(proto::kGwBytesOut)});
+  bytes.samples.push_back({bytes.name, {{"direction", "in"}}, v(proto::kGwBytesIn)});
+  out.push_back(std::move(bytes));
+  one("sandlet_net_gateway_restarts_total", "Times the supervisor started the node gateway again after it died.", "counter",
+      v(proto::kGwRestarts));
+  one("sandlet_net_gateway_loop_errors_total", "Failures caught in the node gateway's event loop.", "counter",
+      v(proto::kGwLoopErrors));
+  one("sandlet_net_gateway_protect_updates_total",
+      "Times the uplink's addresses changed and every sandbox's protected ranges followed.", "counter",
+      v(proto::kGwProtectUpdates));
+  one("sandlet_net_gateway_protect_update_seconds",
+      "How long the last such update took, from the kernel's address event to the last sandbox.", "gauge",
+      v(proto::kGwProtectLastUs) / 1e6);
+  one("sandlet_net_gateway_attached", "Sandboxes attached to the node gateway (at its last flush).", "gauge", v(proto::kGwAttached));
+  MetricFamily dns{"sandlet_net_dns_queries_total",
+                   "Queries the node's resolver decided, by verdict (answered by an upstream; refused by a policy; "
+                   "failed: no usable answer; dropped: malformed or over the bounds).",
+                   "counter", {}};
+  const std::pair<const char*, proto::NetgwCounter> verdicts[] = {{"answered", proto::kGwDnsAnswered},
+                                                                  {"refused", proto::kGwDnsRefused},
+                                                                  {"failed", proto::kGwDnsFailed},
+                                                                  {"dropped", proto::kGwDnsDropped}};
+  for (const auto& [verdict, k] : verdicts) dns.samples.push_back({dns.name, {{"verdict", verdict}}, v(k)});
+  out.push_back(std::move(dns));
+  MetricFamily fds{"sandlet_net_gateway_fds", "The node gateway's descriptors: held for sandboxes, and its limit.", "gauge", {}};
+  fds.samples.push_back({fds.name, {{"kind", "in_use"}}, v(proto::kGwFdsInUse)});
+  fds.samples.push_back({fds.name, {{"kind", "limit"}}, v(proto::kGwFdLimit)});
+  out.push_back(std::move(fds));
+}
+
 }  // namespace
 
 std::vector<MetricFamily> Runtime::metrics_families(bool node) {
@@ -69,6 +130,7 @@ std::vector<MetricFamily> Runtime::metrics_families(bool node) {
   if (node) add_published_metrics(out);
   append_pool_families(pool_ ? pool_->stats() : WarmPool::Stats(), out);
   append_record_families(list(""), LabelBounds{}, out);
+  append_gateway_families(root_, out);
   if (std::shared_ptr<NodeAdmission> a = admission()) {
     MetricFamily used{"sandlet_admission_in_use", "Node admission: what the root's processes hold now, by resource.", "gauge", {}};
     for (const auto& [resource, n] : a->usage())

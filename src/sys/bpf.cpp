@@ -68,6 +68,15 @@ bool bpf_map_lookup(int map_fd, const void* key, void* value) {
   throw_errno("bpf map lookup");
 }
 
+bool bpf_map_delete(int map_fd, const void* key) {
+  bpf_attr attr{};
+  attr.map_fd = static_cast<uint32_t>(map_fd);
+  attr.key = ptr(key);
+  if (sys_bpf(BPF_MAP_DELETE_ELEM, attr) == 0) return true;
+  if (errno == ENOENT) return false;
+  throw_errno("bpf map delete");
+}
+
 bool bpf_map_next_key(int map_fd, const void* key, void* next) {
   bpf_attr attr{};
   attr.map_fd = static_cast<uint32_t>(map_fd);

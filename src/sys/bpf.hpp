@@ -28,6 +28,7 @@ void bpf_map_update(int map_fd, const void* key, const void* value, uint64_t fla
 // them one by one then); throws on other errors.
 bool bpf_map_update_batch(int map_fd, const void* keys, const void* values, uint32_t count);
 bool bpf_map_lookup(int map_fd, const void* key, void* value);  // false: no such key
+bool bpf_map_delete(int map_fd, const void* key);                // false: no such key
 // The key after `key` (nullptr: the first) into `next`; false when there is none.
 bool bpf_map_next_key(int map_fd, const void* key, void* next);
 

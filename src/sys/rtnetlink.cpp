@@ -116,6 +116,34 @@ void add_anyip_routes(int netns_fd, const uint8_t* source4, const uint8_t* sourc
   });
 }
 
+UniqueFd address_events_socket() {
+  UniqueFd s(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
+  if (!s) throw_errno("rtnetlink socket for address events");
+  sockaddr_nl a{};
+  a.nl_family = AF_NETLINK;
+  a.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw_errno("subscribe to address events");
+  return s;
+}
+
+bool drain_address_events(int fd) {
+  bool any = false;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      any = true;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ENOBUFS) {
+      any = true;  // events were lost: the caller relists anyway
+      continue;
+    }
+    return any;
+  }
+}
+
 std::vector<NetnsAddress> netns_addresses(int netns_fd) {
   std::vector<NetnsAddress> out;
   in_netns(netns_fd, [&] {

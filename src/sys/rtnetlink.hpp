@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sys/fd.hpp"
+
 namespace sandlet::sys {
 
 // Routes of type local for 0.0.0.0/0 and ::/0 on `lo` in the namespace `netns_fd` ("AnyIP"): every
@@ -19,5 +21,12 @@ struct NetnsAddress {
 };
 // Every address configured in the namespace `netns_fd` (-1: the caller's own), loopback included.
 std::vector<NetnsAddress> netns_addresses(int netns_fd);
+
+// A socket of the caller's network namespace that becomes readable whenever an address is added there or
+// removed (rtnetlink groups RTMGRP_IPV4_IFADDR and RTMGRP_IPV6_IFADDR). Non-blocking, close-on-exec.
+UniqueFd address_events_socket();
+// Reads every pending message of such a socket. True when there was any, or when the kernel dropped some
+// (ENOBUFS: the queue overflowed): either way the caller lists the addresses again.
+bool drain_address_events(int fd);
 
 }  // namespace sandlet::sys

@@ -13,12 +13,22 @@
  *   dns SERVER NAME [tcp]     an A query for NAME to SERVER:53 ("conf": the first nameserver of
  *                             /etc/resolv.conf), over UDP or TCP, 3 s: "OK <first address>", "NOADDR",
  *                             "RCODE <n>", "TIMEOUT" or "ERR <errno name>"
+ *   dns-time SERVER NAME      as dns, then a second line "MS <milliseconds to the answer>"
+ *   dns-wire SERVER HEX       sends the query HEX (its bytes in hex) over UDP to SERVER:53, waits 3 s:
+ *                             "RCODE <n> QNAME <the reply's question name as sent back>" or "TIMEOUT"
+ *   dns-flood SERVER NAME N [MS]  N (<= 64) A queries for NAME at once, each from its own socket, waits up
+ *                             to MS (10000) for all: "SERVFAIL <n> OTHER <n> NONE <n> MIN_MS <ms> MAX_MS <ms>"
+ *                             (the times of the SERVFAIL answers; 0 without any)
+ *   until-eperm ADDR PORT MS  connects until connect() fails with EPERM (<= MS): "BOOT_NS <when>" (sandlet-bench net)
+ *   tcp-flood ADDR PORT N HOLD  N (<= 4000) connects at once, held HOLD s: "OPEN n RESET n OTHER n" after 5 s
  *   tcp-rtt ADDR PORT N       timing for sandlet-bench net: N times connect (blocking), send "ping",
  *                             read the echo, close: "c CONNECT_NS ECHO_NS" per round (both from before
  *                             socket()); then N echoes on one connection: "e NS" each; last line "OK"
  *                             (<= 60 s in all)
  * ADDR is an IPv4 or IPv6 literal. */
 #define _GNU_SOURCE
+#include "net_probe.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +66,7 @@ static int in_user_namespace(void) {
   return ok;
 }
 
-static socklen_t address(const char *text, int port, struct sockaddr_storage *out) {
+socklen_t address(const char *text, int port, struct sockaddr_storage *out) {
   memset(out, 0, sizeof *out);
   struct sockaddr_in *v4 = (struct sockaddr_in *)out;
   struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
@@ -222,6 +232,97 @@ static int dns_query(const char *server, const char *name, int tcp) {
   return 0;
 }
 
+static unsigned long long now_ns(void);
+
+/* dns-wire: one query given in hex, the reply's rcode and question name. */
+static int dns_wire(const char *server, const char *hex) {
+  unsigned char q[1024], m[4096];
+  size_t len = 0;
+  for (const char *p = hex; p[0] && p[1] && len < sizeof q; p += 2) {
+    unsigned v = 0;
+    if (sscanf(p, "%2x", &v) != 1) return 2;
+    q[len++] = (unsigned char)v;
+  }
+  struct sockaddr_storage sa;
+  socklen_t sl = address(server, 53, &sa);
+  int s = socket(sa.ss_family, SOCK_DGRAM, 0);
+  if (s < 0 || connect(s, (struct sockaddr *)&sa, sl) < 0 || send(s, q, len, 0) < 0) {
+    printf("ERR %s\n", err_name(errno));
+    return 0;
+  }
+  struct pollfd p = {s, POLLIN, 0};
+  ssize_t n = poll(&p, 1, 3000) > 0 ? recv(s, m, sizeof m, 0) : -1;
+  if (n < 12) {
+    printf("TIMEOUT\n");
+    return 0;
+  }
+  char name[256] = "";
+  size_t at = 12, out = 0;
+  while (at < (size_t)n && m[at] != 0 && m[at] < 64 && out + m[at] + 2 < sizeof name) {
+    if (out) name[out++] = '.';
+    for (size_t i = at + 1; i <= at + m[at] && i < (size_t)n; ++i) name[out++] = (char)m[i];
+    at += 1 + m[at];
+  }
+  name[out] = 0;
+  printf("RCODE %d QNAME %s\n", m[3] & 0x0f, name);
+  return 0;
+}
+
+/* dns-flood: `count` queries at once, each from its own socket; how they ended. */
+static int dns_flood(const char *server, const char *name, int count, long long wait_ms) {
+  if (count < 1 || count > 64) return 2;
+  unsigned char q[300] = {0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  size_t len = 12;
+  for (const char *p = name; *p;) {
+    const char *dot = strchr(p, '.');
+    size_t l = dot ? (size_t)(dot - p) : strlen(p);
+    if (l == 0 || l > 63 || len + l + 6 > sizeof q) return 2;
+    q[len++] = (unsigned char)l;
+    memcpy(q + len, p, l);
+    len += l;
+    p += l + (dot ? 1 : 0);
+  }
+  q[len++] = 0;
+  q[len++] = 0, q[len++] = 1, q[len++] = 0, q[len++] = 1;
+  struct sockaddr_storage sa;
+  socklen_t sl = address(server, 53, &sa);
+  struct pollfd p[64];
+  const unsigned long long t0 = now_ns();
+  for (int i = 0; i < count; ++i) {
+    p[i].fd = socket(sa.ss_family, SOCK_DGRAM, 0);
+    p[i].events = POLLIN;
+    q[0] = 0x40, q[1] = (unsigned char)i;
+    if (p[i].fd < 0 || connect(p[i].fd, (struct sockaddr *)&sa, sl) < 0 || send(p[i].fd, q, len, 0) < 0) {
+      printf("ERR %s\n", err_name(errno));
+      return 0;
+    }
+  }
+  int servfail = 0, other = 0, left = count;
+  unsigned long long min_ms = 0, max_ms = 0;
+  while (left > 0) {
+    const long long wait = wait_ms - (long long)((now_ns() - t0) / 1000000);
+    if (wait <= 0 || poll(p, (nfds_t)count, (int)wait) <= 0) break;
+    for (int i = 0; i < count; ++i) {
+      if (p[i].fd < 0 || !(p[i].revents & POLLIN)) continue;
+      unsigned char m[512];
+      const ssize_t n = recv(p[i].fd, m, sizeof m, 0);
+      const unsigned long long ms = (now_ns() - t0) / 1000000;
+      close(p[i].fd);
+      p[i].fd = -1;
+      --left;
+      if (n >= 12 && (m[3] & 0x0f) == 2) {
+        ++servfail;
+        if (!min_ms || ms < min_ms) min_ms = ms;
+        if (ms > max_ms) max_ms = ms;
+      } else {
+        ++other;
+      }
+    }
+  }
+  printf("SERVFAIL %d OTHER %d NONE %d MIN_MS %llu MAX_MS %llu\n", servfail, other, left, min_ms, max_ms);
+  return 0;
+}
+
 static unsigned long long now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -306,6 +407,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "tcp-rtt") && argc > 4) return tcp_rtt(addr, port, atoi(argv[4]));
+  if (!strcmp(cmd, "until-eperm") && argc > 4) return until_eperm(addr, port, atoi(argv[4]));
+  if (!strcmp(cmd, "tcp-flood") && argc > 5) return tcp_flood(addr, port, atoi(argv[4]), atoi(argv[5]));
   if (!strcmp(cmd, "tcp-send") && argc > 4) {
     int s = tcp_connect(addr, port);
     if (s < 0) return 0;
@@ -379,6 +482,21 @@ int main(int argc, char **argv) {
       return 0;
     }
     return dns_query(server, argv[3], argc > 4 && !strcmp(argv[4], "tcp"));
+  }
+  if (!strncmp(cmd, "dns-", 4) && argc > 3) {
+    const char *server = strcmp(addr, "conf") ? addr : conf_nameserver();
+    if (!server) {
+      printf("ERR no nameserver in /etc/resolv.conf\n");
+      return 0;
+    }
+    if (!strcmp(cmd, "dns-wire")) return dns_wire(server, argv[3]);
+    if (!strcmp(cmd, "dns-flood") && argc > 4) return dns_flood(server, argv[3], atoi(argv[4]), argc > 5 ? atoll(argv[5]) : 10000);
+    if (!strcmp(cmd, "dns-time")) {
+      const unsigned long long t0 = now_ns();
+      const int rc = dns_query(server, argv[3], 0);
+      printf("MS %llu\n", (now_ns() - t0) / 1000000);
+      return rc;
+    }
   }
   if (!strcmp(cmd, "icmp")) {
     struct sockaddr_storage sa;

@@ -2,6 +2,8 @@
 // compression, every error path, the reply builders' mirroring and truncation.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "net/dns_message.hpp"
 #include "dns_test_support.hpp"
 
@@ -280,11 +282,26 @@ TEST_CASE("dns message: the upstream query carries the question and EDNS", "[net
   REQUIRE(q.ok());
   const Bytes out = build_dns_query(0xABCD, q.message.questions[0], 1232);
   Bytes want = header(0xABCD, 0x0100, 1, 0, 0, 1);
-  question(want, "Mirror.internal", kDnsAaaa);
+  question(want, "mirror.internal", kDnsAaaa);  // canonical: the sender's letter case goes no further
   rr(want, {0}, kDnsOpt, 0, {}, 1232);
   CHECK(out == want);
   const DnsParse back = parse(out);
   REQUIRE(back.ok());
   CHECK(back.message.edns_udp_size == 1232);
   CHECK(build_dns_query(1, q.message.questions[0], 0).size() == 12 + 17 + 4);
+}
+
+TEST_CASE("dns message: the canonical form of a name lowers its letters only", "[net][dns]") {
+  CHECK(dns_canonical_wire(wire("WwW.ExAmPlE.CoM")) == wire("www.example.com"));
+  CHECK(dns_canonical_wire(wire("already.lower")) == wire("already.lower"));
+  // Digits, '-', '_' and bytes other than ASCII capitals stay; length octets are never taken for letters.
+  const Bytes odd = {3, 'A', 0xC3, '_', 2, 'Z', '9', 0};
+  CHECK(dns_canonical_wire(odd) == Bytes{3, 'a', 0xC3, '_', 2, 'z', '9', 0});
+  Bytes long_label = {63};
+  for (int i = 0; i < 63; ++i) long_label.push_back('Q');
+  long_label.push_back(0);
+  const Bytes lowered = dns_canonical_wire(long_label);
+  CHECK(lowered[0] == 63);
+  CHECK(std::count(lowered.begin(), lowered.end(), 'q') == 63);
+  CHECK(dns_canonical_wire(Bytes{}).empty());
 }

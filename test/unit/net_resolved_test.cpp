@@ -57,7 +57,7 @@ size_t keys_equal_to(const std::vector<NetTrieEntry>& trie, const NetTrieKey& k)
 TEST_CASE("net resolved: a resolved address keeps the rules around it and adds its own ports", "[policy][network][dns]") {
   const auto rules = compile_net_rules(
       parse_network_text(R"({"allow": [{"cidr": "192.0.2.0/24", "ports": 53, "protocol": "udp"},
-                                      {"cidr": "198.51.100.7", "ports": 22, "protocol": "tcp"}]})").allow, {});
+                                      {"cidr": "198.51.100.7", "ports": 22, "protocol": "tcp"}]})").allow);
   size_t dropped = 9;
   const auto live = merge_resolved_entries(rules, {v4(192, 0, 2, 10, 443, 100), v4(192, 0, 2, 10, 80, 100),
                                                    v4(198, 51, 100, 7, 443, 100), v4(203, 0, 113, 5, 443, 100)},
@@ -87,7 +87,7 @@ TEST_CASE("net resolved: protected ranges and full address entries drop records,
   std::vector<NetResolved> many;
   for (uint16_t p = 1; p <= 4; ++p) many.push_back(v4(192, 0, 2, 1, p, 100));
   const auto rules = compile_net_rules(parse_network_text(R"({"allow": ["tcp:192.0.2.0/24:1000",
-      "tcp:192.0.2.0/24:1001", "tcp:192.0.2.0/24:1002", "tcp:192.0.2.0/24:1003", "tcp:192.0.2.0/24:1004"]})").allow, {});
+      "tcp:192.0.2.0/24:1001", "tcp:192.0.2.0/24:1002", "tcp:192.0.2.0/24:1003", "tcp:192.0.2.0/24:1004"]})").allow);
   many.push_back(v4(10, 200, 0, 1, 443, 100));
   size_t dropped = 0;
   const auto live = merge_resolved_entries(rules, many, {host}, &dropped);

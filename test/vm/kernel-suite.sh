@@ -42,9 +42,10 @@ section "integration tests"
 # internet, say) SKIPs and says why.
 base="~[needs-hybrid-host]~[attacks]~[abuse]~[whole-tree]"
 # Layers, mounts, isolation, seccomp, cgroup limits, freezing, snapshots: what differs between kernels.
+# (And the network boundary's attacks: cgroup BPF, sk_lookup and address events differ between kernels.)
 KERNEL_FILES="layers_test store_test lazy_test mounts_test mounts_security_test snapshot_test isolation_test
   seccomp_test kernel_paths_test file_rules_test build_secrets_test job_pause_test qos_test fncall_test
-  exec_test pause_pool_test"
+  exec_test pause_pool_test network_boundary_test network_gateway_dns_abuse_test"
 share=${shard%/*} shares=${shard#*/}
 if [ "$shares" = 1 ]; then
   "$integration" --reporter compact "$base" || fail=1

@@ -4,6 +4,7 @@
 #include "backends/container/dns_log.hpp"
 #include "backends/container/memory_reclaim.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
+#include "backends/container/netgw_counters.hpp"
 #include "backends/container/sandbox_net.hpp"
 
 #include <signal.h>
@@ -132,9 +133,7 @@ void ContainerSandbox::net_update(const NetworkPolicy& policy) {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
   if (state_.net_gateway) node_->gateway().ensure_running();  // a killed gateway: back, with every sandbox
-  update_network_policy(state_.cgroups.v2, id_, policy,
-                        state_.net_gateway ? uplink_protected_ranges(node_->net_uplink_netns)
-                                           : std::vector<policy::NetProtectedRange>{});
+  update_network_policy(state_.cgroups.v2, id_, policy);
   if (state_.net_gateway) node_->gateway().update(id_, policy);
 }
 
@@ -144,6 +143,7 @@ boost::json::object ContainerSandbox::net_stats() const {
   if (state_.net_gateway) node_->gateway().ensure_running();
   boost::json::object o = network_counters(state_.cgroups.v2, id_);
   o["dns"] = read_dns_log(dir_);
+  if (state_.net_gateway) o["gateway"] = read_netgw_counters(netgw_counters_path(dir_), false);
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include "backends/container/embedded_init.hpp"
 #include "backends/container/init_setup.hpp"
 #include "backends/container/kernel_support.hpp"
+#include "backends/container/netgw_counters.hpp"
 #include "backends/container/sandbox_cgroup.hpp"
 #include "backends/container/sandbox_dev.hpp"
 #include "backends/container/sandbox_net.hpp"
@@ -152,9 +153,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   state_.cgroups = s.cgroup.paths();  // apply_cpu_class may have made the v1 cpu group
   // The allowlist, before anything of the sandbox's own runs (the init waits for its configuration).
   const bool gateway = !spec.network.none;
-  const NetIds net = attach_network_policy(
-      s.cgroup.v2_fd(), spec.network,
-      gateway ? uplink_protected_ranges(node_->net_uplink_netns) : std::vector<policy::NetProtectedRange>{});
+  const NetIds net = attach_network_policy(s.cgroup.v2_fd(), spec.network);
   state_.net_rules_map = net.rules_map;
   state_.net_stats_map = net.stats_map;
   if (gateway) {
@@ -165,8 +164,9 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     const sys::UniqueFd ns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open " + ns_path);
     const sys::UniqueFd dns_log = spec.network.dns.empty() ? sys::UniqueFd() : open_dns_log(dir_, true);
+    const sys::UniqueFd counters = open_netgw_counters(dir_, true);
     attach_network_gateway(node_->gateway(), id_, ns.get(), s.init.pidfd(), s.cgroup.v2_fd(), spec.network,
-                           dns_log ? dns_log.get() : -1);
+                           dns_log ? dns_log.get() : -1, counters.get());
     state_.net_gateway = true;
   }
   state_.cgroups = s.cgroup.paths();

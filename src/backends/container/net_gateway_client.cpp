@@ -175,7 +175,7 @@ void put_policy(boost::json::object& req, const NetworkPolicy& policy) {
 }  // namespace
 
 void NetGatewayClient::attach(const std::string& id, int netns_fd, int pidfd, int cgroup_fd, const NetworkPolicy& policy,
-                              int dns_log_fd) {
+                              int dns_log_fd, int counters_fd) {
   boost::json::object req{{"op", "attach"}, {"id", id}, {"egress_rate", policy.egress_rate}};
   put_policy(req, policy);
   boost::json::array publish;
@@ -183,7 +183,10 @@ void NetGatewayClient::attach(const std::string& id, int netns_fd, int pidfd, in
     publish.push_back({{"address", p.address}, {"host_port", p.host_port}, {"port", p.port}});
   req["publish"] = std::move(publish);
   std::vector<int> fds{netns_fd, pidfd, cgroup_fd};
-  if (dns_log_fd >= 0) fds.push_back(dns_log_fd);
+  boost::json::array names{"netns", "pidfd", "cgroup"};
+  if (dns_log_fd >= 0) fds.push_back(dns_log_fd), names.push_back("dns_log");
+  if (counters_fd >= 0) fds.push_back(counters_fd), names.push_back("counters");
+  req["fds"] = std::move(names);
   bool started = false;
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -20,10 +20,11 @@ class NetGatewayClient final {
 
   // Hands the sandbox to the gateway (starting one if needed): its network namespace, its init's pidfd
   // (the gateway drops the sandbox when it ends) and its cgroup2 directory (where the gateway reads the
-  // allowlist), and for a policy with resolvers the sandbox's DNS log (dns_log.hpp; -1: none). A published
-  // host port in use is ALREADY_EXISTS naming the field.
+  // allowlist), for a policy with resolvers the sandbox's DNS log (dns_log.hpp; -1: none), and the file the
+  // gateway counts the sandbox's refusals and bytes in (netgw_counters.hpp; -1: none). A published host
+  // port in use is ALREADY_EXISTS naming the field; a gateway out of room for another sandbox UNAVAILABLE.
   void attach(const std::string& id, int netns_fd, int pidfd, int cgroup_fd, const NetworkPolicy& policy,
-              int dns_log_fd = -1);
+              int dns_log_fd = -1, int counters_fd = -1);
   // After a `net update` swapped the kernel rules: the gateway's copy of what it keeps of the policy (the
   // exactly named addresses, the resolver's rules by name and upstreams). Never starts a gateway.
   void update(const std::string& id, const NetworkPolicy& policy);

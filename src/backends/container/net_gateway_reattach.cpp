@@ -11,6 +11,7 @@
 #include "backends/container/container_state.hpp"
 #include "backends/container/dns_log.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
+#include "backends/container/netgw_counters.hpp"
 #include "spec/network_spec.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/pidfd.hpp"
@@ -49,7 +50,8 @@ void reattach_gateway_sandboxes(ContainerNode& node) noexcept {
           proc_groups->find(own) == std::string::npos || !sys::process_alive(st.init_pid, st.init_start))
         continue;
       const sys::UniqueFd dns_log = policy.dns.empty() ? sys::UniqueFd() : open_dns_log(e.path().string(), false);
-      node.gateway().attach(id, ns.get(), pidfd.get(), group.get(), policy, dns_log ? dns_log.get() : -1);
+      const sys::UniqueFd counters = open_netgw_counters(e.path().string(), false);
+      node.gateway().attach(id, ns.get(), pidfd.get(), group.get(), policy, dns_log ? dns_log.get() : -1, counters.get());
     } catch (const std::exception&) {
       // One sandbox that cannot be attached again (e.g. its published port was taken meanwhile) does
       // not keep the others from it.

@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "policy/net_filter.hpp"
+#include "policy/net_protect.hpp"
 #include "policy/net_sk_lookup.hpp"
 #include "sys/fd.hpp"
 
@@ -34,9 +35,8 @@ std::vector<NetAllowRule> with_resolver(const NetworkPolicy& p) {
   return rules;
 }
 
-std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field,
-                                          const std::vector<policy::NetProtectedRange>& protect) {
-  return policy::compile_net_rules(with_resolver(p), protect, field + ".allow");
+std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field) {
+  return policy::compile_net_rules(with_resolver(p), field + ".allow");
 }
 
 sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {
@@ -68,27 +68,25 @@ LockedFilter attached(const std::string& cgroup_v2, const std::string& id) {
 
 }  // namespace
 
-NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
-                             const std::vector<policy::NetProtectedRange>& protect) {
+NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy) {
   if (policy.none) return {};
-  policy::NetFilter f = policy::NetFilter::create(compile(policy, "network", protect));
+  policy::NetFilter f = policy::NetFilter::create(compile(policy, "network"), policy::fixed_protected_ranges());
   f.attach(cgroup_fd);
   return {f.rules_map_id(), f.stats_map_id()};
 }
 
-void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
-                           const std::vector<policy::NetProtectedRange>& protect) {
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy) {
   if (policy.none || !policy.publish.empty() || policy.egress_rate != 0)
     throw Error(Code::kInvalidArgument, "network update of sandbox " + id +
                                             ": only \"allow\" (and \"dns\") can change while it runs");
-  const std::vector<policy::NetTrieEntry> rules = compile(policy, "network", protect);
+  const std::vector<policy::NetTrieEntry> rules = compile(policy, "network");
   // Addresses resolved for a rule by name stay while the new policy has the same rule (name, protocols,
   // ports); the others leave with this update.
   std::vector<uint32_t> keep;
   for (const NetAllowRule& r : policy.allow) {
     if (r.family == 0) keep.push_back(policy::net_rule_tag(r));
   }
-  attached(cgroup_v2, id).filter.set_rules(rules, &keep, protect);
+  attached(cgroup_v2, id).filter.set_rules(rules, &keep);
 }
 
 size_t add_resolved_addresses(const std::string& cgroup_v2, const std::string& id,

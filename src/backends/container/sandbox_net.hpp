@@ -20,23 +20,20 @@ struct NetIds {
   uint32_t stats_map = 0;
 };
 // Loads and attaches the filter for `policy` to the cgroup2 directory `cgroup_fd` (nothing for "none").
-// Attached programs belong to the group: its removal (reclaim, gc) frees them and their maps.
-// `protect`: the uplink's own addresses (uplink_protected_ranges), reachable only by a rule inside them.
-NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy,
-                             const std::vector<policy::NetProtectedRange>& protect = {});
+// Attached programs belong to the group: its removal (reclaim, gc) frees them and their maps. The
+// protected ranges start as the fixed ones (policy/net_protect.hpp); the node gateway adds the uplink's
+// addresses at attach, before anything of the sandbox runs, and keeps them current.
+NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy);
 // Swaps in the allowlist of `policy` (only `allow` and `dns` may change at run time) for the group at
 // `cgroup_v2`, keeping resolved addresses of the rules by name the new policy still has.
 // FAILED_PRECONDITION when the sandbox was created with "none".
-void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
-                           const std::vector<policy::NetProtectedRange>& protect = {});
-// Every non-loopback address of the uplink namespace (the file `uplink_netns`, "" = this process's), one
-// range each: the host (or the uplink) is not opened by a wide rule such as 0.0.0.0/0.
-std::vector<policy::NetProtectedRange> uplink_protected_ranges(const std::string& uplink_netns);
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy);
 // Gives the sandbox whose init is `init_pid` (its pidfd `pidfd`) connectivity through the node gateway:
 // AnyIP routes in its namespace `netns_fd`, then the gateway's attach (with the DNS log for a policy with
-// resolvers, -1 for none). Before anything of the sandbox runs.
+// resolvers, -1 for none; and the gateway's counters file, netgw_counters.hpp). Before anything of the
+// sandbox runs.
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
-                            const NetworkPolicy& policy, int dns_log_fd = -1);
+                            const NetworkPolicy& policy, int dns_log_fd = -1, int counters_fd = -1);
 // Adds addresses resolved for the sandbox's rules by name (the node's resolver calls it; policy/net_resolved.hpp
 // for the bounds and expiry) and swaps in the new allowlist; expired addresses leave at the same time (an
 // empty `add` only prunes). Returns how many records could not be placed. Safe against concurrent updates

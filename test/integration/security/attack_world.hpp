@@ -82,6 +82,9 @@ inline std::vector<std::string> escaped_processes(uint32_t base, const std::stri
       if (line.rfind("State:", 0) == 0) state = line.substr(6);
       if (line.rfind("Uid:", 0) != 0) continue;
       unsigned long uid = std::stoul(line.substr(4));
+      // (A zombie runs nothing: an earlier sandbox's init that a PID 1 which never reaps, as on some CI
+      // machines, keeps in the table.)
+      if (state.rfind("\tZ", 0) == 0 || state.rfind("Z", 0) == 0) break;
       if (uid >= base && uid < base + 65536ul && ns_of(std::stoi(name), "pid") != pidns && !pidns.empty())
         out.push_back(name + " (uid " + std::to_string(uid) + ", pid ns '" + ns_of(std::stoi(name), "pid") + "', " +
                       comm + ", " + state + ", stat " + slurp(e.path().string() + "/stat").substr(0, 80) + ")");

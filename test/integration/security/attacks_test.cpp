@@ -152,6 +152,19 @@ TEST_CASE("attacks: root inside the sandbox breaks out nowhere (baseline policy)
   w.harness().check_no_leaks();
 }
 
+// The socket-family attack alone, in a sandbox with the default profile: cheap enough for every guest
+// kernel (the baseline above runs it too, where the whole suite runs).
+TEST_CASE("attacks: socket families beyond the default list are refused", "[attacks][sock]") {
+  Harness h;
+  auto sb = h.rt().create(sandlet::Spec::from_json(std::string(R"({"layers": [")") + SANDLET_TEST_ROOTFS +
+                                                   R"("], "mounts": [")" + SANDLET_ATTACKS_DIR + R"(:/attacks:ro"]})"));
+  auto r = sb.exec({"/attacks/attack-sock", "families"});
+  INFO(r.stdout_data << r.stderr_data);
+  CHECK(verdict_word(r.stdout_data, "families") == "BLOCKED");
+  sb.destroy();
+  h.check_no_leaks();
+}
+
 // With the socket relaxations the sandbox gets AF_VSOCK and every netlink protocol, and nothing more: the
 // same attack, told of them, finds nothing beyond. The vsock socket is made (where this kernel has vsock)
 // and closed, never connected or bound.

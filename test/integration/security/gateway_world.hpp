@@ -7,6 +7,7 @@
 #pragma once
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,7 +61,7 @@ inline bool have_tools() {
   return false;
 }
 
-// The pid of the root's gateway (its lock file), 0 when none runs.
+// The pid of the root's gateway supervisor (its lock file), 0 when none runs.
 inline pid_t gateway_pid(const std::string& root) {
   const std::string lock = root + "/netgw/lock";
   const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
@@ -69,6 +70,12 @@ inline pid_t gateway_pid(const std::string& root) {
   ::close(fd);
   if (free) return 0;
   return static_cast<pid_t>(std::atoi(slurp(lock).c_str()));
+}
+
+// Kills the whole gateway: its supervisor (the lock's pid) and the gateway it runs, one process group.
+inline bool kill_gateway(pid_t supervisor) {
+  const pid_t group = ::getpgid(supervisor);
+  return group > 1 && ::kill(-group, SIGKILL) == 0;
 }
 
 inline bool gateway_gone(const std::string& root) {

@@ -25,8 +25,8 @@ namespace net_world {
 constexpr int kServeSeconds = 120;  // the fake hosts' hard stop
 
 // The echo servers of both fake worlds, in a network namespace of their own: TCP 443 and 80 answer
-// "tcp-echo" per read; TCP 9000 counts what arrives until the sender closes and answers the count; UDP 53
-// answers "udp-echo" per datagram. `setup` (a shell command, may be empty) runs once the namespace exists.
+// "tcp-echo" per read; TCP 9000 counts what arrives until the sender closes and answers the count; TCP 7000
+// never accepts (connections wait in its queue); UDP 53 answers "udp-echo" per datagram. `setup` (a shell command, may be empty) runs once the namespace exists.
 inline void serve_echo(int ready_fd, int quit_fd, const std::string& setup = "") {
   if (::unshare(CLONE_NEWNET) != 0) ::_exit(4);
   if (!setup.empty() && std::system(setup.c_str()) != 0) ::_exit(6);
@@ -49,6 +49,11 @@ inline void serve_echo(int ready_fd, int quit_fd, const std::string& setup = "")
   listen_on(SOCK_STREAM, 443, 0);
   listen_on(SOCK_STREAM, 80, 0);
   listen_on(SOCK_STREAM, 9000, 4);
+  // TCP 7000: a sink that never accepts; its queue (4096) holds what connects, for the descriptor floods.
+  listen_on(SOCK_STREAM, 7000, 6);
+  const int sink = fds.back().fd;
+  fds.pop_back();
+  ::listen(sink, 4096);
   listen_on(SOCK_DGRAM, 53, 1);
   fds.push_back({quit_fd, 3, 0});
   char c = 'r';

@@ -95,7 +95,7 @@ TEST_CASE("network by name: resolved addresses open the rule's ports, beside the
     udp.protocols = sandlet::kNetUdp;
     udp.port_lo = udp.port_hi = 53;
     const std::vector<uint32_t> keep = {policy::net_rule_tag(mirror_rule())};
-    filter->set_rules(policy::compile_net_rules({udp}, {}), &keep);
+    filter->set_rules(policy::compile_net_rules({udp}), &keep);
   }
   CHECK(probe(sb, {"tcp", "10.250.0.1", "443"}) == "OK tcp-echo");
   CHECK(probe(sb, {"udp", "10.250.0.1", "53"}) == "OK udp-echo");

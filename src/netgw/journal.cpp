@@ -1,0 +1,69 @@
+#include "netgw/journal.hpp"
+
+#include <poll.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "lazy/seqpacket.hpp"
+#include "sys/unix_socket.hpp"
+
+namespace sandlet::netgw {
+
+void Journal::send(const std::string& message, const std::vector<int>& fds) noexcept {
+  try {
+    sys::send_with_fds(sock_.get(), message, fds);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandlet-netgw: the supervisor did not take a message: %s\n", e.what());
+  }
+}
+
+void Journal::remember(const std::string& id, const std::string& request, const std::vector<int>& fds) noexcept {
+  try {
+    send(boost::json::serialize(boost::json::object{{"op", "remember"}, {"id", id}, {"request", request}}), fds);
+  } catch (const std::exception&) {
+  }
+}
+
+void Journal::update(const std::string& id, const std::string& request) noexcept {
+  try {
+    send(boost::json::serialize(boost::json::object{{"op", "update"}, {"id", id}, {"request", request}}), {});
+  } catch (const std::exception&) {
+  }
+}
+
+void Journal::forget(const std::string& id) noexcept {
+  try {
+    send(boost::json::serialize(boost::json::object{{"op", "forget"}, {"id", id}}), {});
+  } catch (const std::exception&) {
+  }
+}
+
+std::vector<Replay> Journal::replay() {
+  std::vector<Replay> out;
+  for (;;) {
+    pollfd p{sock_.get(), POLLIN, 0};
+    int rc;
+    do rc = ::poll(&p, 1, 30000);
+    while (rc < 0 && errno == EINTR);
+    if (rc <= 0) throw Error(Code::kDeadlineExceeded, "the supervisor's replay stalled");
+    Replay r;
+    bool eof = false;
+    const std::string msg = lazy::seqpacket_recv(sock_.get(), 256 * 1024, &r.fds, &eof);
+    if (eof) throw Error(Code::kUnavailable, "the supervisor went away during the replay");
+    boost::system::error_code ec;
+    const boost::json::value v = boost::json::parse(msg, ec);
+    if (ec || !v.is_object()) continue;
+    const boost::json::object& o = v.as_object();
+    const auto* op = o.if_contains("op");
+    if (!op || !op->is_string()) continue;
+    if (op->as_string() == "end") return out;
+    const auto* req = o.if_contains("request");
+    if (op->as_string() != "replay" || !req || !req->is_string()) continue;
+    r.request = std::string(req->as_string());
+    out.push_back(std::move(r));
+  }
+}
+
+}  // namespace sandlet::netgw

@@ -1,0 +1,38 @@
+// The link between a gateway and its supervisor (supervisor.hpp). The gateway tells the supervisor every
+// sandbox it attaches (the attach request as received, with duplicates of its descriptors: namespace, init
+// pidfd, cgroup, log files), every update of a sandbox's policy and every detach; the supervisor keeps
+// them, and hands them to the gateway it starts after this one died, which attaches them again before it
+// serves. Messages are JSON on a SOCK_SEQPACKET pair, descriptors as SCM_RIGHTS:
+//   gateway -> supervisor  {"op":"remember","id":ID,"request":TEXT} + fds | {"op":"update","id":ID,"request":TEXT}
+//                          | {"op":"forget","id":ID}
+//   supervisor -> gateway  {"op":"replay","request":TEXT} + fds ... then {"op":"end"}
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sys/fd.hpp"
+
+namespace sandlet::netgw {
+
+struct Replay {
+  std::string request;
+  std::vector<sys::UniqueFd> fds;
+};
+
+class Journal final {
+ public:
+  explicit Journal(sys::UniqueFd sock) : sock_(std::move(sock)) {}
+  // Best effort: a supervisor that cannot take it only means that sandbox is not re-attached by a successor
+  // (the library re-attaches it from its record when it next starts a gateway).
+  void remember(const std::string& id, const std::string& request, const std::vector<int>& fds) noexcept;
+  void update(const std::string& id, const std::string& request) noexcept;
+  void forget(const std::string& id) noexcept;
+  // What the supervisor kept from the gateways before this one, read until its end mark.
+  std::vector<Replay> replay();
+
+ private:
+  void send(const std::string& message, const std::vector<int>& fds) noexcept;
+  sys::UniqueFd sock_;
+};
+
+}  // namespace sandlet::netgw
