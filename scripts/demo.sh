@@ -155,7 +155,8 @@ show sandlet rm "$id"
 
 echo "  -- the security boundary (docs/POLICY.md, NETWORK.md, AUDIT.md): file rules that bind root inside, the"
 echo "     seccomp profile with a named relaxation, a protected toolkit for the harness's own commands, an"
-echo "     egress allowlist enforced in the kernel, and the audit log kept outside the sandbox"
+echo "     egress allowlist enforced in the kernel (the host, link-local and metadata addresses only by exact"
+echo "     rules; socket families by list: no vsock), and the audit log kept outside the sandbox"
 cat >policy.json <<JSON
 {"policy": {"files": [{"path": "/work/task/tests", "access": "hidden"}, {"path": "/etc", "access": "read-only"}],
             "seccomp": {"allow": ["ptrace"]}},
@@ -170,9 +171,11 @@ show sandlet exec "$id" -- sh -c 'echo "hidden answers: $(ls -A /work/task/tests
 show sandlet exec "$id" -- sh -c 'echo harness'
 show sandlet exec --toolkit "$id" -- sh -c 'echo "harness, from the read-only toolkit"'
 show sandlet exec "$id" -- python3 -c 'import socket
-for addr in [("10.1.2.3", 80), ("192.0.2.1", 443)]:
+for addr in [("10.1.2.3", 80), ("192.0.2.1", 443), ("169.254.169.254", 80)]:
     try: socket.create_connection(addr, 1)
-    except OSError as e: print(addr, "->", e.strerror)'
+    except OSError as e: print(addr, "->", e.strerror)
+try: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+except OSError as e: print("an AF_VSOCK socket ->", e.strerror)'
 echo "  (names resolve through the sandbox's own resolver, which answers only the names of its rules:"
 echo "   a name in no rule is refused at once, and no resolver outside is reachable directly)"
 show sandlet exec "$id" -- python3 -c 'import socket

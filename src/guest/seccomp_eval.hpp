@@ -26,7 +26,7 @@ inline uint32_t seccomp_eval(const struct sock_filter* insns, size_t n, const st
     switch (BPF_CLASS(i.code)) {
       case BPF_LD:
         if (i.code == (BPF_LD | BPF_W | BPF_ABS)) {
-          if (i.k % 4 != 0 || i.k + 4 > sizeof d) return kSeccompEvalFailed;
+          if (i.k % 4 != 0 || i.k > sizeof d - 4) return kSeccompEvalFailed;  // (no wrap of i.k + 4)
           __builtin_memcpy(&a, reinterpret_cast<const char*>(&d) + i.k, 4);
         } else if (i.code == (BPF_LD | BPF_W | BPF_LEN)) {
           a = sizeof d;

@@ -21,6 +21,7 @@ void SandboxPort::accept_dns_tcp(sys::UniqueFd in) {
   auto session = std::make_unique<DnsTcp>(*this, serial, std::move(in), Gateway::now_ms());  // may throw: nothing kept
   dns_tcp_[serial] = std::move(session);
   ++gw_.dns_tcp_total;
+  sync_floor();
 }
 
 void SandboxPort::dns_tcp_reply(uint64_t serial, std::vector<uint8_t> reply) {
@@ -34,15 +35,16 @@ void SandboxPort::dns_tcp_done(uint64_t serial) {
   gw_.loop().retire(std::move(it->second));
   dns_tcp_.erase(it);
   --gw_.dns_tcp_total;
+  sync_floor();
 }
 
 DnsTcp::DnsTcp(SandboxPort& owner, uint64_t serial, sys::UniqueFd fd, int64_t now_ms)
-    : owner_(owner), serial_(serial), fd_(std::move(fd)), deadline_ms_(now_ms + kDnsTcpIdleMs) {
-  owner_.gateway().loop().add(fd_.get(), EPOLLIN | EPOLLRDHUP, this);
+    : owner_(owner), loop_(owner.gateway().loop()), serial_(serial), fd_(std::move(fd)), deadline_ms_(now_ms + kDnsTcpIdleMs) {
+  loop_.add(fd_.get(), EPOLLIN | EPOLLRDHUP, this);
 }
 
 DnsTcp::~DnsTcp() {
-  if (fd_) owner_.gateway().loop().remove(fd_.get());
+  if (fd_) loop_.remove(fd_.get());
 }
 
 void DnsTcp::on_event(uint32_t events) {

@@ -41,7 +41,9 @@ void EventLoop::run_once(int timeout_ms) {
       if (on_error) on_error("an unknown exception");
     }
   }
-  graveyard_.clear();
+  // Newest first: a handler retired after its owner in the same batch may still refer to it (a resolver
+  // session to its sandbox's port).
+  while (!graveyard_.empty()) graveyard_.pop_back();
 }
 
 void EventLoop::retire(std::unique_ptr<Handler> h) {

@@ -52,8 +52,7 @@ Gateway::Gateway(GatewayOptions o) : o_(std::move(o)) {
   address_events_ = sys::address_events_socket();
   address_handler_.gw = this;
   loop_.add(address_events_.get(), EPOLLIN, &address_handler_);
-  uplink_addresses_ = sys::netns_addresses(-1);
-  protected_ = policy::protected_ranges_of(uplink_addresses_);
+  protected_ = policy::protected_ranges_of(uplink_local());
   next_relist_ms_ = now_ms() + kUplinkRelistMs;
   rlimit r{};
   fd_limit_ = ::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY ? static_cast<size_t>(r.rlim_cur) : kFdsWanted;
@@ -74,17 +73,23 @@ Gateway::Gateway(GatewayOptions o) : o_(std::move(o)) {
   dns_ = std::make_unique<DnsService>(loop_);  // here: its workers start in the uplink namespace
 }
 
+std::vector<sys::NetnsAddress> Gateway::uplink_local() {
+  std::vector<sys::NetnsAddress> all = sys::netns_addresses(-1);
+  for (const sys::NetnsAddress& r : sys::netns_local_routes(-1)) all.push_back(r);
+  return all;
+}
+
 SandboxPort* Gateway::find(const std::string& id) {
   auto it = sandboxes_.find(id);
   return it == sandboxes_.end() ? nullptr : it->second.get();
 }
 
-size_t Gateway::node_fds() const {
-  return sandboxes_.size() * kFdsPerSandbox + 2 * tcp_total + 2 * udp_total + dns_tcp_total;
-}
+size_t Gateway::node_fds() const { return fixed_fds + 2 * tcp_total + 2 * udp_total + dns_tcp_total; }
+
+size_t Gateway::unused_floors() const { return sandboxes_.size() * budget_.floor - floors_used; }
 
 FdVerdict Gateway::admits(const SandboxPort& port, size_t want) const {
-  return budget_.admits_connection(node_fds(), port.connection_fds(), sandboxes_.size(), want);
+  return budget_.admits_connection(node_fds(), port.connection_fds(), sandboxes_.size(), unused_floors(), want);
 }
 
 void Gateway::shed(int listen_fd) {
@@ -105,9 +110,7 @@ void Gateway::on_address_events() {
 
 void Gateway::relist_uplink(int64_t event_ns) {
   next_relist_ms_ = now_ms() + kUplinkRelistMs;
-  std::vector<sys::NetnsAddress> now = sys::netns_addresses(-1);
-  std::vector<policy::NetProtectedRange> ranges = policy::protected_ranges_of(now);
-  uplink_addresses_ = std::move(now);
+  std::vector<policy::NetProtectedRange> ranges = policy::protected_ranges_of(uplink_local());
   if (ranges == protected_) return;
   // The change only: usually one address, so one map update per sandbox, however many ranges there are.
   std::vector<policy::NetProtectedRange> added, removed;
@@ -120,6 +123,7 @@ void Gateway::relist_uplink(int64_t event_ns) {
     try {
       sb->protect_change(added, removed);
     } catch (const std::exception& e) {
+      sb->protect_stale = true;  // its next tick writes the whole set
       std::fprintf(stderr, "sandlet-netgw: %s: protected ranges not updated: %s\n", id.c_str(), e.what());
     }
   }
@@ -135,16 +139,19 @@ int Gateway::run(int ready_fd) {
   (void)::fcntl(control_.get(), F_SETFL, O_NONBLOCK);
   if (o_.journal) {
     for (Replay& r : o_.journal->replay()) {
+      boost::system::error_code ec;
+      const boost::json::value v = boost::json::parse(r.request, ec);
+      const auto* idv = !ec && v.is_object() ? v.as_object().if_contains("id") : nullptr;
+      const std::string id = idv && idv->is_string() ? std::string(idv->as_string()) : "";
+      o_.journal->attaching(id);
       try {
         handle(r.request, r.fds, true);
       } catch (const std::exception& e) {
-        boost::system::error_code ec;
-        const boost::json::value v = boost::json::parse(r.request, ec);
-        const auto* id = !ec && v.is_object() ? v.as_object().if_contains("id") : nullptr;
         std::fprintf(stderr, "sandlet-netgw: not re-attached: %s\n", e.what());
-        if (id && id->is_string()) o_.journal->forget(std::string(id->as_string()));
+        if (!id.empty()) o_.journal->forget(id);
       }
     }
+    o_.journal->replayed();
     if (o_.restarts) std::fprintf(stderr, "sandlet-netgw: restarted (pid %d), %zu sandboxes re-attached\n", ::getpid(), sandboxes_.size());
   }
   loop_.add(control_.get(), EPOLLIN, this);
@@ -174,6 +181,7 @@ void Gateway::tick(int64_t now) {
       loop_.on_error(e.what());
     }
   }
+  if (!spare_) spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));  // shed() could not get it back
   if (now >= next_relist_ms_) {
     try {
       relist_uplink(boottime_ns());

@@ -77,6 +77,7 @@ class DnsTcp final : public Handler {
   void watch();  // the epoll interest for the current state
   void finish();
   SandboxPort& owner_;
+  EventLoop& loop_;  // (not through owner_: the destructor may run after the port's)
   uint64_t serial_;
   sys::UniqueFd fd_;
   std::string in_, out_;
@@ -136,10 +137,15 @@ class SandboxPort final : public Handler {
   void refused_for(proto::NetgwCounter kind, const char* proto, const Endpoint& dst, const std::string& why);
   // Descriptors this sandbox's connections, flows and resolver sessions hold (its fixed ones excepted).
   size_t connection_fds() const { return 2 * relays_.size() + 2 * flows_.size() + dns_tcp_.size(); }
+  // What it holds whatever it does (limits.hpp), published ports' listeners included.
+  size_t fixed_fds() const { return kFdsPerSandbox + publish_.size(); }
+  // Brings the node's count of used floors up to date after a connection, flow or session came or went.
+  void sync_floor();
   // Its protected ranges: the node's (at attach), then as the uplink's addresses change (false: a filter of
   // an older version).
   bool protect(const std::vector<policy::NetProtectedRange>& ranges);
   bool protect_change(const std::vector<policy::NetProtectedRange>& add, const std::vector<policy::NetProtectedRange>& remove);
+  bool protect_stale = false;  // a change failed to reach its map: tick() writes the whole set again
   void count(proto::NetgwCounter c, uint64_t n = 1);  // the sandbox's and the node's
   void flush_counters();
   sys::UniqueFd socket_inside(int family, int type);  // made in the sandbox's namespace
@@ -205,6 +211,7 @@ class SandboxPort final : public Handler {
   bool counters_dirty_ = false;
   int64_t next_flush_ms_ = 0;
   uint64_t logged_ = 0;  // refusals written to the node's log (the first few only)
+  size_t floor_accounted_ = 0;  // this sandbox's share of Gateway::floors_used
   std::string request_;
 };
 
@@ -226,7 +233,6 @@ class Gateway final : public Handler {
   void on_event(uint32_t events) override;  // the control socket
   EventLoop& loop() { return loop_; }
   int uplink_netns() const { return uplink_.get(); }
-  const std::vector<sys::NetnsAddress>& uplink_addresses() const { return uplink_addresses_; }
   // The ranges only a rule inside them opens: the fixed ones and the uplink's own addresses.
   const std::vector<policy::NetProtectedRange>& protected_ranges() const { return protected_; }
   // Handles one control request (its descriptors taken from `fds`); throws Error with the reply's code.
@@ -243,6 +249,9 @@ class Gateway final : public Handler {
   DnsService& dns() { return *dns_; }
   SandboxPort* find(const std::string& id);
   size_t tcp_total = 0, udp_total = 0, dns_tcp_total = 0;
+  size_t fixed_fds = 0;    // the attached sandboxes' fixed descriptors
+  size_t floors_used = 0;  // the sum over them of min(connection descriptors, floor)
+  size_t floor() const { return budget_.floor; }
   void detach(const std::string& id, const char* why);
   static int64_t now_ms();
 
@@ -258,16 +267,17 @@ class Gateway final : public Handler {
   };
   void on_client(Client& c, uint32_t events);
   void on_address_events();
-  // Lists the uplink's addresses; when they changed, every sandbox's protected ranges follow.
+  // Lists the uplink's addresses and local routes; when they changed, every sandbox's protected ranges follow.
   void relist_uplink(int64_t event_ns);
+  static std::vector<sys::NetnsAddress> uplink_local();
   size_t node_fds() const;
+  size_t unused_floors() const;
   void tick(int64_t now_ms);
   void flush_node_counters();
 
   GatewayOptions o_;
   EventLoop loop_;
   sys::UniqueFd uplink_;
-  std::vector<sys::NetnsAddress> uplink_addresses_;
   std::vector<policy::NetProtectedRange> protected_;
   sys::UniqueFd address_events_;
   AddressEvents address_handler_;

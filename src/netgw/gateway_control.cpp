@@ -103,10 +103,15 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
   if (op == "ping") {
     out["pid"] = ::getpid();
   } else if (op == "status") {
+    // The node, and the sandbox asked for by "id" (or, with "sandboxes": true, the first 256): one reply
+    // must fit one message.
+    const std::string only = field(o, "id") ? text_of(o, "id") : "";
+    const bool all = field(o, "sandboxes") && field(o, "sandboxes")->is_bool() && field(o, "sandboxes")->as_bool();
     boost::json::array list;
     for (auto& [id, sb] : sandboxes_) {
+      if (!(all || id == only) || list.size() >= 256) continue;
       boost::json::object one{{"id", id}, {"connections", sb->connections()}, {"udp_flows", sb->flows()},
-                              {"fds", sb->connection_fds() + kFdsPerSandbox}};
+                              {"fds", sb->connection_fds() + sb->fixed_fds()}};
       for (uint32_t c = 0; c < proto::kGwRestarts; ++c) one[proto::kNetgwCounterNames[c]] = sb->counter(static_cast<proto::NetgwCounter>(c));
       list.push_back(std::move(one));
     }
@@ -124,6 +129,7 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
     node["attached"] = sandboxes_.size();
     node["fds_in_use"] = node_fds();
     node["fd_limit"] = fd_limit_;
+    node["fd_budget"] = budget_.usable;
     out["node"] = std::move(node);
     boost::json::array ranges;
     for (const policy::NetProtectedRange& r : protected_) ranges.push_back(boost::json::string(range_text(r)));
@@ -168,12 +174,13 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
     // Attached already (two runtimes re-attaching after a restart): what it holds stays as it is.
     if (sandboxes_.count(r.id)) return boost::json::serialize(boost::json::object{{"ok", true}, {"attached", true}});
     if (sandboxes_.size() >= kMaxSandboxes) throw Error(Code::kUnavailable, "netgw: too many sandboxes attached (the limit is " + std::to_string(kMaxSandboxes) + ")");
-    if (!budget_.admits_sandbox(node_fds()))
+    if (!budget_.admits_sandbox(node_fds(), unused_floors(), kFdsPerSandbox + r.publish.size()))
       throw Error(Code::kUnavailable, "netgw: out of descriptors for another sandbox (" + std::to_string(node_fds()) +
                                           " in use, limit " + std::to_string(fd_limit_) + ")");
     r.request = text;
     const std::string id = r.id;
     auto port = std::make_unique<SandboxPort>(*this, std::move(r));
+    fixed_fds += port->fixed_fds();
     sandboxes_[id] = std::move(port);
     node_dirty_ = true;
     // The descriptors are the sandbox's own now (held by its port): the supervisor keeps duplicates.

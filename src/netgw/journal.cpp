@@ -1,5 +1,6 @@
 #include "netgw/journal.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 
 #include <boost/json.hpp>
@@ -10,6 +11,11 @@
 #include "sys/unix_socket.hpp"
 
 namespace sandlet::netgw {
+
+Journal::Journal(sys::UniqueFd sock) : sock_(std::move(sock)) {
+  const int flags = ::fcntl(sock_.get(), F_GETFL);
+  if (flags >= 0) (void)::fcntl(sock_.get(), F_SETFL, flags | O_NONBLOCK);
+}
 
 void Journal::send(const std::string& message, const std::vector<int>& fds) noexcept {
   try {
@@ -39,6 +45,15 @@ void Journal::forget(const std::string& id) noexcept {
   } catch (const std::exception&) {
   }
 }
+
+void Journal::attaching(const std::string& id) noexcept {
+  try {
+    send(boost::json::serialize(boost::json::object{{"op", "attaching"}, {"id", id}}), {});
+  } catch (const std::exception&) {
+  }
+}
+
+void Journal::replayed() noexcept { send(R"({"op":"replayed"})", {}); }
 
 std::vector<Replay> Journal::replay() {
   std::vector<Replay> out;

@@ -4,7 +4,7 @@
 // them, and hands them to the gateway it starts after this one died, which attaches them again before it
 // serves. Messages are JSON on a SOCK_SEQPACKET pair, descriptors as SCM_RIGHTS:
 //   gateway -> supervisor  {"op":"remember","id":ID,"request":TEXT} + fds | {"op":"update","id":ID,"request":TEXT}
-//                          | {"op":"forget","id":ID}
+//                          | {"op":"forget","id":ID} | {"op":"attaching","id":ID} | {"op":"replayed"}
 //   supervisor -> gateway  {"op":"replay","request":TEXT} + fds ... then {"op":"end"}
 #pragma once
 #include <string>
@@ -21,12 +21,18 @@ struct Replay {
 
 class Journal final {
  public:
-  explicit Journal(sys::UniqueFd sock) : sock_(std::move(sock)) {}
+  // Non-blocking from here on: a stopped supervisor must not stall the gateway's loop (a message it cannot
+  // take is dropped and logged).
+  explicit Journal(sys::UniqueFd sock);
   // Best effort: a supervisor that cannot take it only means that sandbox is not re-attached by a successor
   // (the library re-attaches it from its record when it next starts a gateway).
   void remember(const std::string& id, const std::string& request, const std::vector<int>& fds) noexcept;
   void update(const std::string& id, const std::string& request) noexcept;
   void forget(const std::string& id) noexcept;
+  // Around the replay: which sandbox is being re-attached, then that all were (a gateway that dies in
+  // between is not given that sandbox again).
+  void attaching(const std::string& id) noexcept;
+  void replayed() noexcept;
   // What the supervisor kept from the gateways before this one, read until its end mark.
   std::vector<Replay> replay();
 

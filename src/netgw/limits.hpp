@@ -28,8 +28,8 @@ constexpr int kDnsPruneMs = 300000;          // expired resolved addresses leave
 
 // Descriptors (fd_budget.hpp). What an attached sandbox holds whatever it does: its namespace, init pidfd,
 // cgroup (twice with a resolver), DNS log and counters files, four steered listeners, the steering's map,
-// program and link, and its filter's four maps.
-constexpr size_t kFdsPerSandbox = 16;
+// program and link, and its filter's four maps (17); and one per published port.
+constexpr size_t kFdsPerSandbox = 17;
 constexpr size_t kFdsOwn = 256;              // the gateway's own: epoll, control clients, log, netlink, spare
 constexpr size_t kFdFloorPerSandbox = 64;    // what any sandbox may hold for its connections (32 of them)
 // The limit the gateway asks for, so that its counts, not descriptors, are what binds.

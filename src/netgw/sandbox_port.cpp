@@ -123,6 +123,8 @@ SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
 }
 
 SandboxPort::~SandboxPort() {
+  gw_.fixed_fds -= fixed_fds();
+  gw_.floors_used -= floor_accounted_;
   gw_.dns_tcp_total -= dns_tcp_.size();
   dns_tcp_.clear();
   gw_.loop().remove(pidfd_.get());
@@ -183,15 +185,18 @@ bool SandboxPort::protect_change(const std::vector<policy::NetProtectedRange>& a
 std::string SandboxPort::refuse(const Endpoint& dst, uint8_t proto) const {
   if (is_loopback(dst)) return "a loopback destination";
   if (is_unroutable(dst)) return "an unroutable destination";
-  // The uplink's own addresses and the metadata endpoints: only a rule naming the address exactly (the
-  // kernel's protected ranges say the same; this holds even for a filter made by an older version).
-  bool exact_only = policy::is_metadata_endpoint(dst.family, dst.addr.data());
-  for (const sys::NetnsAddress& a : gw_.uplink_addresses())
-    exact_only |= a.family == dst.family && std::memcmp(a.addr.data(), dst.addr.data(), dst.family == 4 ? 4 : 16) == 0;
+  // A protected range (the uplink's own, link-local, metadata): only a rule naming the address exactly, as
+  // the kernel's protected ranges say (held here too for a filter made by an older version).
+  std::array<uint8_t, 16> a{};
+  std::memcpy(a.data(), dst.addr.data(), dst.family == 4 ? 4 : 16);
+  const policy::NetTrieKey key = policy::net_key_of(dst.family, a, dst.family == 4 ? 32 : 128);
+  bool exact_only = false;
+  for (const policy::NetProtectedRange& r : gw_.protected_ranges())
+    exact_only |= policy::net_key_contains(policy::net_key_of(r.family, r.addr, r.prefix), key);
   if (exact_only) {
     bool named = false;
     for (const Endpoint& e : exact_) named |= e.family == dst.family && e.addr == dst.addr;
-    if (!named) return "an address of the uplink itself or a metadata endpoint";
+    if (!named) return "a protected address (the uplink's own, link-local or a metadata endpoint)";
   }
   try {
     if (!filter_->allows(dst.family, dst.addr.data(), proto, dst.port)) return "not allowed by the sandbox's rules";
@@ -219,6 +224,13 @@ bool SandboxPort::admit(size_t fds, const Endpoint& dst, const char* proto) {
       return false;
   }
   return false;
+}
+
+void SandboxPort::sync_floor() {
+  const size_t now = std::min(connection_fds(), gw_.floor());
+  gw_.floors_used += now;
+  gw_.floors_used -= floor_accounted_;
+  floor_accounted_ = now;
 }
 
 void SandboxPort::count(proto::NetgwCounter c, uint64_t n) {
@@ -277,11 +289,6 @@ void SandboxPort::accept_egress(Listener& l) {
       reset();
       continue;
     }
-    if (gw_.tcp_total >= kTcpPerNode) {
-      refused_for(proto::kGwRefusedNode, "tcp", dst, "too many connections on the node");
-      reset();
-      continue;
-    }
     if (!admit(2, dst, "tcp")) {
       reset();
       continue;
@@ -297,6 +304,7 @@ void SandboxPort::accept_egress(Listener& l) {
     TcpRelay* p = r.get();
     relays_[p] = std::move(r);
     ++gw_.tcp_total;
+    sync_floor();
     count(proto::kGwTcpAccepted);
     try {
       p->start();
@@ -312,31 +320,39 @@ void SandboxPort::accept_published(Listener& l) {
     sys::UniqueFd out(::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!out) {
       if (errno == EMFILE || errno == ENFILE) {
+        refused_for(proto::kGwRefusedNode, "published tcp", publish_[l.index].host, "the gateway process is out of descriptors");
         gw_.shed(l.fd.get());
         continue;
       }
       return;
     }
-    if (relays_.size() >= kTcpPerSandbox || gw_.tcp_total >= kTcpPerNode) continue;
-    Endpoint host;  // (the published address: what the refusal is logged with)
-    host = publish_[l.index].host;
+    const Endpoint host = publish_[l.index].host;  // (what a refusal is logged with)
+    if (relays_.size() >= kTcpPerSandbox) {
+      refused_for(proto::kGwRefusedBudget, "published tcp", host, "too many connections of this sandbox");
+      continue;
+    }
     if (!admit(2, host, "published tcp")) continue;
     sys::UniqueFd in;
     try {
       in = socket_inside(AF_INET, SOCK_STREAM);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      refused_for(proto::kGwRefusedError, "published tcp", host, e.what());
       continue;
     }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(publish_[l.index].inside);
-    if (::connect(in.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) continue;
+    if (::connect(in.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+      refused_for(proto::kGwRefusedError, "published tcp", host, std::string("connect inside: ") + std::strerror(errno));
+      continue;
+    }
     // Here the connecting side is the inner one: its connect() completes in the sandbox's namespace.
     auto r = std::make_unique<TcpRelay>(*this, std::move(in), std::move(out), false);
     TcpRelay* p = r.get();
     relays_[p] = std::move(r);
     ++gw_.tcp_total;
+    sync_floor();
     try {
       p->start();
     } catch (const std::exception&) {
@@ -351,6 +367,7 @@ void SandboxPort::relay_done(TcpRelay* r) {
   --gw_.tcp_total;
   gw_.loop().retire(std::move(it->second));
   relays_.erase(it);
+  sync_floor();
 }
 
 void SandboxPort::tick(int64_t now) {
@@ -369,6 +386,14 @@ void SandboxPort::tick(int64_t now) {
     next_prune_ms_ = now + kDnsPruneMs;
   }
   if (counters_dirty_ && now >= next_flush_ms_) flush_counters();
+  if (protect_stale) {
+    try {
+      protect(gw_.protected_ranges());
+      protect_stale = false;
+    } catch (const std::exception&) {
+      // tried again on the next tick
+    }
+  }
 }
 
 }  // namespace sandlet::netgw

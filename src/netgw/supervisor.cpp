@@ -30,8 +30,9 @@ std::string text_of(const boost::json::object& o, const char* k) {
   return v && v->is_string() ? std::string(v->as_string()) : "";
 }
 
-// Takes every message waiting on the journal. False once the gateway closed its end.
-bool read_journal(int sock, std::map<std::string, Kept>& kept) {
+// Takes every message waiting on the journal; `attaching` is the sandbox the gateway is re-attaching now
+// ("" outside its replay). False once the gateway closed its end.
+bool read_journal(int sock, std::map<std::string, Kept>& kept, std::string& attaching) {
   for (;;) {
     std::vector<sys::UniqueFd> fds;
     bool eof = false;
@@ -48,7 +49,9 @@ bool read_journal(int sock, std::map<std::string, Kept>& kept) {
     if (ec || !v.is_object()) continue;
     const boost::json::object& o = v.as_object();
     const std::string op = text_of(o, "op"), id = text_of(o, "id");
+    if (op == "replayed") attaching.clear();
     if (id.empty()) continue;
+    if (op == "attaching") attaching = id;
     if (op == "remember") {
       kept[id] = Kept{text_of(o, "request"), std::move(fds)};
     } else if (op == "update") {
@@ -85,6 +88,7 @@ int supervise(const SupervisorOptions& o, const std::function<int(sys::UniqueFd,
   uint64_t restarts = 0;
   int ready_fd = o.ready_fd;
   std::deque<int64_t> recent;  // start times of the last gateways, to slow down a crash loop
+  std::string attaching;
   for (;;) {
     sys::UniqueFd mine, theirs;
     lazy::seqpacket_pair(mine, theirs);
@@ -113,12 +117,22 @@ int supervise(const SupervisorOptions& o, const std::function<int(sys::UniqueFd,
     int status = 0;
     for (;;) {
       pollfd p[2] = {{open ? mine.get() : -1, POLLIN, 0}, {child.get(), POLLIN, 0}};
-      if (::poll(p, child ? 2 : 1, child ? -1 : 1000) < 0 && errno != EINTR) break;
-      if (open && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) open = read_journal(mine.get(), kept);
+      if (::poll(p, child ? 2 : 1, child ? -1 : 1000) < 0) {
+        if (errno != EINTR) ::usleep(100000);  // only waitpid below ends the wait: never mistake it for an exit
+        continue;
+      }
+      if (open && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) open = read_journal(mine.get(), kept, attaching);
       const pid_t done = ::waitpid(pid, &status, WNOHANG);
       if (done == pid) break;
     }
-    if (open) (void)read_journal(mine.get(), kept);  // what it said before it died
+    if (open) (void)read_journal(mine.get(), kept, attaching);  // what it said before it died
+    if (!attaching.empty()) {
+      // It died re-attaching this one: never hand it over again (the others still are).
+      std::fprintf(stderr, "sandlet-netgw: supervisor: gateway died re-attaching %s; not re-attached again\n",
+                   attaching.c_str());
+      kept.erase(attaching);
+      attaching.clear();
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;  // idle: nothing is attached
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return 1;  // it could not start at all
     ++restarts;

@@ -64,10 +64,6 @@ void SandboxPort::on_datagram(Listener& l) {
         refused_for(proto::kGwRefusedBudget, "udp", *dst, "too many UDP flows of this sandbox");
         continue;
       }
-      if (gw_.udp_total >= kUdpFlowsPerNode) {
-        refused_for(proto::kGwRefusedNode, "udp", *dst, "too many UDP flows on the node");
-        continue;
-      }
       if (!admit(2, *dst, "udp")) continue;
     }
     if (dns) {
@@ -112,6 +108,7 @@ void SandboxPort::on_datagram(Listener& l) {
       ++gw_.udp_total;
       count(proto::kGwUdpFlows);
       it = flows_.emplace(key, std::move(f)).first;
+      sync_floor();
     }
     UdpFlow& f = *it->second;
     f.last_ms = Gateway::now_ms();
@@ -164,6 +161,7 @@ void SandboxPort::drop_flow(UdpFlow* f) {
   --gw_.udp_total;
   gw_.loop().retire(std::move(it->second));
   flows_.erase(it);
+  sync_floor();
 }
 
 }  // namespace sandlet::netgw

@@ -51,7 +51,7 @@ bool NetFilter::allows(int family, const uint8_t* addr, uint8_t proto, uint16_t 
   std::array<uint8_t, 16> a{};
   std::memcpy(a.data(), addr, family == 4 ? 4 : 16);
   const NetTrieKey key = net_key_of(family, a, family == 4 ? 32 : 128);
-  uint32_t inside = 0;  // as the programs do: the prefix length of the protected range holding it
+  uint32_t inside = 0;  // as the programs do: the reach a protected range holding it asks for
   if (protect_ && !sys::bpf_map_lookup(protect_.get(), &key, &inside)) inside = 0;
   NetTrieValue v;
   if (!sys::bpf_map_lookup(trie.get(), &key, &v)) return false;
@@ -65,10 +65,7 @@ bool NetFilter::set_protected(const std::vector<NetProtectedRange>& protect) {
   std::vector<NetTrieKey> want;
   for (const NetProtectedRange& r : protect) want.push_back(net_key_of(r.family, r.addr, r.prefix));
   if (want.size() > kMaxProtected) want.resize(kMaxProtected);  // the fixed ranges come first
-  for (const NetTrieKey& k : want) {
-    const uint32_t len = k.prefixlen;
-    sys::bpf_map_update(protect_.get(), &k, &len);
-  }
+  for (const NetTrieKey& k : want) sys::bpf_map_update(protect_.get(), &k, &kNetProtectReach);
   NetTrieKey key, next;
   const void* at = nullptr;
   std::vector<NetTrieKey> stale;
@@ -86,8 +83,7 @@ bool NetFilter::change_protected(const std::vector<NetProtectedRange>& add, cons
   if (!protect_) return false;
   for (const NetProtectedRange& r : add) {
     const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);
-    const uint32_t len = k.prefixlen;
-    sys::bpf_map_update(protect_.get(), &k, &len);
+    sys::bpf_map_update(protect_.get(), &k, &kNetProtectReach);
   }
   for (const NetProtectedRange& r : remove) {
     const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);

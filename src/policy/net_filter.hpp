@@ -63,6 +63,8 @@ class NetFilter final {
   std::vector<NetResolved> resolved() const;
   // Whether this filter keeps a resolved set (filters made by older versions have only the live slot).
   bool holds_resolved() const { return slots_ > kSlotResolved; }
+  // Whether its programs read a protected-range map (older versions compiled protection into the rules).
+  bool holds_protect() const { return static_cast<bool>(protect_); }
   NetCounters counters() const;
   // The allowlist's verdict for one destination, read from the kernel's maps as the programs see them now
   // (so it follows every update, protected ranges included): the node gateway's second check of what it

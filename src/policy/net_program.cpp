@@ -68,7 +68,7 @@ void match_and_return(Program& p, const NetMaps& maps, NetHook hook) {
   const int rules_fd = maps.rules, stats_fd = maps.stats;
   p.place(kMatch);
   p.jump_imm(BPF_JEQ, BPF_REG_7, 0, kDeny);
-  // r9 = the prefix length of the innermost protected range holding the destination, 0 when none.
+  // r9 = the reach a protected range holding the destination asks for, 0 when none holds it.
   p.emit(mov64_imm(BPF_REG_9, 0));
   p.map(BPF_REG_1, maps.protect);
   p.emit(mov64_reg(BPF_REG_2, BPF_REG_10));

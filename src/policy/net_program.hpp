@@ -5,8 +5,8 @@
 // programs read (net_rules.hpp; slots 1 and 2 keep what it is built from, net_filter.hpp); a new allowlist
 // is built as a new trie and swapped into slot 0 with one update, so a
 // program sees either the old set or the new one, never a mix. `stats` counts denials per hook. `protect`
-// holds the ranges only a rule inside them opens (net_rules.hpp): a destination in one needs a matching
-// entry whose `reach` is at least the range's prefix length.
+// holds the ranges only a rule naming the address opens (net_rules.hpp): a destination in one needs a
+// matching entry whose `reach` is at least the range's value (kNetProtectReach).
 //
 // Programs: connect4/6 and sendmsg4/6 (a denied connect(), or sendto() of UDP, fails with EPERM) and
 // an inet egress program that checks every packet any socket of the group sends — TCP of connections
@@ -37,7 +37,7 @@ constexpr uint32_t kNetDeniedSlots = 64;
 
 struct NetMaps {
   int rules, stats, denied;
-  int protect;  // LPM trie of protected ranges (net_protect.hpp), value: the range's prefix length (u32)
+  int protect;  // LPM trie of protected ranges (net_protect.hpp), value: the reach it asks for (u32)
 };
 // A cgroup/connect or cgroup/sendmsg program for IPv4 (`ipv6` false) or IPv6 destinations.
 std::vector<bpf_insn> net_sock_addr_program(bool ipv6, NetHook hook, const NetMaps& maps);

@@ -37,21 +37,19 @@ const std::vector<NetProtectedRange>& fixed_protected_ranges() {
   return v;
 }
 
-bool is_metadata_endpoint(int family, const uint8_t* addr) {
-  for (const NetProtectedRange& m : metadata_endpoints())
-    if (m.family == family && std::memcmp(m.addr.data(), addr, family == 4 ? 4 : 16) == 0) return true;
-  return false;
-}
-
 std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsAddress>& addresses) {
   static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   std::vector<NetProtectedRange> out = fixed_protected_ranges();
   for (const sys::NetnsAddress& a : addresses) {
-    if ((a.family == 4 && a.addr[0] == 127) || (a.family == 6 && std::memcmp(a.addr.data(), one, 16) == 0)) continue;
+    const int full = a.family == 4 ? 32 : 128;
+    const int prefix = a.prefix < 0 || a.prefix > full ? full : a.prefix;
+    // Loopback (127.0.0.0/8 and inside it, ::1) is the sandbox's own.
+    if ((a.family == 4 && a.addr[0] == 127 && prefix >= 8) || (a.family == 6 && prefix == 128 && std::memcmp(a.addr.data(), one, 16) == 0))
+      continue;
     NetProtectedRange r;
     r.family = a.family;
     r.addr = a.addr;
-    r.prefix = a.family == 4 ? 32 : 128;
+    r.prefix = prefix;
     bool seen = false;
     for (const NetProtectedRange& o : out) seen |= o == r;
     if (!seen) out.push_back(r);

@@ -1,6 +1,6 @@
-// What no wide rule opens (net_rules.hpp, "Protected ranges"): the node's own addresses — the uplink's,
-// which change while sandboxes live — and fixed ranges every host has: link-local (where clouds put their
-// metadata services) and the usual metadata addresses, each of which only a rule naming it exactly opens.
+// What only a rule naming the address exactly opens (net_rules.hpp, "Protected ranges"): the node's own —
+// the uplink's addresses and local routes, which change while sandboxes live — and fixed ranges every host
+// has: link-local (where clouds put their metadata services) and the usual metadata endpoints.
 // The library reads them at create and update, the node gateway whenever the uplink's addresses change.
 #pragma once
 #include <vector>
@@ -14,11 +14,9 @@ namespace sandlet::policy {
 // (169.254.169.254, 169.254.170.2, 169.254.0.23, 100.100.100.200, 168.63.129.16, fd00:ec2::254).
 const std::vector<NetProtectedRange>& fixed_protected_ranges();
 
-// The fixed ranges, then one /32 or /128 per distinct address of `addresses`, loopback left out:
-// loopback is the sandbox's own (its namespace's), always allowed and never relayed.
+// The fixed ranges, then one range per distinct address or local route of `addresses` (a /32 or /128 for an
+// address), loopback left out: loopback is the sandbox's own (its namespace's), always allowed and never
+// relayed.
 std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsAddress>& addresses);
-
-// Whether `r` is one of the exact metadata endpoints (a rule must name it as a /32 or /128).
-bool is_metadata_endpoint(int family, const uint8_t* addr);
 
 }  // namespace sandlet::policy

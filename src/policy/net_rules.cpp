@@ -86,7 +86,8 @@ NetTrieKey net_key_of(int family, const std::array<uint8_t, 16>& addr, int prefi
   return k;
 }
 
-std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& user_rules, const std::string& field) {
+std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& user_rules, const std::string& field,
+                                            const std::vector<NetProtectedRange>& inline_protect) {
   // The sandbox's own loopback, in its own namespace: every protocol and port, as if two more rules.
   std::vector<NetAllowRule> allow = user_rules;
   NetAllowRule lo;
@@ -108,7 +109,9 @@ std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& use
   }
   // The guards are keys of their own, so that a destination inside one never falls through to a wider
   // IPv6 prefix around it.
-  for (const auto& g : family_guards()) ranges.push_back({g, -1});
+  std::vector<NetTrieKey> guards = family_guards();
+  for (const auto& p : inline_protect) guards.push_back(net_key_of(p.family, p.addr, p.prefix));
+  for (const auto& g : guards) ranges.push_back({g, -1});
 
   std::vector<NetTrieEntry> out;
   auto find_or_add = [&](const NetTrieKey& k) -> NetTrieValue& {
@@ -119,9 +122,9 @@ std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& use
   };
   for (const Range& r : ranges) {
     NetTrieValue& value = find_or_add(r.key);
-    const NetTrieKey* guard = nullptr;
-    for (const auto& g : family_guards())
-      if (net_key_contains(g, r.key)) guard = &g;  // the guards do not nest
+    const NetTrieKey* guard = nullptr;  // the innermost guard holding this range
+    for (const auto& g : guards)
+      if (net_key_contains(g, r.key) && (!guard || g.prefixlen > guard->prefixlen)) guard = &g;
     for (size_t i = 0; i < allow.size(); ++i) {
       if (allow[i].family == 0) continue;
       const NetTrieKey& rk = rule_keys[i];

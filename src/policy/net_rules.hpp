@@ -9,11 +9,12 @@
 // rules that lie inside them. So `::/0` opens no IPv4 destination; an IPv4 rule, or an IPv6 rule written
 // inside one of those ranges (`::ffff:10.0.0.0/104` is 10.0.0.0/8), does.
 //
-// Protected ranges (the host's addresses, link-local, cloud metadata: net_protect.hpp) are not compiled in:
-// they change while sandboxes live, so they sit in a map of their own that the programs read beside the
-// rules. Each entry carries the prefix length of the rule that grants it (`reach`); a destination inside
-// a protected /P is allowed only by entries whose reach is at least P, i.e. by a rule lying inside the
-// protected range (both contain the destination, so the longer prefix is the inner range).
+// Protected ranges (the host's addresses and local routes, link-local, cloud metadata: net_protect.hpp)
+// are not compiled in: they change while sandboxes live, so they sit in a map of their own that the
+// programs read beside the rules, each range with the reach it asks for (kNetProtectReach). Each entry of
+// the rules carries the prefix length of the rule that grants it (`reach`); a destination inside a
+// protected range is allowed only by entries whose reach is at least that: a rule naming the address
+// exactly (/32, /128).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -39,6 +40,8 @@ struct NetPortEntry {
   uint8_t pad[2] = {};
 };
 static_assert(sizeof(NetPortEntry) == 8);
+// The reach a protected range asks of a rule: its address exactly.
+inline constexpr uint32_t kNetProtectReach = 128;
 constexpr int kNetEntriesPerPrefix = 8;
 struct NetTrieValue {
   NetPortEntry e[kNetEntriesPerPrefix];
@@ -63,8 +66,11 @@ struct NetProtectedRange {
 // Rules by name (family 0) are skipped: their addresses come from the sandbox's resolver.
 // Throws Error(kInvalidArgument) naming `field`[i] when more than kNetEntriesPerPrefix port ranges
 // would apply to one address range.
+// `inline_protect`: protected ranges compiled in as the family guards are, for a filter made by an older
+// version (its programs have no protected-range map); empty otherwise.
 std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& allow,
-                                            const std::string& field = "network.allow");
+                                            const std::string& field = "network.allow",
+                                            const std::vector<NetProtectedRange>& inline_protect = {});
 
 // Whether `outer` contains `inner` (both keys of the 128-bit space).
 bool net_key_contains(const NetTrieKey& outer, const NetTrieKey& inner);

@@ -121,18 +121,24 @@ UniqueFd address_events_socket() {
   if (!s) throw_errno("rtnetlink socket for address events");
   sockaddr_nl a{};
   a.nl_family = AF_NETLINK;
-  a.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  a.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
   if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw_errno("subscribe to address events");
   return s;
 }
 
 bool drain_address_events(int fd) {
   bool any = false;
-  char buf[8192];
+  alignas(nlmsghdr) char buf[16384];
   for (;;) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n > 0) {
-      any = true;
+      int left = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) any = true;
+        if ((h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELROUTE) &&
+            h->nlmsg_len >= NLMSG_LENGTH(sizeof(rtmsg)) && static_cast<const rtmsg*>(NLMSG_DATA(h))->rtm_type == RTN_LOCAL)
+          any = true;
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -142,6 +148,70 @@ bool drain_address_events(int fd) {
     }
     return any;
   }
+}
+
+std::vector<NetnsAddress> netns_local_routes(int netns_fd) {
+  std::vector<NetnsAddress> out;
+  in_netns(netns_fd, [&] {
+    for (const int family : {AF_INET, AF_INET6}) {
+      UniqueFd sock(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+      if (!sock) throw_errno("rtnetlink socket for the local routes");
+      // Filtered by the kernel where it can (strict checking, 4.20+): a router's main table may be huge.
+      const int one = 1;
+      (void)::setsockopt(sock.get(), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof one);
+      struct {
+        nlmsghdr h;
+        rtmsg r;
+      } req{};
+      req.h.nlmsg_len = NLMSG_LENGTH(sizeof req.r);
+      req.h.nlmsg_type = RTM_GETROUTE;
+      req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+      req.h.nlmsg_seq = 1;
+      req.r.rtm_family = static_cast<unsigned char>(family);
+      req.r.rtm_table = RT_TABLE_LOCAL;
+      req.r.rtm_type = RTN_LOCAL;
+      if (::send(sock.get(), &req, req.h.nlmsg_len, 0) < 0) throw_errno("list the local routes");
+      alignas(nlmsghdr) char buf[32768];
+      for (bool done = false; !done;) {
+        const ssize_t n = ::recv(sock.get(), buf, sizeof buf, 0);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          throw_errno("read the local routes");
+        }
+        int left = static_cast<int>(n);
+        if (left == 0) break;
+        for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+          if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_len >= NLMSG_LENGTH(sizeof(nlmsgerr))) {
+            const int err = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
+            if (err != 0) throw_errno("list the local routes", err);
+          }
+          if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+            done = true;
+            break;
+          }
+          if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) continue;
+          const auto* r = static_cast<const rtmsg*>(NLMSG_DATA(h));
+          uint32_t table = r->rtm_table;
+          NetnsAddress a;
+          a.family = r->rtm_family == AF_INET ? 4 : 6;
+          a.prefix = r->rtm_dst_len;
+          bool has_dst = false;
+          int attr_len = static_cast<int>(RTM_PAYLOAD(h));
+          for (auto* at = RTM_RTA(r); RTA_OK(at, attr_len); at = RTA_NEXT(at, attr_len)) {
+            if (at->rta_type == RTA_TABLE && RTA_PAYLOAD(at) >= 4) std::memcpy(&table, RTA_DATA(at), 4);
+            if (at->rta_type == RTA_DST && RTA_PAYLOAD(at) == (a.family == 4 ? 4u : 16u)) {
+              std::memcpy(a.addr.data(), RTA_DATA(at), RTA_PAYLOAD(at));
+              has_dst = true;
+            }
+          }
+          if (r->rtm_type != RTN_LOCAL || table != RT_TABLE_LOCAL || r->rtm_family != family) continue;
+          if (!has_dst && a.prefix != 0) continue;
+          out.push_back(a);
+        }
+      }
+    }
+  });
+  return out;
 }
 
 std::vector<NetnsAddress> netns_addresses(int netns_fd) {

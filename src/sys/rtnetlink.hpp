@@ -18,15 +18,20 @@ void add_anyip_routes(int netns_fd, const uint8_t* source4, const uint8_t* sourc
 struct NetnsAddress {
   int family = 4;                  // 4 or 6
   std::array<uint8_t, 16> addr{};  // network order; IPv4 in the first 4 bytes
+  int prefix = -1;                 // a range of that many bits; -1: the address alone
 };
 // Every address configured in the namespace `netns_fd` (-1: the caller's own), loopback included.
 std::vector<NetnsAddress> netns_addresses(int netns_fd);
+// Every destination the namespace delivers to itself: the routes of type local in its local table (each of
+// its addresses, and whole prefixes routed `local`, "AnyIP"), loopback included.
+std::vector<NetnsAddress> netns_local_routes(int netns_fd);
 
-// A socket of the caller's network namespace that becomes readable whenever an address is added there or
-// removed (rtnetlink groups RTMGRP_IPV4_IFADDR and RTMGRP_IPV6_IFADDR). Non-blocking, close-on-exec.
+// A socket of the caller's network namespace that becomes readable whenever an address or a route is added
+// there or removed (rtnetlink groups IFADDR and ROUTE, both families). Non-blocking, close-on-exec.
 UniqueFd address_events_socket();
-// Reads every pending message of such a socket. True when there was any, or when the kernel dropped some
-// (ENOBUFS: the queue overflowed): either way the caller lists the addresses again.
+// Reads every pending message of such a socket. True when one was about an address or a local route, or
+// when the kernel dropped some (ENOBUFS: the queue overflowed): either way the caller lists them again.
+// Other routes' changes (a router's churn) are read and ignored.
 bool drain_address_events(int fd);
 
 }  // namespace sandlet::sys

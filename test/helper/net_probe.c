@@ -151,14 +151,16 @@ static size_t skip_name(const unsigned char *m, size_t n, size_t at) {
   return 0;
 }
 
-/* Prints the outcome of one A query for `name` to `server` port 53. */
-static int dns_query(const char *server, const char *name, int tcp) {
-  unsigned char q[300] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+/* An A query for `name` (class IN, recursion desired) with id `id` into `q`: its length, 0 if it does not fit. */
+static size_t a_query(unsigned char *q, size_t cap, unsigned id, const char *name) {
+  const unsigned char head[12] = {(unsigned char)(id >> 8), (unsigned char)id, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  if (cap < sizeof head + 5) return 0;
+  memcpy(q, head, sizeof head);
   size_t len = 12;
   for (const char *p = name; *p;) {
     const char *dot = strchr(p, '.');
     size_t l = dot ? (size_t)(dot - p) : strlen(p);
-    if (l == 0 || l > 63 || len + l + 6 > sizeof q) return 2;
+    if (l == 0 || l > 63 || len + l + 6 > cap) return 0;
     q[len++] = (unsigned char)l;
     memcpy(q + len, p, l);
     len += l;
@@ -166,6 +168,14 @@ static int dns_query(const char *server, const char *name, int tcp) {
   }
   q[len++] = 0;
   q[len++] = 0, q[len++] = 1, q[len++] = 0, q[len++] = 1; /* A, IN */
+  return len;
+}
+
+/* Prints the outcome of one A query for `name` to `server` port 53. */
+static int dns_query(const char *server, const char *name, int tcp) {
+  unsigned char q[300];
+  const size_t len = a_query(q, sizeof q, 0x1234, name);
+  if (len == 0) return 2;
   struct sockaddr_storage sa;
   socklen_t sl = address(server, 53, &sa);
   int s = socket(sa.ss_family, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
@@ -271,19 +281,9 @@ static int dns_wire(const char *server, const char *hex) {
 /* dns-flood: `count` queries at once, each from its own socket; how they ended. */
 static int dns_flood(const char *server, const char *name, int count, long long wait_ms) {
   if (count < 1 || count > 64) return 2;
-  unsigned char q[300] = {0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
-  size_t len = 12;
-  for (const char *p = name; *p;) {
-    const char *dot = strchr(p, '.');
-    size_t l = dot ? (size_t)(dot - p) : strlen(p);
-    if (l == 0 || l > 63 || len + l + 6 > sizeof q) return 2;
-    q[len++] = (unsigned char)l;
-    memcpy(q + len, p, l);
-    len += l;
-    p += l + (dot ? 1 : 0);
-  }
-  q[len++] = 0;
-  q[len++] = 0, q[len++] = 1, q[len++] = 0, q[len++] = 1;
+  unsigned char q[300];
+  const size_t len = a_query(q, sizeof q, 0, name);
+  if (len == 0) return 2;
   struct sockaddr_storage sa;
   socklen_t sl = address(server, 53, &sa);
   struct pollfd p[64];

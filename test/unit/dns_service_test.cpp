@@ -29,13 +29,9 @@ namespace {
 
 // Answers every query: A 192.0.2.9 for names under answer.test, NXDOMAIN for the others.
 Bytes answer_of(const Bytes& q) {
+  const std::string name = name_of(q);
   size_t p = 12;
-  std::string name;
-  while (p < q.size() && q[p] != 0) {
-    if (!name.empty()) name += '.';
-    name.append(q.begin() + static_cast<long>(p + 1), q.begin() + static_cast<long>(p + 1 + q[p]));
-    p += 1 + q[p];
-  }
+  while (p < q.size() && q[p] != 0) p += 1 + q[p];
   const bool a = name.size() > 12 && name.substr(name.size() - 12) == ".answer.test";
   Bytes out = header(static_cast<uint16_t>(q[0] << 8 | q[1]), a ? 0x8180 : 0x8183, 1, a ? 1 : 0);
   out.insert(out.end(), q.begin() + 12, q.begin() + static_cast<long>(p + 5));
@@ -123,7 +119,7 @@ TEST_CASE("dns service: a sandbox whose names are never answered waits on itself
   REQUIRE(dns.submit(fast.ctx, query(7, "gone.test", net::kDnsA), net::DnsTransport::kUdp, into(quick)));
   CHECK_FALSE(quick.done);  // never from inside submit()
   REQUIRE(run_until(loop, [&] { return quick.done; }, 3000ms));
-  CHECK(quick.at - start < 300ms);
+  CHECK(quick.at - start < 1500ms);  // well before the slow ones' 2 s (a loaded host: room to spare)
   CHECK(rcode(quick) == net::kDnsNxDomain);
   for (const Answer& a : waiting) CHECK_FALSE(a.done);
 
@@ -135,7 +131,7 @@ TEST_CASE("dns service: a sandbox whose names are never answered waits on itself
     REQUIRE(a.done);
     CHECK(rcode(a) == net::kDnsServFail);
     CHECK(a.at - start > 1900ms);
-    CHECK(a.at - start < 3000ms);
+    CHECK(a.at - start < 4500ms);
   }
   CHECK_FALSE(over.done);
   CHECK(dns.descriptors() == 2);

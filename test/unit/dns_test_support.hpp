@@ -88,6 +88,38 @@ inline std::string text_of(int family, const std::array<uint8_t, 16>& a) {
   return buf;
 }
 
+// The question name of a query, as text with the case it was sent in ("" when it has none).
+inline std::string name_of(const Bytes& q) {
+  size_t p = 12;
+  std::string name;
+  while (p < q.size() && q[p] != 0 && p + 1 + q[p] <= q.size()) {
+    if (!name.empty()) name += '.';
+    name.append(q.begin() + static_cast<long>(p + 1), q.begin() + static_cast<long>(p + 1 + q[p]));
+    p += 1 + q[p];
+  }
+  return name;
+}
+
+// A query for `name` that carries everything a sandbox could hide data in: every flag a client may set
+// (RD, Z, AD, CD), an answer, an authority and an additional record, and an OPT with the DO bit, a cookie
+// and a client subnet.
+inline Bytes hostile_query(uint16_t id, const std::string& name) {
+  Bytes q = header(id, 0x0170, 1, 1, 1, 2);
+  question(q, name, 1 /* A */);
+  rr(q, wire("secret-answer.leak"), 1, 7, v4("10.9.8.7"));
+  rr(q, wire("secret-authority.leak"), 2, 7, wire("ns.secret.leak"));
+  rr(q, wire("secret-additional.leak"), 1, 7, v4("10.9.8.6"));
+  Bytes options;
+  u16(options, 10);  // COOKIE
+  u16(options, 8);
+  append(options, Bytes{'S', 'E', 'C', 'R', 'E', 'T', 'C', 'K'});
+  u16(options, 8);  // CLIENT-SUBNET 10.1.2.0/24
+  u16(options, 7);
+  append(options, Bytes{0, 1, 24, 0, 10, 1, 2});
+  rr(q, {0}, 41 /* OPT */, 0x00008000, options, 4096);
+  return q;
+}
+
 // A UDP DNS server on 127.0.0.1 (a port of the kernel's choosing), run on its own thread until destroyed.
 // `answer` gets each query's bytes and returns the datagrams to send back (none: stay silent).
 class FakeDns {

@@ -132,21 +132,9 @@ TEST_CASE("name gate: the upstream is asked the lower-case name and nothing else
   LoggingDns up;
   const NameGate gate = gate_of({at(up.dns.port())}, timing(1000ms, 1, 2000ms));
 
-  // Every flag a client may set (RD, Z, AD, CD), an answer, an authority and an additional record, and an
-  // OPT with the DO bit, a cookie and a client subnet: a name's letter case and all of these could carry data.
-  Bytes q = header(0x5151, 0x0170, 1, 1, 1, 2);
-  question(q, "WwW.ExAmPlE.CoM", kDnsA);
-  rr(q, wire("secret-answer.leak"), kDnsA, 7, v4("10.9.8.7"));
-  rr(q, wire("secret-authority.leak"), 2, 7, wire("ns.secret.leak"));
-  rr(q, wire("secret-additional.leak"), kDnsA, 7, v4("10.9.8.6"));
-  Bytes options;
-  u16(options, 10);  // COOKIE
-  u16(options, 8);
-  append(options, Bytes{'S', 'E', 'C', 'R', 'E', 'T', 'C', 'K'});
-  u16(options, 8);  // CLIENT-SUBNET: 10.1.2.0/24
-  u16(options, 7);
-  append(options, Bytes{0, 1, 24, 0, 10, 1, 2});
-  rr(q, {0}, kDnsOpt, 0x00008000, options, 4096);
+  // Every flag, a record in each section, an OPT with options (dns_test_support.hpp): a name's letter case
+  // and all of these could carry data.
+  const Bytes q = hostile_query(0x5151, "WwW.ExAmPlE.CoM");
   REQUIRE(parse_dns(q).ok());
 
   const GateResult r = gate.handle(q);
@@ -271,7 +259,7 @@ TEST_CASE("name gate: retry rounds and the total deadline, step by step", "[net]
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(rcode_of(r) == kDnsServFail);
   CHECK(took >= 990ms);
-  CHECK(took < 1500ms);
+  CHECK(took < 2500ms);  // (a loaded host's scheduling on top of the 1 s budget)
 }
 
 TEST_CASE("name gate: an unreachable upstream ends its try at once", "[net][dns]") {
@@ -309,13 +297,13 @@ TEST_CASE("name gate: many exchanges wait at once, none holds up another", "[net
   for (auto& x : waiting) all.push_back(x.get());
   drive(all, [&] { return quick.exchange->done(); });
   const auto fast_took = std::chrono::steady_clock::now() - start;
-  CHECK(fast_took < 300ms);
+  CHECK(fast_took < 700ms);  // before the slow ones' first 400 ms try could even end twice
   CHECK(rcode_of(quick.exchange->result()) == kDnsNoError);
   for (auto& x : waiting) CHECK_FALSE(x->done());
   drive(all);
   const auto all_took = std::chrono::steady_clock::now() - start;
-  // 32 queries of 800 ms each, all waiting at once: about 800 ms, not 32 times that.
-  CHECK(all_took < 1500ms);
+  // 32 queries of 800 ms each, all waiting at once: about 800 ms, not 32 times that (25.6 s).
+  CHECK(all_took < 4000ms);
   for (auto& x : waiting) {
     REQUIRE(x->done());
     CHECK(rcode_of(x->result()) == kDnsServFail);

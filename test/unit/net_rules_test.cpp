@@ -29,14 +29,14 @@ NetTrieKey key_v6(std::initializer_list<uint8_t> head, int prefix) {
   return net_key_of(6, addr, prefix);
 }
 
-// The user-space mirror of what the kernel program does: the innermost protected range holding the
-// address (its prefix length P), the longest prefix of the rules, then any entry matching with reach >= P.
+// The user-space mirror of what the kernel program does: whether a protected range holds the address
+// (then an entry needs reach kNetProtectReach), the longest prefix of the rules, then any entry matching.
 bool allows(const std::vector<NetTrieEntry>& trie, const NetTrieKey& addr, uint8_t proto, uint16_t port,
             const std::vector<NetProtectedRange>& protect = {}) {
   uint32_t inside = 0;
   for (const auto& p : protect) {
     const NetTrieKey k = net_key_of(p.family, p.addr, p.prefix);
-    if (net_key_contains(k, addr)) inside = std::max(inside, k.prefixlen);
+    if (net_key_contains(k, addr)) inside = kNetProtectReach;
   }
   const NetTrieEntry* best = nullptr;
   for (const auto& e : trie)
@@ -99,7 +99,9 @@ TEST_CASE("net rules: a protected range needs a rule of its own", "[policy][netw
   CHECK(allows(trie, key_v4(10, 200, 0, 1, 32), kNetTcp, 8080, protect));
   CHECK_FALSE(allows(trie, key_v4(10, 200, 0, 1, 32), kNetTcp, 22, protect));  // a /8 is wider than the host
   CHECK(allows(trie, key_v4(10, 1, 0, 1, 32), kNetTcp, 22, protect));
-  CHECK(allows(trie, key_v4(169, 254, 1, 1, 32), kNetTcp, 80, protect));  // a rule as wide as the range opens it
+  CHECK_FALSE(allows(trie, key_v4(169, 254, 1, 1, 32), kNetTcp, 80, protect));  // not even the range itself
+  trie = compile_net_rules(rules_of(R"({"allow": ["tcp:169.254.1.1:80"]})"));
+  CHECK(allows(trie, key_v4(169, 254, 1, 1, 32), kNetTcp, 80, protect));  // the address named exactly
   CHECK_FALSE(allows(trie, key_v4(169, 254, 1, 1, 32), kNetTcp, 443, protect));
 }
 

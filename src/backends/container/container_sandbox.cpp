@@ -133,7 +133,7 @@ void ContainerSandbox::net_update(const NetworkPolicy& policy) {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
   if (state_.net_gateway) node_->gateway().ensure_running();  // a killed gateway: back, with every sandbox
-  update_network_policy(state_.cgroups.v2, id_, policy);
+  update_network_policy(state_.cgroups.v2, id_, policy, node_->net_uplink_netns);
   if (state_.net_gateway) node_->gateway().update(id_, policy);
 }
 

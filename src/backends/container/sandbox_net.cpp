@@ -35,8 +35,19 @@ std::vector<NetAllowRule> with_resolver(const NetworkPolicy& p) {
   return rules;
 }
 
-std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field) {
-  return policy::compile_net_rules(with_resolver(p), field + ".allow");
+std::vector<policy::NetTrieEntry> compile(const NetworkPolicy& p, const std::string& field,
+                                          const std::vector<policy::NetProtectedRange>& inline_protect = {}) {
+  return policy::compile_net_rules(with_resolver(p), field + ".allow", inline_protect);
+}
+
+// What a filter of an older version, without a protected-range map, gets compiled into its rules.
+std::vector<policy::NetProtectedRange> inline_protection(const std::string& uplink_netns) {
+  sys::UniqueFd ns;
+  if (!uplink_netns.empty()) {
+    ns.reset(::open(uplink_netns.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) throw_errno("open the network uplink namespace " + uplink_netns);
+  }
+  return policy::protected_ranges_of(sys::netns_addresses(ns ? ns.get() : -1));
 }
 
 sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {
@@ -75,18 +86,22 @@ NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy) {
   return {f.rules_map_id(), f.stats_map_id()};
 }
 
-void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy) {
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
+                           const std::string& uplink_netns) {
   if (policy.none || !policy.publish.empty() || policy.egress_rate != 0)
     throw Error(Code::kInvalidArgument, "network update of sandbox " + id +
                                             ": only \"allow\" (and \"dns\") can change while it runs");
-  const std::vector<policy::NetTrieEntry> rules = compile(policy, "network");
+  LockedFilter locked = attached(cgroup_v2, id);
+  const std::vector<policy::NetTrieEntry> rules =
+      compile(policy, "network",
+              locked.filter.holds_protect() ? std::vector<policy::NetProtectedRange>{} : inline_protection(uplink_netns));
   // Addresses resolved for a rule by name stay while the new policy has the same rule (name, protocols,
   // ports); the others leave with this update.
   std::vector<uint32_t> keep;
   for (const NetAllowRule& r : policy.allow) {
     if (r.family == 0) keep.push_back(policy::net_rule_tag(r));
   }
-  attached(cgroup_v2, id).filter.set_rules(rules, &keep);
+  locked.filter.set_rules(rules, &keep);
 }
 
 size_t add_resolved_addresses(const std::string& cgroup_v2, const std::string& id,

@@ -25,9 +25,12 @@ struct NetIds {
 // addresses at attach, before anything of the sandbox runs, and keeps them current.
 NetIds attach_network_policy(int cgroup_fd, const NetworkPolicy& policy);
 // Swaps in the allowlist of `policy` (only `allow` and `dns` may change at run time) for the group at
-// `cgroup_v2`, keeping resolved addresses of the rules by name the new policy still has.
+// `cgroup_v2`, keeping resolved addresses of the rules by name the new policy still has. A filter made by
+// an older version (no protected-range map) gets the protected ranges compiled in, with the addresses of
+// the namespace file `uplink_netns` ("" = this process's).
 // FAILED_PRECONDITION when the sandbox was created with "none".
-void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy);
+void update_network_policy(const std::string& cgroup_v2, const std::string& id, const NetworkPolicy& policy,
+                           const std::string& uplink_netns = "");
 // Gives the sandbox whose init is `init_pid` (its pidfd `pidfd`) connectivity through the node gateway:
 // AnyIP routes in its namespace `netns_fd`, then the gateway's attach (with the DNS log for a policy with
 // resolvers, -1 for none; and the gateway's counters file, netgw_counters.hpp). Before anything of the

@@ -1,9 +1,10 @@
 // The gateway tests' world: the uplink is a fake "internet", a network namespace of the test's own (a child
 // process) with 198.18.0.1, 198.18.0.2 and fd00:18::1 on its loopback — the uplink's own addresses, which
-// the gateway protects — and 198.19.0.0/24 and fd00:19::/64 routed to its loopback as local (AnyIP)
-// without being its addresses: "somewhere else" the uplink reaches. The echo servers of net_world.hpp answer on all of
-// them; the runtime's gateway connects out from there ($SANDLET_NET_UPLINK_NETNS). Traffic never leaves
-// namespaces the tests made, and the servers stop by themselves.
+// the gateway protects. "Somewhere else" the uplink reaches is a second namespace a veth pair away
+// (10.255.255.0/30, fd00:ff::/64), to which the uplink routes 198.19.0.0/24 and fd00:19::/64; it delivers
+// both to itself (routes of type local). The echo servers of net_world.hpp answer in both. The runtime's
+// gateway connects out from the uplink ($SANDLET_NET_UPLINK_NETNS). Traffic never leaves namespaces the
+// tests made, and the servers stop by themselves.
 #pragma once
 #include <fcntl.h>
 #include <sched.h>
@@ -23,12 +24,20 @@ namespace gateway_world {
 class FakeUplink {
  public:
   FakeUplink()
-      : echo_(net_world::ip_path() + " link set lo up && " + net_world::ip_path() + " addr add 198.18.0.1/32 dev lo && " +
-              net_world::ip_path() + " addr add 198.18.0.2/32 dev lo && " + net_world::ip_path() +
-              " -6 addr add fd00:18::1/128 dev lo nodad && " + net_world::ip_path() +
-              " route add local 198.19.0.0/24 dev lo && " + net_world::ip_path() + " -6 route add local fd00:19::/64 dev lo"),
+      : elsewhere_(ip() + " link set lo up && " + ip() + " route add local 198.19.0.0/24 dev lo && " + ip() +
+                   " -6 route add local fd00:19::/64 dev lo"),
+        echo_(ip() + " link set lo up && " + ip() + " addr add 198.18.0.1/32 dev lo && " + ip() +
+              " addr add 198.18.0.2/32 dev lo && " + ip() + " -6 addr add fd00:18::1/128 dev lo nodad && " + ip() +
+              " link add gwu0 type veth peer name gwu1 netns " + std::to_string(elsewhere_.pid()) + " && " + ip() +
+              " addr add 10.255.255.1/30 dev gwu0 && " + ip() + " -6 addr add fd00:ff::1/64 dev gwu0 nodad && " + ip() +
+              " link set gwu0 up && nsenter -t " + std::to_string(elsewhere_.pid()) + " -n sh -c '" + ip() +
+              " addr add 10.255.255.2/30 dev gwu1 && " + ip() + " -6 addr add fd00:ff::2/64 dev gwu1 nodad && " + ip() +
+              " link set gwu1 up' && " + ip() + " route add 198.19.0.0/24 via 10.255.255.2 && " + ip() +
+              " -6 route add fd00:19::/64 via fd00:ff::2"),
         path_(echo_.netns()) {}
   const std::string& netns() const { return path_; }
+  // The namespace behind the uplink (198.19.0.0/24, fd00:19::/64): where the tests' upstream servers live.
+  std::string elsewhere_netns() const { return elsewhere_.netns(); }
   // Runs `fn` on a thread inside the uplink namespace (as a host-side client of a published port).
   template <class F>
   void inside(F fn) const {
@@ -43,6 +52,8 @@ class FakeUplink {
   }
 
  private:
+  static std::string ip() { return net_world::ip_path(); }
+  net_world::EchoHost elsewhere_;  // first: the uplink's set-up moves the veth's other end into it
   net_world::EchoHost echo_;
   std::string path_;
 };
@@ -55,11 +66,7 @@ class UplinkEnv {
 };
 
 // Whether the fake uplink can be made here; says why not (a SKIP line) when it cannot.
-inline bool have_tools() {
-  if (!net_world::ip_path().empty()) return true;
-  std::cout << "SANDLET-SKIP: needs ip on the host (to make the fake uplink)" << std::endl;
-  return false;
-}
+inline bool have_tools() { return net_world::have_fake_internet(); }
 
 // The pid of the root's gateway supervisor (its lock file), 0 when none runs.
 inline pid_t gateway_pid(const std::string& root) {

@@ -172,6 +172,15 @@ class FakeInternet {
   std::string host_, peer_;
 };
 
+// The sandbox's cgroup2 directory (where its allowlist filter is attached), from its info.
+inline std::string cgroup_of(sandlet::Sandbox& sb) {
+  const std::string json = sb.info_json();
+  const std::string key = "\"cgroup_v2\":\"";
+  const auto pos = json.find(key);
+  REQUIRE(pos != std::string::npos);
+  return json.substr(pos + key.size(), json.find('"', pos + key.size()) - pos - key.size());
+}
+
 inline pid_t init_pid_of(sandlet::Sandbox& sb) {
   const std::string json = sb.info_json();
   const auto pos = json.find("\"init_pid\":");

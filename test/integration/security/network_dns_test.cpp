@@ -23,14 +23,6 @@ namespace policy = sandlet::policy;
 
 namespace {
 
-std::string cgroup_of(sandlet::Sandbox& sb) {
-  const std::string json = sb.info_json();
-  const std::string key = "\"cgroup_v2\":\"";
-  const auto pos = json.find(key);
-  REQUIRE(pos != std::string::npos);
-  return json.substr(pos + key.size(), json.find('"', pos + key.size()) - pos - key.size());
-}
-
 // mirror.internal: 10.250.0.1 — plus 10.250.0.3 under another owner, which the gate must ignore.
 std::vector<Bytes> answer(const Bytes& q) {
   size_t p = 12;

@@ -90,7 +90,7 @@ TEST_CASE("network by name: the upstream sees only the canonical question, whate
   FakeUplink up;
   UplinkEnv env(up);
   auto zone = std::make_shared<Zone>();
-  FakeDns upstream([zone](const Bytes& q) { return zone->answer(q); }, up.netns(), "198.19.0.53", 53);
+  FakeDns upstream([zone](const Bytes& q) { return zone->answer(q); }, up.elsewhere_netns(), "198.19.0.53", 53);
   Harness h;
   auto sb = create_with(h, R"({"allow": [{"host": "mirror.test", "ports": 443, "protocol": "tcp"}],
                                "dns": ["198.19.0.53"]})");
@@ -98,22 +98,9 @@ TEST_CASE("network by name: the upstream sees only the canonical question, whate
   CHECK(probe(sb, {"dns", "conf", "MiRrOr.TeSt"}) == "OK 198.19.0.1");
   CHECK(probe(sb, {"tcp", "198.19.0.1", "443"}) == "OK tcp-echo");
   CHECK(probe(sb, {"dns", "conf", "MIRROR.TEST", "tcp"}) == "OK 198.19.0.1");
-  // Every flag a client may set (RD, Z, AD, CD), a record in each section and an OPT with the DO bit, a
-  // cookie and a client subnet: the answer still comes, to the question as the sandbox wrote it.
-  Bytes q = header(0x1234, 0x0170, 1, 1, 1, 2);
-  question(q, "mIrRoR.tEsT", kDnsA);
-  rr(q, wire("secret-answer.leak"), kDnsA, 7, v4("10.9.8.7"));
-  rr(q, wire("secret-authority.leak"), 2, 7, wire("ns.secret.leak"));
-  rr(q, wire("secret-additional.leak"), kDnsA, 7, v4("10.9.8.6"));
-  Bytes options;
-  u16(options, 10);  // COOKIE
-  u16(options, 8);
-  append(options, Bytes{'S', 'E', 'C', 'R', 'E', 'T', 'C', 'K'});
-  u16(options, 8);  // CLIENT-SUBNET 10.1.2.0/24
-  u16(options, 7);
-  append(options, Bytes{0, 1, 24, 0, 10, 1, 2});
-  rr(q, {0}, kDnsOpt, 0x00008000, options, 4096);
-  CHECK(probe(sb, {"dns-wire", "conf", hex(q)}) == "RCODE 0 QNAME mIrRoR.tEsT");
+  // Every flag, a record in each section, an OPT with options: the answer still comes, to the question as
+  // the sandbox wrote it.
+  CHECK(probe(sb, {"dns-wire", "conf", hex(hostile_query(0x1234, "mIrRoR.tEsT"))}) == "RCODE 0 QNAME mIrRoR.tEsT");
 
   // What the upstream received, byte for byte but for the gateway's own random id: RD only, the name in
   // lower case, type A class IN, the gateway's own OPT without options. Nothing else.
@@ -139,8 +126,8 @@ TEST_CASE("network by name: sandboxes whose names are never answered do not slow
   UplinkEnv env(up);
   auto zone = std::make_shared<Zone>();
   // Two upstreams: a name neither answers takes the whole budget, two rounds of 1 s tries, 4 s.
-  FakeDns first([zone](const Bytes& q) { return zone->answer(q); }, up.netns(), "198.19.0.53", 53);
-  FakeDns second([zone](const Bytes& q) { return zone->answer(q); }, up.netns(), "198.19.0.54", 53);
+  FakeDns first([zone](const Bytes& q) { return zone->answer(q); }, up.elsewhere_netns(), "198.19.0.53", 53);
+  FakeDns second([zone](const Bytes& q) { return zone->answer(q); }, up.elsewhere_netns(), "198.19.0.54", 53);
   const std::string policy = R"({"allow": [{"host": "mirror.test", "ports": 443, "protocol": "tcp"},
                                            {"host": "*.slow.test", "ports": 443, "protocol": "tcp"}],
                                  "dns": ["198.19.0.53", "198.19.0.54"]})";
@@ -169,9 +156,10 @@ TEST_CASE("network by name: sandboxes whose names are never answered do not slow
   for (std::thread& t : threads) t.join();
   const long worst = *std::max_element(latency.begin(), latency.end());
   std::cout << "innocent sandbox's lookups during the flood: " << latency[0] << ", " << latency[1] << ", "
-            << latency[2] << " ms (bound 1000 ms)" << std::endl;
+            << latency[2] << " ms (bound 2000 ms)" << std::endl;
   CHECK(worst >= 0);
-  CHECK(worst < 1000);
+  // Half the 4 s that a lookup queued behind the flood waited before (room for emulated guests).
+  CHECK(worst < 2000);
 
   for (size_t i = 0; i < flooders.size(); ++i) {
     INFO("flooder " << i << ": " << floods[i]);
@@ -179,7 +167,7 @@ TEST_CASE("network by name: sandboxes whose names are never answered do not slow
     CHECK(field(floods[i], "SERVFAIL") == 8);
     CHECK(field(floods[i], "NONE") == 8);
     CHECK(field(floods[i], "MIN_MS") >= 3500);
-    CHECK(field(floods[i], "MAX_MS") <= 6000);
+    CHECK(field(floods[i], "MAX_MS") <= 9000);
     const boost::json::object stats = boost::json::parse(flooders[i].net_stats_json()).as_object();
     const boost::json::object& dns = stats.at("dns").as_object();
     CHECK(dns.at("failed").to_number<int>() == 8);

@@ -17,13 +17,9 @@ namespace {
 // uplink's own addresses, which no answer may open); other names do not exist.
 std::vector<Bytes> zone(const Bytes& q) {
   if (q.size() < 17) return {};
+  const std::string name = name_of(q);
   size_t p = 12;
-  std::string name;
-  while (p < q.size() && q[p] != 0) {
-    if (!name.empty()) name += '.';
-    name.append(q.begin() + static_cast<long>(p + 1), q.begin() + static_cast<long>(p + 1 + q[p]));
-    p += 1 + q[p];
-  }
+  while (p < q.size() && q[p] != 0) p += 1 + q[p];
   if (p + 5 > q.size()) return {};
   const uint16_t type = static_cast<uint16_t>(q[p + 1] << 8 | q[p + 2]);
   const bool known = name == "mirror.test" || name == "host.test";
@@ -42,7 +38,7 @@ constexpr const char* kPolicy = R"({"allow": [{"host": "mirror.test", "ports": 4
 struct DnsWorld {
   FakeUplink up;
   UplinkEnv env{up};
-  FakeDns upstream{zone, up.netns(), "198.19.0.53", 53};
+  FakeDns upstream{zone, up.elsewhere_netns(), "198.19.0.53", 53};
   Harness h;
   sandlet::Sandbox sb = create_with(h, kPolicy);
 };
@@ -123,7 +119,7 @@ TEST_CASE("network by name from the CLI: create --allow NAME --dns, net update, 
   if (!have_tools()) return;
   FakeUplink up;
   UplinkEnv env(up);
-  FakeDns upstream(zone, up.netns(), "198.19.0.53", 53);
+  FakeDns upstream(zone, up.elsewhere_netns(), "198.19.0.53", 53);
   Harness h;
   const std::string cli = std::string(SANDLET_CLI) + " --root " + h.root() + " ";
   int st = 0;
