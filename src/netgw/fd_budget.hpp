@@ -3,8 +3,10 @@
 // run the process out of them (or fill the node's connection caps) and take every other sandbox's network
 // down with it. One budget covers both: `usable` is the smaller of what the descriptor limit leaves and
 // what the node's caps allow. The rules:
-//   - every attached sandbox may hold `floor` for its connections whatever the others do: the floors not
-//     yet used are kept free, and a sandbox is attached only if its fixed descriptors and floor fit;
+//   - the floors (`floor` per sandbox) the attached sandboxes have not used yet are kept free, up to a
+//     quarter of the budget: no sandbox goes beyond its own floor into them, and an attach must leave them;
+//     so every sandbox may hold its floor whatever the others do, as long as the attached sandboxes' floors
+//     fit in that quarter (on a node crowded with sandboxes, the quarter is shared first come);
 //   - no sandbox holds more than `cap` (half of what is usable);
 //   - once three quarters are in use (counting the kept floors), a sandbox over its fair share (the budget
 //     divided by the sandboxes attached) gets no more.
@@ -29,7 +31,7 @@ struct FdBudget {
   static FdBudget for_limit(size_t nofile) {
     FdBudget b;
     const size_t own = kFdsOwn + std::min(kDnsQueued, nofile / 8);
-    const size_t by_caps = kMaxSandboxes * kFdsPerSandbox + 2 * (kTcpPerNode + kUdpFlowsPerNode);
+    const size_t by_caps = kMaxSandboxes * (kFdsPerSandbox + kFdsPerResolver) + 2 * (kTcpPerNode + kUdpFlowsPerNode);
     b.usable = std::min(nofile > own ? nofile - own : 0, by_caps);
     b.cap = b.usable / 2;
     return b;
@@ -42,7 +44,7 @@ struct FdBudget {
     if (own + want > std::max(cap, floor)) return FdVerdict::kOverSandbox;
     if (own + want <= floor) return node + want <= usable ? FdVerdict::kAdmit : FdVerdict::kNodeFull;
     // Beyond its floor: the floors the others have not used stay free.
-    const size_t committed = node + unused_floors + want;
+    const size_t committed = node + kept(unused_floors) + want;
     if (committed > usable) return FdVerdict::kNodeFull;
     const size_t fair = usable / std::max<size_t>(attached, 1);
     if (committed > usable - usable / 4 && own + want > fair) return FdVerdict::kOverSandbox;
@@ -51,8 +53,11 @@ struct FdBudget {
 
   // Whether one more sandbox holding `fixed` descriptors (and its floor, kept for it) fits.
   bool admits_sandbox(size_t node, size_t unused_floors, size_t fixed) const {
-    return node + unused_floors + fixed + floor <= usable;
+    return node + fixed + kept(unused_floors + floor) <= usable;
   }
+
+  // What is kept free for the floors not used yet: at most a quarter of the budget.
+  size_t kept(size_t unused_floors) const { return std::min(unused_floors, usable / 4); }
 };
 
 }  // namespace sandlet::netgw

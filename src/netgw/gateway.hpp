@@ -138,7 +138,7 @@ class SandboxPort final : public Handler {
   // Descriptors this sandbox's connections, flows and resolver sessions hold (its fixed ones excepted).
   size_t connection_fds() const { return 2 * relays_.size() + 2 * flows_.size() + dns_tcp_.size(); }
   // What it holds whatever it does (limits.hpp), published ports' listeners included.
-  size_t fixed_fds() const { return kFdsPerSandbox + publish_.size(); }
+  size_t fixed_fds() const { return kFdsPerSandbox + (dns_ ? kFdsPerResolver : 0) + publish_.size(); }
   // Brings the node's count of used floors up to date after a connection, flow or session came or went.
   void sync_floor();
   // Its protected ranges: the node's (at attach), then as the uplink's addresses change (false: a filter of

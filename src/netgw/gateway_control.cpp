@@ -174,17 +174,26 @@ std::string Gateway::handle(const std::string& text, std::vector<sys::UniqueFd>&
     // Attached already (two runtimes re-attaching after a restart): what it holds stays as it is.
     if (sandboxes_.count(r.id)) return boost::json::serialize(boost::json::object{{"ok", true}, {"attached", true}});
     if (sandboxes_.size() >= kMaxSandboxes) throw Error(Code::kUnavailable, "netgw: too many sandboxes attached (the limit is " + std::to_string(kMaxSandboxes) + ")");
-    if (!budget_.admits_sandbox(node_fds(), unused_floors(), kFdsPerSandbox + r.publish.size()))
+    if (!budget_.admits_sandbox(node_fds(), unused_floors(),
+                                kFdsPerSandbox + (r.upstreams.empty() ? 0 : kFdsPerResolver) + r.publish.size()))
       throw Error(Code::kUnavailable, "netgw: out of descriptors for another sandbox (" + std::to_string(node_fds()) +
                                           " in use, limit " + std::to_string(fd_limit_) + ")");
     r.request = text;
     const std::string id = r.id;
-    auto port = std::make_unique<SandboxPort>(*this, std::move(r));
+    // The supervisor keeps duplicates of the descriptors: sent while they are all still open (the port
+    // closes some once it has used them), taken back if the attach fails.
+    const bool journal = o_.journal && !replay;
+    if (journal) o_.journal->remember(id, text, raw);
+    std::unique_ptr<SandboxPort> port;
+    try {
+      port = std::make_unique<SandboxPort>(*this, std::move(r));
+    } catch (...) {
+      if (journal) o_.journal->forget(id);
+      throw;
+    }
     fixed_fds += port->fixed_fds();
     sandboxes_[id] = std::move(port);
     node_dirty_ = true;
-    // The descriptors are the sandbox's own now (held by its port): the supervisor keeps duplicates.
-    if (o_.journal && !replay) o_.journal->remember(id, text, raw);
   } else {
     throw Error(Code::kInvalidArgument, "netgw: unknown op '" + op + "'");
   }

@@ -27,13 +27,14 @@ constexpr int kDnsTcpIdleMs = 10000;         // a TCP resolver connection with n
 constexpr int kDnsPruneMs = 300000;          // expired resolved addresses leave the allowlist this often
 
 // Descriptors (fd_budget.hpp). What an attached sandbox holds whatever it does: its namespace, init pidfd,
-// cgroup (twice with a resolver), DNS log and counters files, four steered listeners, the steering's map,
-// program and link, and its filter's four maps (17); and one per published port.
-constexpr size_t kFdsPerSandbox = 17;
+// counters file, four steered listeners, the steering's link, its filter's rules and protected-range maps
+// (10); with a resolver its cgroup and DNS log too (2); and one per published port.
+constexpr size_t kFdsPerSandbox = 10;
+constexpr size_t kFdsPerResolver = 2;
 constexpr size_t kFdsOwn = 256;              // the gateway's own: epoll, control clients, log, netlink, spare
 constexpr size_t kFdFloorPerSandbox = 64;    // what any sandbox may hold for its connections (32 of them)
 // The limit the gateway asks for, so that its counts, not descriptors, are what binds.
-constexpr size_t kFdsWanted = kFdsOwn + kDnsQueued + kMaxSandboxes * kFdsPerSandbox + 2 * kTcpPerNode +
+constexpr size_t kFdsWanted = kFdsOwn + kDnsQueued + kMaxSandboxes * (kFdsPerSandbox + kFdsPerResolver) + 2 * kTcpPerNode +
                               2 * kUdpFlowsPerNode;
 constexpr int kUplinkRelistMs = 10000;       // the uplink's addresses are listed again at least this often
 constexpr int kCountersFlushMs = 250;        // counters files are rewritten at most this often

@@ -301,7 +301,7 @@ std::vector<NetResolved> NetFilter::resolved() const {
 
 NetCounters NetFilter::counters() const {
   uint64_t v[kNetHookCount] = {};
-  for (uint32_t i = 0; i < kNetHookCount; ++i) (void)sys::bpf_map_lookup(stats_.get(), &i, &v[i]);
+  for (uint32_t i = 0; stats_ && i < kNetHookCount; ++i) (void)sys::bpf_map_lookup(stats_.get(), &i, &v[i]);
   return {v[kNetHookConnect], v[kNetHookSendmsg], v[kNetHookEgress]};
 }
 
@@ -309,7 +309,7 @@ std::vector<NetDenial> NetFilter::denials_after(uint64_t after) const {
   std::vector<NetDenial> out;
   for (uint32_t i = 0; i < kNetDeniedSlots; ++i) {
     NetDeniedRecord r{};
-    if (!sys::bpf_map_lookup(denied_.get(), &i, &r) || r.seq <= after) continue;
+    if (!denied_ || !sys::bpf_map_lookup(denied_.get(), &i, &r) || r.seq <= after) continue;
     NetDenial d;
     d.seq = r.seq;
     static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};

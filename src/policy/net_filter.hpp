@@ -66,6 +66,12 @@ class NetFilter final {
   // Whether its programs read a protected-range map (older versions compiled protection into the rules).
   bool holds_protect() const { return static_cast<bool>(protect_); }
   NetCounters counters() const;
+  // Closes what allows() and the protected-range calls do not need (the counters and the denial ring): the
+  // node gateway holds one filter per attached sandbox. counters() and denials_after() read zeros then.
+  void keep_lookups_only() {
+    stats_.reset();
+    denied_.reset();
+  }
   // The allowlist's verdict for one destination, read from the kernel's maps as the programs see them now
   // (so it follows every update, protected ranges included): the node gateway's second check of what it
   // relays. `addr` in network order (IPv4 in the first 4 bytes); `proto` a NetProto bit. Throws an Error

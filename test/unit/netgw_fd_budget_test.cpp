@@ -51,7 +51,7 @@ TEST_CASE("fd budget: what the limit leaves, never more than the node's caps", "
   CHECK(FdBudget::for_limit(1024).usable == 1024 - kFdsOwn - 128);
   CHECK(FdBudget::for_limit(100).usable == 0);
   const FdBudget big = FdBudget::for_limit(kFdsWanted);
-  CHECK(big.usable == kMaxSandboxes * kFdsPerSandbox + 2 * (kTcpPerNode + kUdpFlowsPerNode));
+  CHECK(big.usable == kMaxSandboxes * (kFdsPerSandbox + kFdsPerResolver) + 2 * (kTcpPerNode + kUdpFlowsPerNode));
   CHECK(FdBudget::for_limit(10 * kFdsWanted).usable == big.usable);
 }
 
@@ -73,14 +73,26 @@ TEST_CASE("fd budget: two flooders leave a third its floor and more", "[netgw][b
 }
 
 TEST_CASE("fd budget: every attached sandbox keeps its floor however many flood", "[netgw][budget]") {
+  // As many sandboxes as a quarter of the budget holds floors for: each keeps its floor.
   Node n{FdBudget::for_limit(4096), {}, 0};
-  while (n.attach()) {
-  }
-  REQUIRE(n.own.size() > 2);
-  CHECK(n.held() + n.unused_floors() <= n.b.usable);  // attaching stopped while every floor still fits
+  const size_t fit = n.b.usable / 4 / n.b.floor;
+  for (size_t i = 0; i < fit; ++i) REQUIRE(n.attach());
   for (size_t i = 0; i + 1 < n.own.size(); ++i) n.flood(i);
   CHECK(2 * n.flood(n.own.size() - 1) >= n.b.floor);  // the last one, after everyone else flooded
   for (size_t o : n.own) CHECK(o >= n.b.floor);
+  CHECK(n.held() <= n.b.usable);
+}
+
+TEST_CASE("fd budget: a crowded node still attaches, and flooders never take the kept quarter", "[netgw][budget]") {
+  Node n{FdBudget::for_limit(20000), {}, 0};
+  while (n.attach()) {
+  }
+  CHECK(n.own.size() > 1000);  // the fixed descriptors bind, not the floors
+  for (size_t i = 0; i < 4; ++i) {
+    n.flood(i);
+    CHECK(n.own[i] == n.b.floor);  // the kept quarter is for floors: nothing beyond them on a crowded node
+  }
+  CHECK(2 * n.flood(n.own.size() - 1) >= n.b.floor);  // a quiet one still gets its floor
   CHECK(n.held() <= n.b.usable);
 }
 
