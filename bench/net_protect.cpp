@@ -104,6 +104,8 @@ json::object protect_exposure(const Context &ctx, sandlet_runtime_t *rt, const s
     exposed.push_back(static_cast<std::uint64_t>(at - t0));
   }
   sb.destroy();
+  if (exposed.size() < static_cast<size_t>(kRounds))
+    throw BenchError("net: protection exposure: " + std::to_string(stale) + " rounds met the previous one's protection");
   json::object o;
   o["how"] = std::string("rtnetlink RTM_NEWADDR ") + kAddr + "/32 in the uplink, then the first connect() refused with EPERM in a "
              "sandbox allowed tcp:198.18.0.0/16 (its probe loops connect every ~20 us)";

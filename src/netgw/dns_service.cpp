@@ -106,12 +106,12 @@ bool DnsService::admit(DnsContext& ctx, std::string& why) const {
   const size_t mine = static_cast<size_t>(std::max(0, ctx.inflight.load()));
   if (mine >= kDnsPerSandbox) {
     why = "dropped: too many queries in flight";
-  } else if (queries_.size() >= kDnsQueued) {
+  } else if (queries_.size() >= max_in_flight_) {
     why = "dropped: too many queries in flight on the node";
-  } else if (queries_.size() >= kDnsQueued / 2) {
+  } else if (queries_.size() >= max_in_flight_ / 2) {
     // The node's bound is shared: past half of it, no sandbox takes more than its part of that half.
     const size_t sandboxes = active_sandboxes_ + (mine == 0 ? 1 : 0);
-    if (mine >= std::max<size_t>(1, kDnsQueued / 2 / std::max<size_t>(1, sandboxes)))
+    if (mine >= std::max<size_t>(1, max_in_flight_ / 2 / std::max<size_t>(1, sandboxes)))
       why = "dropped: over the sandbox's share of the node's queries in flight";
   }
   return why.empty();

@@ -14,6 +14,7 @@
 //   in use, no sandbox more than its share), kDnsAllowWaitMs waiting for the allowlist (then SERVFAIL). A
 //   query over a bound is dropped; every such drop and failure is in the sandbox's DNS log.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -31,6 +32,7 @@
 #include "net/name_gate.hpp"
 #include "net/dns_log_writer.hpp"
 #include "netgw/event_loop.hpp"
+#include "netgw/limits.hpp"
 #include "policy/net_resolved.hpp"
 #include "policy/net_rules.hpp"
 #include "spec/network_spec.hpp"
@@ -101,6 +103,9 @@ class DnsService final : public Handler {
   size_t descriptors() const { return 2 + upstream_sockets_; }
   size_t upstream_sockets() const { return upstream_sockets_; }
   size_t in_flight() const { return queries_.size(); }
+  // The node's bound on queries in flight (each holds a socket): kDnsQueued, lower under a small descriptor
+  // limit (what the gateway's budget keeps for them, fd_budget.hpp).
+  void set_max_in_flight(size_t n) { max_in_flight_ = std::max<size_t>(n, 1); }
   // Node-wide totals of the decisions (each is in its sandbox's DNS log too), for the node's counters.
   struct Totals {
     uint64_t answered = 0, refused = 0, failed = 0, dropped = 0;
@@ -154,6 +159,7 @@ class DnsService final : public Handler {
   size_t upstream_sockets_ = 0;
   size_t active_sandboxes_ = 0;  // sandboxes with queries in flight
   Totals totals_;
+  size_t max_in_flight_ = kDnsQueued;
   std::deque<std::pair<Done, std::vector<uint8_t>>> ready_;  // answers to hand out on the next wake
   // Shared with the workers, under mu_.
   std::mutex mu_;

@@ -28,9 +28,12 @@ struct FdBudget {
 
   // The budget under a descriptor limit of `nofile`: minus the gateway's own and the resolver's sockets
   // (one per query in flight: kDnsQueued, or an eighth of a small limit), and never more than the caps.
+  // What the resolver's upstream sockets get under a limit of `nofile` (its bound on queries in flight).
+  static size_t dns_reserve(size_t nofile) { return std::min(kDnsQueued, nofile / 8); }
+
   static FdBudget for_limit(size_t nofile) {
     FdBudget b;
-    const size_t own = kFdsOwn + std::min(kDnsQueued, nofile / 8);
+    const size_t own = kFdsOwn + dns_reserve(nofile);
     const size_t by_caps = kMaxSandboxes * (kFdsPerSandbox + kFdsPerResolver) + 2 * (kTcpPerNode + kUdpFlowsPerNode);
     b.usable = std::min(nofile > own ? nofile - own : 0, by_caps);
     b.cap = b.usable / 2;

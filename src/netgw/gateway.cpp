@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "common/error.hpp"
 #include "lazy/seqpacket.hpp"
@@ -71,6 +72,7 @@ Gateway::Gateway(GatewayOptions o) : o_(std::move(o)) {
     if (node_[proto::kGwLoopErrors] <= 64) std::fprintf(stderr, "sandlet-netgw: caught in the event loop: %s\n", what);
   };
   dns_ = std::make_unique<DnsService>(loop_);  // here: its workers start in the uplink namespace
+  dns_->set_max_in_flight(FdBudget::dns_reserve(fd_limit_));
 }
 
 std::vector<sys::NetnsAddress> Gateway::uplink_local() {
@@ -109,15 +111,20 @@ void Gateway::on_address_events() {
 }
 
 void Gateway::relist_uplink(int64_t event_ns) {
-  next_relist_ms_ = now_ms() + kUplinkRelistMs;
+  next_relist_ms_ = now_ms() + 1000;  // a listing that fails (e.g. out of descriptors) is tried again soon
   std::vector<policy::NetProtectedRange> ranges = policy::protected_ranges_of(uplink_local());
+  next_relist_ms_ = now_ms() + kUplinkRelistMs;
   if (ranges == protected_) return;
+  if (ranges.size() > policy::kNetMaxProtected)
+    std::fprintf(stderr, "sandlet-netgw: %zu protected ranges; the sandboxes' maps hold the first %u\n", ranges.size(),
+                 policy::kNetMaxProtected);
   // The change only: usually one address, so one map update per sandbox, however many ranges there are.
   std::vector<policy::NetProtectedRange> added, removed;
+  const std::set<policy::NetProtectedRange> now(ranges.begin(), ranges.end()), before(protected_.begin(), protected_.end());
   for (const auto& r : ranges)
-    if (std::find(protected_.begin(), protected_.end(), r) == protected_.end()) added.push_back(r);
+    if (!before.count(r)) added.push_back(r);
   for (const auto& r : protected_)
-    if (std::find(ranges.begin(), ranges.end(), r) == ranges.end()) removed.push_back(r);
+    if (!now.count(r)) removed.push_back(r);
   protected_ = std::move(ranges);
   for (auto& [id, sb] : sandboxes_) {
     try {
@@ -182,6 +189,7 @@ void Gateway::tick(int64_t now) {
     }
   }
   if (!spare_) spare_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));  // shed() could not get it back
+  if (o_.journal) o_.journal->flush();
   if (now >= next_relist_ms_) {
     try {
       relist_uplink(boottime_ns());
@@ -271,6 +279,7 @@ void Gateway::detach(const std::string& id, const char* why) {
   if (it == sandboxes_.end()) return;
   std::fprintf(stderr, "sandlet-netgw: %s %s\n", why, id.c_str());
   it->second->flush_counters();
+  it->second->release_accounting();
   loop_.retire(std::move(it->second));
   sandboxes_.erase(it);
   node_dirty_ = true;

@@ -141,6 +141,9 @@ class SandboxPort final : public Handler {
   size_t fixed_fds() const { return kFdsPerSandbox + (dns_ ? kFdsPerResolver : 0) + publish_.size(); }
   // Brings the node's count of used floors up to date after a connection, flow or session came or went.
   void sync_floor();
+  // Takes it out of the node's descriptor counts (at detach: its own destructor runs later, at the end of
+  // the loop's batch); once only.
+  void release_accounting();
   // Its protected ranges: the node's (at attach), then as the uplink's addresses change (false: a filter of
   // an older version).
   bool protect(const std::vector<policy::NetProtectedRange>& ranges);
@@ -212,6 +215,8 @@ class SandboxPort final : public Handler {
   int64_t next_flush_ms_ = 0;
   uint64_t logged_ = 0;  // refusals written to the node's log (the first few only)
   size_t floor_accounted_ = 0;  // this sandbox's share of Gateway::floors_used
+  bool released_ = false;       // release_accounting() ran
+  int64_t next_protect_retry_ms_ = 0;
   std::string request_;
 };
 

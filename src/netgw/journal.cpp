@@ -19,9 +19,42 @@ Journal::Journal(sys::UniqueFd sock) : sock_(std::move(sock)) {
 
 void Journal::send(const std::string& message, const std::vector<int>& fds) noexcept {
   try {
-    sys::send_with_fds(sock_.get(), message, fds);
+    flush();
+    if (outbox_.empty()) {
+      try {
+        sys::send_with_fds(sock_.get(), message, fds);
+        return;
+      } catch (const Error& e) {
+        if (e.err_no() != EAGAIN && e.err_no() != ENOBUFS) throw;
+      }
+    }
+    // The supervisor is behind: keep it, with copies of the descriptors (their owner may close them), in
+    // order behind what waits already.
+    if (outbox_.size() >= kOutboxMax) {
+      std::fprintf(stderr, "sandlet-netgw: the supervisor takes nothing: a message dropped\n");
+      return;
+    }
+    Pending p{message, {}};
+    for (int fd : fds) p.fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+    outbox_.push_back(std::move(p));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sandlet-netgw: the supervisor did not take a message: %s\n", e.what());
+  }
+}
+
+void Journal::flush() noexcept {
+  while (!outbox_.empty()) {
+    std::vector<int> raw;
+    for (const sys::UniqueFd& f : outbox_.front().fds) raw.push_back(f.get());
+    try {
+      sys::send_with_fds(sock_.get(), outbox_.front().message, raw);
+    } catch (const Error& e) {
+      if (e.err_no() == EAGAIN || e.err_no() == ENOBUFS) return;  // later
+      std::fprintf(stderr, "sandlet-netgw: the supervisor did not take a message: %s\n", e.what());
+    } catch (const std::exception&) {
+      return;
+    }
+    outbox_.pop_front();
   }
 }
 

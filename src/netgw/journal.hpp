@@ -7,6 +7,7 @@
 //                          | {"op":"forget","id":ID} | {"op":"attaching","id":ID} | {"op":"replayed"}
 //   supervisor -> gateway  {"op":"replay","request":TEXT} + fds ... then {"op":"end"}
 #pragma once
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,9 @@ struct Replay {
 
 class Journal final {
  public:
-  // Non-blocking from here on: a stopped supervisor must not stall the gateway's loop (a message it cannot
-  // take is dropped and logged).
+  // Non-blocking: a stopped supervisor must not stall the gateway's loop (see flush()).
   explicit Journal(sys::UniqueFd sock);
-  // Best effort: a supervisor that cannot take it only means that sandbox is not re-attached by a successor
-  // (the library re-attaches it from its record when it next starts a gateway).
+  // A message the supervisor cannot take now waits, in order, and goes with the next message or tick.
   void remember(const std::string& id, const std::string& request, const std::vector<int>& fds) noexcept;
   void update(const std::string& id, const std::string& request) noexcept;
   void forget(const std::string& id) noexcept;
@@ -35,10 +34,18 @@ class Journal final {
   void replayed() noexcept;
   // What the supervisor kept from the gateways before this one, read until its end mark.
   std::vector<Replay> replay();
+  // Sends what waited because the supervisor was behind (the gateway's tick calls it).
+  void flush() noexcept;
 
  private:
+  struct Pending {
+    std::string message;
+    std::vector<sys::UniqueFd> fds;
+  };
+  static constexpr size_t kOutboxMax = 16384;  // beyond it the supervisor is gone in all but name
   void send(const std::string& message, const std::vector<int>& fds) noexcept;
   sys::UniqueFd sock_;
+  std::deque<Pending> outbox_;
 };
 
 }  // namespace sandlet::netgw

@@ -130,8 +130,7 @@ SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
 }
 
 SandboxPort::~SandboxPort() {
-  gw_.fixed_fds -= fixed_fds();
-  gw_.floors_used -= floor_accounted_;
+  release_accounting();
   gw_.dns_tcp_total -= dns_tcp_.size();
   dns_tcp_.clear();
   gw_.loop().remove(pidfd_.get());
@@ -192,14 +191,17 @@ bool SandboxPort::protect_change(const std::vector<policy::NetProtectedRange>& a
 std::string SandboxPort::refuse(const Endpoint& dst, uint8_t proto) const {
   if (is_loopback(dst)) return "a loopback destination";
   if (is_unroutable(dst)) return "an unroutable destination";
-  // A protected range (the uplink's own, link-local, metadata): only a rule naming the address exactly, as
-  // the kernel's protected ranges say (held here too for a filter made by an older version).
-  std::array<uint8_t, 16> a{};
-  std::memcpy(a.data(), dst.addr.data(), dst.family == 4 ? 4 : 16);
-  const policy::NetTrieKey key = policy::net_key_of(dst.family, a, dst.family == 4 ? 32 : 128);
+  // A protected range (the uplink's own, link-local, metadata): only a rule naming the address exactly. The
+  // kernel's protected ranges, which allows() reads, say so; a filter made by an older version has none, so
+  // the gateway's own list decides for it.
   bool exact_only = false;
-  for (const policy::NetProtectedRange& r : gw_.protected_ranges())
-    exact_only |= policy::net_key_contains(policy::net_key_of(r.family, r.addr, r.prefix), key);
+  if (!filter_->holds_protect()) {
+    std::array<uint8_t, 16> a{};
+    std::memcpy(a.data(), dst.addr.data(), dst.family == 4 ? 4 : 16);
+    const policy::NetTrieKey key = policy::net_key_of(dst.family, a, dst.family == 4 ? 32 : 128);
+    for (const policy::NetProtectedRange& r : gw_.protected_ranges())
+      exact_only |= policy::net_key_contains(policy::net_key_of(r.family, r.addr, r.prefix), key);
+  }
   if (exact_only) {
     bool named = false;
     for (const Endpoint& e : exact_) named |= e.family == dst.family && e.addr == dst.addr;
@@ -233,7 +235,16 @@ bool SandboxPort::admit(size_t fds, const Endpoint& dst, const char* proto) {
   return false;
 }
 
+void SandboxPort::release_accounting() {
+  if (released_) return;
+  released_ = true;
+  gw_.fixed_fds -= fixed_fds();
+  gw_.floors_used -= floor_accounted_;
+  floor_accounted_ = 0;
+}
+
 void SandboxPort::sync_floor() {
+  if (released_) return;  // detached: the node no longer counts it
   const size_t now = std::min(connection_fds(), gw_.floor());
   gw_.floors_used += now;
   gw_.floors_used -= floor_accounted_;
@@ -258,6 +269,7 @@ void SandboxPort::flush_counters() {
 }
 
 void SandboxPort::on_listener(Listener& l) {
+  if (retired) return;  // detached earlier in this batch: nothing new for it
   if (l.kind == 0) accept_egress(l);
   else if (l.kind == 1) on_datagram(l);
   else accept_published(l);
@@ -293,6 +305,11 @@ void SandboxPort::accept_egress(Listener& l) {
     }
     if (relays_.size() >= kTcpPerSandbox) {
       refused_for(proto::kGwRefusedBudget, "tcp", dst, "too many connections of this sandbox");
+      reset();
+      continue;
+    }
+    if (gw_.tcp_total >= kTcpPerNode && connection_fds() + 2 > gw_.floor()) {  // (a floor is kept even here)
+      refused_for(proto::kGwRefusedNode, "tcp", dst, "too many connections on the node");
       reset();
       continue;
     }
@@ -393,12 +410,13 @@ void SandboxPort::tick(int64_t now) {
     next_prune_ms_ = now + kDnsPruneMs;
   }
   if (counters_dirty_ && now >= next_flush_ms_) flush_counters();
-  if (protect_stale) {
+  if (protect_stale && now >= next_protect_retry_ms_) {
     try {
       protect(gw_.protected_ranges());
       protect_stale = false;
-    } catch (const std::exception&) {
-      // tried again on the next tick
+    } catch (const std::exception& e) {
+      next_protect_retry_ms_ = now + 1000;  // once a second until it takes
+      if (++logged_ <= 32) std::fprintf(stderr, "sandlet-netgw: %s: protected ranges: %s\n", id_.c_str(), e.what());
     }
   }
 }

@@ -75,6 +75,16 @@ void send_replay(int sock, const std::map<std::string, Kept>& kept) {
   }
 }
 
+// Drops what it keeps of sandboxes that ended (their init's pidfd, the attach's second descriptor, is
+// readable), in case the gateway's word of it was lost: their namespaces must not stay pinned here.
+void prune_ended(std::map<std::string, Kept>& kept) {
+  for (auto it = kept.begin(); it != kept.end();) {
+    pollfd p{it->second.fds.size() > 1 ? it->second.fds[1].get() : -1, POLLIN, 0};
+    if (p.fd >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) it = kept.erase(it);
+    else ++it;
+  }
+}
+
 int64_t now_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -115,13 +125,18 @@ int supervise(const SupervisorOptions& o, const std::function<int(sys::UniqueFd,
     const sys::UniqueFd child(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     bool open = true;
     int status = 0;
+    int64_t next_prune = now_ms() + 10000;
     for (;;) {
       pollfd p[2] = {{open ? mine.get() : -1, POLLIN, 0}, {child.get(), POLLIN, 0}};
-      if (::poll(p, child ? 2 : 1, child ? -1 : 1000) < 0) {
-        if (errno != EINTR) ::usleep(100000);  // only waitpid below ends the wait: never mistake it for an exit
-        continue;
+      if (now_ms() >= next_prune) {
+        prune_ended(kept);
+        next_prune = now_ms() + 10000;
       }
-      if (open && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) open = read_journal(mine.get(), kept, attaching);
+      if (::poll(p, child ? 2 : 1, child ? 10000 : 1000) < 0) {
+        if (errno != EINTR) ::usleep(100000);  // only waitpid below ends the wait: never mistake it for an exit
+      } else if (open && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        open = read_journal(mine.get(), kept, attaching);
+      }
       const pid_t done = ::waitpid(pid, &status, WNOHANG);
       if (done == pid) break;
     }

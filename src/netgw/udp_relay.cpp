@@ -64,6 +64,10 @@ void SandboxPort::on_datagram(Listener& l) {
         refused_for(proto::kGwRefusedBudget, "udp", *dst, "too many UDP flows of this sandbox");
         continue;
       }
+      if (gw_.udp_total >= kUdpFlowsPerNode && connection_fds() + 2 > gw_.floor()) {
+        refused_for(proto::kGwRefusedNode, "udp", *dst, "too many UDP flows on the node");
+        continue;
+      }
       if (!admit(2, *dst, "udp")) continue;
     }
     if (dns) {
@@ -105,9 +109,9 @@ void SandboxPort::on_datagram(Listener& l) {
         refused_for(proto::kGwRefusedError, "udp", *dst, e.what());
         continue;
       }
+      it = flows_.emplace(key, std::move(f)).first;  // (first: a failed emplace leaves the counts right)
       ++gw_.udp_total;
       count(proto::kGwUdpFlows);
-      it = flows_.emplace(key, std::move(f)).first;
       sync_floor();
     }
     UdpFlow& f = *it->second;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "common/error.hpp"
 #include "sys/bpf.hpp"
@@ -18,7 +19,7 @@ constexpr const char* kStatsName = "sl_net_stats";
 constexpr const char* kEgressName = "sl_net_egress";
 constexpr const char* kDeniedName = "sl_net_denied";
 constexpr const char* kProtectName = "sl_net_protect";
-constexpr uint32_t kMaxProtected = 4096;  // fixed ranges plus the uplink's addresses
+
 
 sys::BpfMapSpec trie_spec() {
   sys::BpfMapSpec s;
@@ -62,32 +63,50 @@ bool NetFilter::allows(int family, const uint8_t* addr, uint8_t proto, uint16_t 
 
 bool NetFilter::set_protected(const std::vector<NetProtectedRange>& protect) {
   if (!protect_) return false;
-  std::vector<NetTrieKey> want;
-  for (const NetProtectedRange& r : protect) want.push_back(net_key_of(r.family, r.addr, r.prefix));
-  if (want.size() > kMaxProtected) want.resize(kMaxProtected);  // the fixed ranges come first
-  for (const NetTrieKey& k : want) sys::bpf_map_update(protect_.get(), &k, &kNetProtectReach);
+  using Bytes = std::array<uint8_t, sizeof(NetTrieKey)>;
+  auto bytes_of = [](const NetTrieKey& k) {
+    Bytes b;
+    std::memcpy(b.data(), &k, sizeof k);
+    return b;
+  };
+  std::set<Bytes> want;
+  for (const NetProtectedRange& r : protect) {
+    if (want.size() == kNetMaxProtected) break;  // the fixed ranges come first
+    want.insert(bytes_of(net_key_of(r.family, r.addr, r.prefix)));
+  }
+  // Stale ones leave first, then only the missing ones are added: a range that stays is never touched (so
+  // nothing protected is open meanwhile), and a full trie takes no key, not even one it holds, on kernels
+  // before 6.14.
   NetTrieKey key, next;
   const void* at = nullptr;
   std::vector<NetTrieKey> stale;
+  std::set<Bytes> held;
   while (sys::bpf_map_next_key(protect_.get(), at, &next)) {
-    if (std::none_of(want.begin(), want.end(), [&](const NetTrieKey& k) { return std::memcmp(&k, &next, sizeof k) == 0; }))
-      stale.push_back(next);
+    const Bytes b = bytes_of(next);
+    if (want.count(b)) held.insert(b);
+    else stale.push_back(next);
     key = next;
     at = &key;
   }
   for (const NetTrieKey& k : stale) sys::bpf_map_delete(protect_.get(), &k);
+  for (const Bytes& b : want) {
+    if (held.count(b)) continue;
+    NetTrieKey k;
+    std::memcpy(&k, b.data(), sizeof k);
+    sys::bpf_map_update(protect_.get(), &k, &kNetProtectReach);
+  }
   return true;
 }
 
 bool NetFilter::change_protected(const std::vector<NetProtectedRange>& add, const std::vector<NetProtectedRange>& remove) {
   if (!protect_) return false;
+  for (const NetProtectedRange& r : remove) {  // first: room for the new ones in a full trie
+    const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);
+    sys::bpf_map_delete(protect_.get(), &k);
+  }
   for (const NetProtectedRange& r : add) {
     const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);
     sys::bpf_map_update(protect_.get(), &k, &kNetProtectReach);
-  }
-  for (const NetProtectedRange& r : remove) {
-    const NetTrieKey k = net_key_of(r.family, r.addr, r.prefix);
-    sys::bpf_map_delete(protect_.get(), &k);
   }
   return true;
 }
@@ -98,7 +117,7 @@ std::vector<NetProtectedRange> NetFilter::protected_ranges() const {
   static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   NetTrieKey key, next;
   const void* at = nullptr;
-  while (out.size() < kMaxProtected && sys::bpf_map_next_key(protect_.get(), at, &next)) {
+  while (out.size() < kNetMaxProtected && sys::bpf_map_next_key(protect_.get(), at, &next)) {
     NetProtectedRange r;
     if (next.prefixlen >= 96 && std::memcmp(next.addr, kMapped, 12) == 0) {
       r.family = 4;
@@ -146,7 +165,7 @@ NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules, const std::v
   prot.type = BPF_MAP_TYPE_LPM_TRIE;
   prot.key_size = sizeof(NetTrieKey);
   prot.value_size = 4;
-  prot.max_entries = kMaxProtected;
+  prot.max_entries = kNetMaxProtected;
   prot.flags = BPF_F_NO_PREALLOC;
   prot.name = kProtectName;
   f.protect_ = sys::bpf_map_create(prot);

@@ -31,6 +31,10 @@ struct NetDenial {
   NetHook hook = kNetHookConnect;
 };
 
+// Protected ranges a filter holds at most (fixed ones, then the uplink's addresses and local routes: a node
+// with a local address per service, as Kubernetes' IPVS mode makes, has thousands).
+constexpr uint32_t kNetMaxProtected = 65536;
+
 class NetFilter final {
  public:
   // Maps and programs, loaded (not attached) with `rules` and the protected ranges `protect` in place.
@@ -50,12 +54,12 @@ class NetFilter final {
   // a protected range — this filter's and `protect` — or more than kNetEntriesPerPrefix ranges on one
   // address). FAILED_PRECONDITION for a filter made before the resolved set existed.
   size_t add_resolved(const std::vector<NetResolved>& add, uint32_t now, const std::vector<NetProtectedRange>& protect = {});
-  // Makes the protected ranges exactly `protect`: new ones are added before old ones leave, so no range
-  // that stays protected is ever open. Each entry is one map update (no grace period): the node's
+  // Makes the protected ranges exactly `protect` (the first kNetMaxProtected): old ones leave, then new
+  // ones come; a range in both is never touched, so no range that stays protected is ever open. Each entry is one map update (no grace period): the node's
   // gateway calls it for every sandbox when the uplink's addresses change. False for a filter made by an
   // older version (its protection was compiled into the rules).
   bool set_protected(const std::vector<NetProtectedRange>& protect);
-  // The same as a change: `add` first, then `remove` (one map update per range; what the gateway does per
+  // The same as a change: `remove`, then `add` (one map update per range; what the gateway does per
   // sandbox when an address comes or goes, so the cost follows the change, not the whole set).
   bool change_protected(const std::vector<NetProtectedRange>& add, const std::vector<NetProtectedRange>& remove);
   std::vector<NetProtectedRange> protected_ranges() const;

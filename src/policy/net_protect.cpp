@@ -1,7 +1,10 @@
 #include "policy/net_protect.hpp"
 
+#include <array>
 #include <cstring>
+#include <utility>
 #include <initializer_list>
+#include <set>
 
 namespace sandlet::policy {
 namespace {
@@ -40,6 +43,7 @@ const std::vector<NetProtectedRange>& fixed_protected_ranges() {
 std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsAddress>& addresses) {
   static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   std::vector<NetProtectedRange> out = fixed_protected_ranges();
+  std::set<NetProtectedRange> seen(out.begin(), out.end());
   for (const sys::NetnsAddress& a : addresses) {
     const int full = a.family == 4 ? 32 : 128;
     const int prefix = a.prefix < 0 || a.prefix > full ? full : a.prefix;
@@ -50,9 +54,22 @@ std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsA
     r.family = a.family;
     r.addr = a.addr;
     r.prefix = prefix;
-    bool seen = false;
-    for (const NetProtectedRange& o : out) seen |= o == r;
-    if (!seen) out.push_back(r);
+    if (seen.insert(r).second) out.push_back(r);
+  }
+  // Each IPv4 range also as the uplink may translate it (NAT64's well-known prefix, 6to4): a rule naming
+  // those IPv6 ranges must not reach the host, or link-local, through a translator on it.
+  const size_t v4_end = out.size();
+  for (size_t i = 0; i < v4_end; ++i) {
+    if (out[i].family != 4) continue;
+    for (const auto& [head, at] : {std::pair<std::array<uint8_t, 4>, int>{{0x00, 0x64, 0xff, 0x9b}, 12},
+                                   std::pair<std::array<uint8_t, 4>, int>{{0x20, 0x02, 0, 0}, 2}}) {
+      NetProtectedRange t;
+      t.family = 6;
+      std::memcpy(t.addr.data(), head.data(), at == 12 ? 4 : 2);
+      std::memcpy(t.addr.data() + at, out[i].addr.data(), 4);
+      t.prefix = at * 8 + out[i].prefix;
+      if (seen.insert(t).second) out.push_back(t);
+    }
   }
   return out;
 }

@@ -110,6 +110,7 @@ std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& use
   // The guards are keys of their own, so that a destination inside one never falls through to a wider
   // IPv6 prefix around it.
   std::vector<NetTrieKey> guards = family_guards();
+  const size_t first_protect = guards.size();  // those after it: protected ranges, opened by exact rules only
   for (const auto& p : inline_protect) guards.push_back(net_key_of(p.family, p.addr, p.prefix));
   for (const auto& g : guards) ranges.push_back({g, -1});
 
@@ -123,13 +124,17 @@ std::vector<NetTrieEntry> compile_net_rules(const std::vector<NetAllowRule>& use
   for (const Range& r : ranges) {
     NetTrieValue& value = find_or_add(r.key);
     const NetTrieKey* guard = nullptr;  // the innermost guard holding this range
-    for (const auto& g : guards)
-      if (net_key_contains(g, r.key) && (!guard || g.prefixlen > guard->prefixlen)) guard = &g;
+    bool exact_only = false;
+    for (size_t gi = 0; gi < guards.size(); ++gi) {
+      const NetTrieKey& g = guards[gi];
+      if (net_key_contains(g, r.key) && (!guard || g.prefixlen > guard->prefixlen)) guard = &g, exact_only = gi >= first_protect;
+    }
     for (size_t i = 0; i < allow.size(); ++i) {
       if (allow[i].family == 0) continue;
       const NetTrieKey& rk = rule_keys[i];
       if (!net_key_contains(rk, r.key)) continue;
       if (guard && !net_key_contains(*guard, rk)) continue;
+      if (exact_only && rk.prefixlen != kNetProtectReach) continue;
       const size_t named = r.rule >= 0 && static_cast<size_t>(r.rule) < user_rules.size() ? static_cast<size_t>(r.rule) : i;
       add(value, entry_of(allow[i], rk.prefixlen),
           field + "[" + std::to_string(std::min(named, user_rules.size())) + "]");

@@ -60,6 +60,7 @@ struct NetProtectedRange {
   std::array<uint8_t, 16> addr{};
   int prefix = 32;
   bool operator==(const NetProtectedRange&) const = default;
+  auto operator<=>(const NetProtectedRange&) const = default;
 };
 
 // Always allowed: the sandbox's own loopback (127.0.0.0/8, ::1) in its own network namespace.

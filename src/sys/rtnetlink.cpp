@@ -135,9 +135,10 @@ bool drain_address_events(int fd) {
       int left = static_cast<int>(n);
       for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
         if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) any = true;
-        if ((h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELROUTE) &&
-            h->nlmsg_len >= NLMSG_LENGTH(sizeof(rtmsg)) && static_cast<const rtmsg*>(NLMSG_DATA(h))->rtm_type == RTN_LOCAL)
-          any = true;
+        if ((h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELROUTE) && h->nlmsg_len >= NLMSG_LENGTH(sizeof(rtmsg))) {
+          const unsigned char type = static_cast<const rtmsg*>(NLMSG_DATA(h))->rtm_type;
+          any |= type == RTN_LOCAL || type == RTN_ANYCAST;
+        }
       }
       continue;
     }
@@ -159,6 +160,8 @@ std::vector<NetnsAddress> netns_local_routes(int netns_fd) {
       // Filtered by the kernel where it can (strict checking, 4.20+): a router's main table may be huge.
       const int one = 1;
       (void)::setsockopt(sock.get(), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof one);
+      const timeval limit{2, 0};  // the caller may be an event loop: a kernel that never answers must not hold it
+      (void)::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
       struct {
         nlmsghdr h;
         rtmsg r;
@@ -169,7 +172,6 @@ std::vector<NetnsAddress> netns_local_routes(int netns_fd) {
       req.h.nlmsg_seq = 1;
       req.r.rtm_family = static_cast<unsigned char>(family);
       req.r.rtm_table = RT_TABLE_LOCAL;
-      req.r.rtm_type = RTN_LOCAL;
       if (::send(sock.get(), &req, req.h.nlmsg_len, 0) < 0) throw_errno("list the local routes");
       alignas(nlmsghdr) char buf[32768];
       for (bool done = false; !done;) {
@@ -184,6 +186,11 @@ std::vector<NetnsAddress> netns_local_routes(int netns_fd) {
           if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_len >= NLMSG_LENGTH(sizeof(nlmsgerr))) {
             const int err = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
             if (err != 0) throw_errno("list the local routes", err);
+          }
+          // A dump that fails in the kernel says so in its DONE message's payload.
+          if (h->nlmsg_type == NLMSG_DONE && h->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) {
+            const int err = -*static_cast<const int*>(NLMSG_DATA(h));
+            if (err > 0) throw_errno("list the local routes", err);
           }
           if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
             done = true;
@@ -204,7 +211,11 @@ std::vector<NetnsAddress> netns_local_routes(int netns_fd) {
               has_dst = true;
             }
           }
-          if (r->rtm_type != RTN_LOCAL || table != RT_TABLE_LOCAL || r->rtm_family != family) continue;
+          // Local and anycast routes: what the namespace delivers to itself (an IPv6 router's subnet-router
+          // anycast address too). A dump interrupted by a change (NLM_F_DUMP_INTR) is not retried here: the
+          // change is an event, which lists again.
+          if ((r->rtm_type != RTN_LOCAL && r->rtm_type != RTN_ANYCAST) || table != RT_TABLE_LOCAL || r->rtm_family != family)
+            continue;
           if (!has_dst && a.prefix != 0) continue;
           out.push_back(a);
         }

@@ -22,8 +22,9 @@ struct NetnsAddress {
 };
 // Every address configured in the namespace `netns_fd` (-1: the caller's own), loopback included.
 std::vector<NetnsAddress> netns_addresses(int netns_fd);
-// Every destination the namespace delivers to itself: the routes of type local in its local table (each of
-// its addresses, and whole prefixes routed `local`, "AnyIP"), loopback included.
+// Every destination the namespace delivers to itself: the routes of type local or anycast in its local
+// table (each of its addresses, whole prefixes routed `local` — "AnyIP" —, an IPv6 router's anycast
+// addresses), loopback included. Throws an Error when the listing fails.
 std::vector<NetnsAddress> netns_local_routes(int netns_fd);
 
 // A socket of the caller's network namespace that becomes readable whenever an address or a route is added

@@ -105,6 +105,22 @@ TEST_CASE("net rules: a protected range needs a rule of its own", "[policy][netw
   CHECK_FALSE(allows(trie, key_v4(169, 254, 1, 1, 32), kNetTcp, 443, protect));
 }
 
+TEST_CASE("net rules: protection compiled in (a filter of an older version) opens to exact rules only", "[policy][network]") {
+  NetProtectedRange host;
+  host.family = 4;
+  host.addr = {10, 200, 0, 0};
+  host.prefix = 16;  // a local route of the uplink
+  const auto trie = compile_net_rules(
+      rules_of(R"({"allow": ["tcp:0.0.0.0/0:443", "tcp:10.0.0.0/8:22", "tcp:10.200.0.0/16:80", "tcp:10.200.1.1:8080"]})"),
+      "network.allow", {host});
+  CHECK(allows(trie, key_v4(8, 8, 8, 8, 32), kNetTcp, 443));
+  CHECK_FALSE(allows(trie, key_v4(10, 200, 1, 1, 32), kNetTcp, 443));
+  CHECK_FALSE(allows(trie, key_v4(10, 200, 1, 1, 32), kNetTcp, 22));
+  CHECK_FALSE(allows(trie, key_v4(10, 200, 1, 1, 32), kNetTcp, 80));  // as wide as the range: not exact
+  CHECK(allows(trie, key_v4(10, 200, 1, 1, 32), kNetTcp, 8080));
+  CHECK(allows(trie, key_v4(10, 1, 0, 1, 32), kNetTcp, 22));
+}
+
 TEST_CASE("net rules: an IPv6 rule never opens IPv4, nor IPv4 carried in IPv6", "[policy][network]") {
   const auto trie = compile_net_rules(rules_of(R"({"allow": ["tcp:[::/0]:443", "udp:[2001:db8::/32]:53"]})"));
   CHECK_FALSE(allows(trie, key_v4(198, 51, 100, 1, 32), kNetTcp, 443));      // an IPv4 socket

@@ -144,6 +144,17 @@ boost::json::object ContainerSandbox::net_stats() const {
   boost::json::object o = network_counters(state_.cgroups.v2, id_);
   o["dns"] = read_dns_log(dir_);
   if (state_.net_gateway) o["gateway"] = read_netgw_counters(netgw_counters_path(dir_), false);
+  // Sockets of a family the seccomp profile refuses (AF_VSOCK, AF_PACKET, ...): counted by the init.
+  uint64_t sockets = 0;
+  try {
+    const boost::json::object seccomp = read_denial_log(dir_, UINT64_MAX);
+    if (const auto* by = seccomp.if_contains("by_syscall"); by && by->is_object())
+      for (const char* call : {"socket", "socketpair"})
+        if (const auto* n = by->as_object().if_contains(call); n && n->is_number()) sockets += n->to_number<uint64_t>();
+  } catch (const std::exception&) {
+    // no denial log (a sandbox without the counting init): none counted
+  }
+  o["socket_families_refused"] = sockets;
   return o;
 }
 

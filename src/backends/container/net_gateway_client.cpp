@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cstring>
 
 #include "common/error.hpp"
 #include "lazy/seqpacket.hpp"
@@ -163,7 +164,11 @@ void put_policy(boost::json::object& req, const NetworkPolicy& policy) {
     }
     if (r.prefix != (r.family == 4 ? 32 : 128)) continue;
     char buf[64] = {};
-    ::inet_ntop(r.family == 4 ? AF_INET : AF_INET6, r.addr.data(), buf, sizeof buf);
+    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (r.family == 6 && std::memcmp(r.addr.data(), kMapped, 12) == 0)
+      ::inet_ntop(AF_INET, r.addr.data() + 12, buf, sizeof buf);  // IPv4 written as IPv6: the IPv4 address
+    else
+      ::inet_ntop(r.family == 4 ? AF_INET : AF_INET6, r.addr.data(), buf, sizeof buf);
     exact.push_back(boost::json::string(buf));
   }
   for (const std::string& d : policy.dns) dns.push_back(boost::json::string(d));

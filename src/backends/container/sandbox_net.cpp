@@ -47,7 +47,9 @@ std::vector<policy::NetProtectedRange> inline_protection(const std::string& upli
     ns.reset(::open(uplink_netns.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open the network uplink namespace " + uplink_netns);
   }
-  return policy::protected_ranges_of(sys::netns_addresses(ns ? ns.get() : -1));
+  std::vector<sys::NetnsAddress> local = sys::netns_addresses(ns ? ns.get() : -1);
+  for (const sys::NetnsAddress& r : sys::netns_local_routes(ns ? ns.get() : -1)) local.push_back(r);
+  return policy::protected_ranges_of(local);
 }
 
 sys::UniqueFd open_group(const std::string& cgroup_v2, const std::string& id) {

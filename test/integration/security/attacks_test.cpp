@@ -3,6 +3,8 @@
 // sentinel process, the mount table, processes of the sandbox's uid range), the layer and the neighbour
 // sandbox must be as they were. Attacks that wait for a policy another change brings are hidden under
 // [.pending-NAME] until it lands.
+#include <cstdlib>
+
 #include "integration/security/attack_world.hpp"
 
 namespace {
@@ -161,6 +163,12 @@ TEST_CASE("attacks: socket families beyond the default list are refused", "[atta
   auto r = sb.exec({"/attacks/attack-sock", "families"});
   INFO(r.stdout_data << r.stderr_data);
   CHECK(verdict_word(r.stdout_data, "families") == "BLOCKED");
+  // The refusals show in the sandbox's network stats (and, counted by the init, in its audit at the end).
+  const std::string stats = sb.net_stats_json();
+  INFO(stats);
+  const auto at = stats.find("\"socket_families_refused\":");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::strtoull(stats.c_str() + at + 26, nullptr, 10) > 100);
   sb.destroy();
   h.check_no_leaks();
 }

@@ -239,6 +239,11 @@ TEST_CASE("network boundary: sandboxes that flood the gateway's descriptors leav
   FakeUplink up;
   UplinkEnv env(up);
   Harness h;
+  // What the execs below report (declared before the sandboxes: a callback must never outlive them).
+  std::atomic<bool> held{false};
+  std::string held_out;
+  std::atomic<int> floods{0};
+  std::string flood_out[2];
   // The gateway starts with a descriptor limit of 4,096 (a common default): the first sandbox is created
   // by the CLI under that limit, and the gateway it starts inherits it.
   std::string id = run_with_nofile({SANDLET_CLI, "--root", h.root(), "create", "--layer", SANDLET_TEST_ROOTFS,
@@ -254,8 +259,6 @@ TEST_CASE("network boundary: sandboxes that flood the gateway's descriptors leav
   auto b = create_with(h, R"({"allow": ["tcp:198.19.0.0/24:7000"]})");
 
   // The innocent sandbox holds a connection through the flood.
-  std::atomic<bool> held{false};
-  std::string held_out;
   sandlet::ExecOptions hold({"/tmp/net-probe", "tcp-hold", "198.19.0.1", "443", "/tmp/go"});
   hold.timeout_s = 40;
   innocent.exec_async(hold, [&](const sandlet::Error*, sandlet::ExecResult r) {
@@ -263,8 +266,6 @@ TEST_CASE("network boundary: sandboxes that flood the gateway's descriptors leav
     held = true;
   });
   // Two sandboxes open 2,000 connections each and hold them (to a port that never accepts).
-  std::atomic<int> floods{0};
-  std::string flood_out[2];
   int k = 0;
   for (auto* sb : {&a, &b}) {
     sandlet::ExecOptions o({"/tmp/net-probe", "tcp-flood", "198.19.0.1", "7000", "2000", "12"});
@@ -289,7 +290,10 @@ TEST_CASE("network boundary: sandboxes that flood the gateway's descriptors leav
   CHECK(node_counter(h, "restarts") == 0);
   const uint64_t refused = node_counter(h, "refused_budget") + node_counter(h, "refused_node");
   CHECK(refused > 0);
-  CHECK(flood_out[0].find("RESET 0 ") == std::string::npos);  // the gateway refused some of each flood
+  for (const std::string& out : flood_out) {
+    CHECK(out.rfind("OPEN ", 0) == 0);
+    CHECK(out.find("RESET 0 ") == std::string::npos);  // the gateway refused some of each flood
+  }
   // The refusals show in the sandbox's own stats and in the metrics.
   CHECK(net_world::counter(a.net_stats_json(), "refused_budget") + net_world::counter(a.net_stats_json(), "refused_node") > 0);
   CHECK(net_world::counter(innocent.net_stats_json(), "refused_budget") == 0);
