@@ -27,9 +27,10 @@ constexpr int kDnsTcpIdleMs = 10000;         // a TCP resolver connection with n
 constexpr int kDnsPruneMs = 300000;          // expired resolved addresses leave the allowlist this often
 
 // Descriptors (fd_budget.hpp). What an attached sandbox holds whatever it does: its namespace, init pidfd,
-// counters file, four steered listeners, the steering's link, its filter's rules and protected-range maps
-// (10); with a resolver its cgroup and DNS log too (2); and one per published port.
-constexpr size_t kFdsPerSandbox = 10;
+// counters file, four steered listeners, the steering's link, its filter's rules, protected-range and stats
+// maps and its copy of the live trie (12); with a resolver its cgroup and DNS log too (2); and one per
+// published port.
+constexpr size_t kFdsPerSandbox = 12;
 constexpr size_t kFdsPerResolver = 2;
 constexpr size_t kFdsOwn = 256;              // the gateway's own: epoll, control clients, log, netlink, spare
 constexpr size_t kFdFloorPerSandbox = 64;    // what any sandbox may hold for its connections (32 of them)

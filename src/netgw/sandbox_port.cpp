@@ -118,9 +118,9 @@ SandboxPort::SandboxPort(Gateway& gw, AttachRequest req)
   prog_ = sys::bpf_prog_load(BPF_PROG_TYPE_SK_LOOKUP, BPF_SK_LOOKUP, policy::gateway_sk_lookup_program(sockmap_.get()),
                              "sl_netgw_steer");
   link_ = sys::bpf_link_create(prog_.get(), netns_.get(), BPF_SK_LOOKUP);
-  // The link holds the program and the program the sockmap; the filter's counters are the library's to
-  // read; the cgroup served the look-up (the resolver keeps a copy): what an attached sandbox holds stays
-  // at kFdsPerSandbox (limits.hpp).
+  // The link holds the program and the program the sockmap; the denial ring is the library's to read; the
+  // cgroup served the look-up (the resolver keeps a copy): what an attached sandbox holds stays at
+  // kFdsPerSandbox (limits.hpp).
   prog_.reset();
   sockmap_.reset();
   cgroup_.reset();

@@ -43,11 +43,40 @@ sys::UniqueFd NetFilter::make_trie(const std::vector<NetTrieEntry>& rules) const
   return trie;
 }
 
+uint64_t NetFilter::generation() const {
+  uint64_t g = 0;
+  const uint32_t at = kNetStatGeneration;
+  try {
+    if (stats_ && sys::bpf_map_lookup(stats_.get(), &at, &g)) return g;
+  } catch (const Error&) {
+    // a filter of an older version has no such slot (E2BIG/ENOENT): no generation
+  }
+  return 0;
+}
+
+void NetFilter::bump_generation() {
+  const uint32_t at = kNetStatGeneration;
+  const uint64_t g = generation() + 1;
+  try {
+    sys::bpf_map_update(stats_.get(), &at, &g);
+  } catch (const Error&) {
+    // an older filter: readers look the live trie up every time
+  }
+}
+
 bool NetFilter::allows(int family, const uint8_t* addr, uint8_t proto, uint16_t port) const {
-  const uint32_t slot = 0;
-  uint32_t trie_id = 0;
-  if (!sys::bpf_map_lookup(rules_.get(), &slot, &trie_id)) return false;
-  const sys::UniqueFd trie = sys::bpf_map_by_id(trie_id);
+  // The live trie, looked up in the array-of-maps only when it was swapped since: on kernels before 6.7
+  // every look-up of a map of maps from user space waits for an RCU grace period (milliseconds; seconds
+  // under emulation), which per relayed connection would stall the node's gateway.
+  const uint64_t gen = generation();
+  if (gen == 0 || gen != live_generation_ || !live_trie_) {
+    const uint32_t slot = 0;
+    uint32_t trie_id = 0;
+    if (!sys::bpf_map_lookup(rules_.get(), &slot, &trie_id)) return false;
+    live_trie_ = sys::bpf_map_by_id(trie_id);
+    live_generation_ = gen;
+  }
+  const sys::UniqueFd& trie = live_trie_;
   if (!trie) return false;  // swapped out meanwhile: refuse; the sandbox retries
   std::array<uint8_t, 16> a{};
   std::memcpy(a.data(), addr, family == 4 ? 4 : 16);
@@ -151,7 +180,7 @@ NetFilter NetFilter::create(const std::vector<NetTrieEntry>& rules, const std::v
   stats.type = BPF_MAP_TYPE_ARRAY;
   stats.key_size = 4;
   stats.value_size = 8;
-  stats.max_entries = kNetHookCount;
+  stats.max_entries = kNetStatSlots;
   stats.name = kStatsName;
   f.stats_ = sys::bpf_map_create(stats);
   sys::BpfMapSpec denied;
@@ -291,6 +320,7 @@ size_t NetFilter::store(const std::vector<NetTrieEntry>& rules, const std::vecto
   if (!sys::bpf_map_update_batch(rules_.get(), slots.data(), fds.data(), static_cast<uint32_t>(slots.size()))) {
     for (size_t i = 0; i < slots.size(); ++i) put_slot(slots[i], tries[i]);
   }
+  bump_generation();  // after the swap: a reader that sees it reads the new trie
   return dropped;
 }
 

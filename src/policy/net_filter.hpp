@@ -70,12 +70,12 @@ class NetFilter final {
   // Whether its programs read a protected-range map (older versions compiled protection into the rules).
   bool holds_protect() const { return static_cast<bool>(protect_); }
   NetCounters counters() const;
-  // Closes what allows() and the protected-range calls do not need (the counters and the denial ring): the
-  // node gateway holds one filter per attached sandbox. counters() and denials_after() read zeros then.
-  void keep_lookups_only() {
-    stats_.reset();
-    denied_.reset();
-  }
+  // Closes what allows() and the protected-range calls do not need (the denial ring): the node gateway holds
+  // one filter per attached sandbox. denials_after() reads nothing then.
+  void keep_lookups_only() { denied_.reset(); }
+  // The live trie's generation (the stats map's last slot, bumped at every swap; 0: a filter of an older
+  // version, which has none).
+  uint64_t generation() const;
   // The allowlist's verdict for one destination, read from the kernel's maps as the programs see them now
   // (so it follows every update, protected ranges included): the node gateway's second check of what it
   // relays. `addr` in network order (IPv4 in the first 4 bytes); `proto` a NetProto bit. Throws an Error
@@ -108,6 +108,10 @@ class NetFilter final {
     bpf_attach_type type;
   };
   std::vector<Loaded> programs_;
+  void bump_generation();
+  // allows()'s copy of the live trie and the generation it was read at (loop thread only).
+  mutable sys::UniqueFd live_trie_;
+  mutable uint64_t live_generation_ = 0;
 };
 
 }  // namespace sandlet::policy

@@ -20,8 +20,17 @@
 
 namespace sandlet::policy {
 
-// Indexes of the stats map: a counter per hook, and the total that numbers the denial records.
-enum NetHook : uint32_t { kNetHookConnect = 0, kNetHookSendmsg = 1, kNetHookEgress = 2, kNetStatTotal = 3, kNetHookCount = 4 };
+// Indexes of the stats map: a counter per hook, the total that numbers the denial records, and (user space
+// only) the generation of the live trie, bumped at every swap.
+enum NetHook : uint32_t {
+  kNetHookConnect = 0,
+  kNetHookSendmsg = 1,
+  kNetHookEgress = 2,
+  kNetStatTotal = 3,
+  kNetHookCount = 4,
+  kNetStatGeneration = 4,
+  kNetStatSlots = 5
+};
 
 // One denial as the programs record it in the `denied` ring (kNetDeniedSlots entries, slot = seq % size).
 struct NetDeniedRecord {

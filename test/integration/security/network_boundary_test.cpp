@@ -277,13 +277,22 @@ TEST_CASE("network boundary: sandboxes that flood the gateway's descriptors leav
     ++k;
   }
   std::this_thread::sleep_for(std::chrono::seconds(6));  // the floods stand (the probes report after 5 s)
+  // (On a failure: what the gateway logged, its last lines.)
+  auto gateway_log = [&] {
+    const std::string log = slurp(h.root() + "/netgw/netgw.log");
+    return log.size() > 4000 ? log.substr(log.size() - 4000) : log;
+  };
   // Meanwhile the innocent one opens new connections, and its old one still carries data.
-  for (int i = 0; i < 5; ++i) CHECK(probe(innocent, {"tcp", "198.19.0.1", "443"}) == "OK tcp-echo");
+  for (int i = 0; i < 5; ++i) {
+    INFO(gateway_log());
+    CHECK(probe(innocent, {"tcp", "198.19.0.1", "443"}) == "OK tcp-echo");
+  }
   innocent.write_file("/tmp/go", "", 0644);
   REQUIRE(wait_until([&] { return held.load(); }, 30));
   CHECK(held_out.find("SECOND OK tcp-echo") != std::string::npos);
   REQUIRE(wait_until([&] { return floods.load() == 2; }, 40));
   INFO(flood_out[0] << flood_out[1]);
+  INFO(gateway_log());
   const auto st = gateway_status(h);
   INFO(boost::json::serialize(st));
   CHECK(worker_pid(h) == gw);  // the same gateway: it never died
