@@ -118,7 +118,8 @@ void Gateway::relist_uplink(int64_t event_ns) {
   if (ranges.size() > policy::kNetMaxProtected)
     std::fprintf(stderr, "sandlet-netgw: %zu protected ranges; the sandboxes' maps hold the first %u\n", ranges.size(),
                  policy::kNetMaxProtected);
-  // The change only: usually one address, so one map update per sandbox, however many ranges there are.
+  // The change only: usually one address (and its translated forms), a few map updates per sandbox,
+  // however many ranges there are.
   std::vector<policy::NetProtectedRange> added, removed;
   const std::set<policy::NetProtectedRange> now(ranges.begin(), ranges.end()), before(protected_.begin(), protected_.end());
   for (const auto& r : ranges)
@@ -126,14 +127,28 @@ void Gateway::relist_uplink(int64_t event_ns) {
   for (const auto& r : protected_)
     if (!now.count(r)) removed.push_back(r);
   protected_ = std::move(ranges);
-  for (auto& [id, sb] : sandboxes_) {
-    try {
-      sb->protect_change(added, removed);
-    } catch (const std::exception& e) {
-      sb->protect_stale = true;  // its next tick writes the whole set
-      std::fprintf(stderr, "sandlet-netgw: %s: protected ranges not updated: %s\n", id.c_str(), e.what());
+  // The addresses themselves first in every sandbox, then their NAT64/6to4 forms: what the sandboxes can
+  // reach directly is closed soonest.
+  const auto translated = [](const policy::NetProtectedRange& r) {
+    return r.family == 6 && ((r.addr[0] == 0x00 && r.addr[1] == 0x64 && r.addr[2] == 0xff && r.addr[3] == 0x9b) ||
+                              (r.addr[0] == 0x20 && r.addr[1] == 0x02));
+  };
+  const auto split = std::stable_partition(added.begin(), added.end(), [&](const auto& r) { return !translated(r); });
+  std::vector<policy::NetProtectedRange> later(split, added.end());
+  added.erase(split, added.end());
+  const auto apply = [&](const std::vector<policy::NetProtectedRange>& add,
+                         const std::vector<policy::NetProtectedRange>& drop) {
+    for (auto& [id, sb] : sandboxes_) {
+      try {
+        sb->protect_change(add, drop);
+      } catch (const std::exception& e) {
+        sb->protect_stale = true;  // its next tick writes the whole set
+        std::fprintf(stderr, "sandlet-netgw: %s: protected ranges not updated: %s\n", id.c_str(), e.what());
+      }
     }
-  }
+  };
+  apply(added, removed);
+  if (!later.empty()) apply(later, {});
   count(proto::kGwProtectUpdates);
   node_[proto::kGwProtectLastUs] = static_cast<uint64_t>(std::max<int64_t>(0, boottime_ns() - event_ns) / 1000);
   std::fprintf(stderr, "sandlet-netgw: the uplink's addresses changed: %zu protected ranges in %zu sandboxes (%llu us)\n",
