@@ -12,8 +12,11 @@
 namespace sandlet::guest {
 
 // /proc's kernel-internal files and directories (kcore, kpage*, sysrq-trigger, ...) behind empty
-// read-only stand-ins; those the kernel does not have are skipped.
+// read-only stand-ins; those the kernel does not have are skipped. Done while staging (the default, off the
+// create's critical path for a warm pool's sandboxes); unmask_kernel_files takes them away again for a spec
+// that asks for /proc as the kernel shows it.
 Status mask_kernel_files();
+Status unmask_kernel_files();
 
 // Applies `rules` (shortest path first, so that the most specific one wins below it). A read-only or
 // writable rule's path must exist (INVALID_ARGUMENT naming the rule otherwise); a missing hidden path is

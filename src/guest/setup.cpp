@@ -1,5 +1,6 @@
 #include "guest/setup.hpp"
 
+#include "guest/file_rules.hpp"
 #include "guest/frame_parse.hpp"
 
 #include <fcntl.h>
@@ -391,6 +392,7 @@ Status setup_filesystem(const InitFds& fds) {
   STEP(mount_proc());
   STEP(mount_dev(fds.dev));
   STEP(pivot_into_cwd());
+  STEP(mask_kernel_files());  // before forbid_new_namespaces: each stand-in is a detached mount first
   STEP(make_nonblocking(fds.listener));
   STEP(keep_upper(fds.upper));
   STEP(forbid_new_namespaces());

@@ -80,7 +80,7 @@ enum InitFlags : uint32_t {
   kInitHasUpper = 16,
   kInitHasMounts = 32,  // kConfig only: InitConfig::mounts, each with an SCM_RIGHTS fd
   kInitHasFileRules = 64,       // kConfig only: InitConfig::file_rules (guest/file_rules.hpp)
-  kInitMaskKernelFiles = 128,   // kConfig only: empty read-only stand-ins over /proc's kernel files
+  kInitMaskKernelFiles = 128,   // kConfig only: keep the stand-ins the init put over /proc's kernel files while staging (without it they go)
   kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, after the mounts: the toolkit's read-only mount
   kInitHasDenialLog = 512,      // kConfig only: one more SCM_RIGHTS fd, last: the seccomp denial log (denial_log.hpp)
   kInitResolverConf = 1024,     // kConfig only: /etc/resolv.conf names the sandbox's resolver (kResolverConf)

@@ -32,6 +32,22 @@ size_t utf8_len(std::string_view s, size_t i) {
   return n;
 }
 
+// What audit_utf8 would return unchanged: valid UTF-8 within `max` bytes (the common case, checked
+// without a copy).
+bool audit_clean(std::string_view s, size_t max) {
+  if (s.size() > max) return false;
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_len(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 void cap_value(json::value& v, bool* cut);
 
 void cap_object(json::object& o, bool* cut) {
@@ -41,6 +57,7 @@ void cap_object(json::object& o, bool* cut) {
 void cap_value(json::value& v, bool* cut) {
   if (v.is_string()) {
     json::string& s = v.get_string();
+    if (audit_clean(std::string_view(s.data(), s.size()), kAuditMaxString)) return;
     std::string fixed = audit_utf8(std::string_view(s.data(), s.size()), kAuditMaxString, cut);
     if (fixed.size() != s.size() || fixed != std::string_view(s.data(), s.size())) s = fixed;
   } else if (v.is_array()) {
@@ -52,7 +69,13 @@ void cap_value(json::value& v, bool* cut) {
     for (auto& e : a) cap_value(e, cut);
   } else if (v.is_object()) {
     json::object& o = v.get_object();
-    // Keys too: a key that is not valid UTF-8 would make the line unreadable.
+    // Keys too: a key that is not valid UTF-8 would make the line unreadable. Rebuilt only if one is.
+    bool keys_clean = true;
+    for (const auto& kv : o) keys_clean = keys_clean && audit_clean(std::string_view(kv.key().data(), kv.key().size()), kAuditMaxString);
+    if (keys_clean) {
+      cap_object(o, cut);
+      return;
+    }
     json::object fixed;
     for (auto& kv : o)
       fixed[audit_utf8(std::string_view(kv.key().data(), kv.key().size()), kAuditMaxString, cut)] = std::move(kv.value());

@@ -53,7 +53,12 @@ ContainerSandbox::~ContainerSandbox() {
   if (state_.net_gateway) node_->gateway().detach(id_);
 }
 
-bool ContainerSandbox::alive() const { return sys::process_alive(state_.init_pid, state_.init_start); }
+bool ContainerSandbox::alive() const {
+  // A descriptor of the init where we hold one: no /proc reads (a pooled sandbox is checked at every take).
+  const int pidfd = starting_ ? starting_->init.pidfd() : pidfd_.get();
+  if (pidfd >= 0) return !sys::pidfd_wait_exit(pidfd, 0);
+  return sys::process_alive(state_.init_pid, state_.init_start);
+}
 
 sys::UniqueFd ContainerSandbox::connect() const { return sys::connect_unix(state_.agent_socket); }
 
