@@ -113,7 +113,9 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     check_transition(rec.id, rec.state, SandboxState::kRunning);
     rec.state = SandboxState::kRunning;
     rec.backend_state = impl->state();
-    dirs_->write(rec);
+    struct stat written;
+    dirs_->write(rec, &written);
+    remember_record(rec.id, written, false);
     fault_point("runtime.running");
   } catch (...) {
     audit_create_failed(rec.id, spec, std::current_exception());

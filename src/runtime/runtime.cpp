@@ -360,15 +360,30 @@ void Runtime::forget(const std::string& id) {
   record_stamps_.erase(id);
 }
 
+namespace {
+template <typename Stamp>
+Stamp record_stamp(const struct stat& st) {
+  Stamp s;
+  s.ino = st.st_ino;
+  s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  s.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  s.size = st.st_size;
+  return s;
+}
+}  // namespace
+
+void Runtime::remember_record(const std::string& id, const struct stat& written, bool paused) {
+  RecordStamp s = record_stamp<RecordStamp>(written);
+  s.paused = paused;
+  std::lock_guard lock(stamps_mutex_);
+  record_stamps_[id] = s;
+}
+
 bool Runtime::record_paused(const std::string& id) {
   const std::string path = dirs_->dir(id) + "/" + SandboxDirs::kRecordFile;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return false;
-  RecordStamp now;
-  now.ino = st.st_ino;
-  now.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  now.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-  now.size = st.st_size;
+  RecordStamp now = record_stamp<RecordStamp>(st);
   auto same = [&](const RecordStamp& s) {
     return s.ino == now.ino && s.mtime_ns == now.mtime_ns && s.ctime_ns == now.ctime_ns && s.size == now.size;
   };

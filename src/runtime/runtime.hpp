@@ -3,6 +3,8 @@
 // reclaim work, the registry of this process's sandboxes, the warm pool and the layer store. Every sandbox
 // goes through one lifecycle (lifecycle.hpp); `end` is the one way a sandbox ends.
 #pragma once
+#include <sys/stat.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -268,6 +270,9 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   };
   std::mutex stamps_mutex_;
   std::unordered_map<std::string, RecordStamp> record_stamps_;
+  // The memo for a record this runtime just wrote (`written`: its stat), so that the first exec does not
+  // parse it back.
+  void remember_record(const std::string& id, const struct stat& written, bool paused);
   // closed_ is set, and the workers stop taking work, under close_mutex_: what is posted to the loop or
   // the workers before is sure to run; after, callers run it themselves.
   mutable std::mutex close_mutex_;

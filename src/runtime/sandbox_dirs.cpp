@@ -47,7 +47,9 @@ std::optional<pid_t> SandboxDirs::staging_owner(const std::string& name) {
   return pid;
 }
 
-void SandboxDirs::write(const SandboxRecord& rec) const { sys::write_file_atomic(dir(rec.id) + "/" + kRecordFile, rec.to_json()); }
+void SandboxDirs::write(const SandboxRecord& rec, struct stat* written) const {
+  sys::write_file_atomic(dir(rec.id) + "/" + kRecordFile, rec.to_json(), 0600, written);
+}
 
 std::optional<SandboxRecord> SandboxDirs::load(const std::string& id) const {
   auto text = sys::read_file_if_exists(dir(id) + "/" + kRecordFile, 1 << 20);

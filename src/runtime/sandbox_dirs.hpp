@@ -3,6 +3,7 @@
 // lifecycle's "ending", see lifecycle.hpp); <root>/sandboxes/.new-<pid>-<id>/ is one being made by process
 // <pid> (for a few microseconds, or left by a crash). <root>/sandboxes may be a symlink into tmpfs (state_dir.hpp).
 #pragma once
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -21,7 +22,7 @@ class SandboxDirs final {
   std::string retired_dir(const std::string& id) const { return base_ + "/.reclaim-" + id; }
   // Makes the directory of a new sandbox and writes its first record: from here on gc sees a crash.
   void create(const SandboxRecord& rec) const;
-  void write(const SandboxRecord& rec) const;  // atomic replace
+  void write(const SandboxRecord& rec, struct stat* written = nullptr) const;  // atomic replace
   // The record of a sandbox (nullopt when there is none); DATA_LOSS when damaged.
   std::optional<SandboxRecord> load(const std::string& id) const;
   std::optional<SandboxRecord> load_retired(const std::string& id) const;

@@ -68,7 +68,7 @@ static void write_all(int fd, const std::string& data, const std::string& what) 
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& data, mode_t mode) {
+void write_file_atomic(const std::string& path, const std::string& data, mode_t mode, struct stat* written) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + random_hex(4);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd) throw_errno("create " + tmp);
@@ -78,12 +78,13 @@ void write_file_atomic(const std::string& path, const std::string& data, mode_t 
     ::unlink(tmp.c_str());
     throw;
   }
-  fd.reset();
+  if (!written) fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) < 0) {
     int e = errno;
     ::unlink(tmp.c_str());
     throw_errno("rename " + tmp + " -> " + path, e);
   }
+  if (written && ::fstat(fd.get(), written) != 0) throw_errno("stat " + path);  // after the rename: its ctime
 }
 
 void write_new_file(const std::string& path, const std::string& data, mode_t mode) {

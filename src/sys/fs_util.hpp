@@ -1,5 +1,6 @@
 // Small filesystem and /proc helpers with errno-carrying errors.
 #pragma once
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -18,7 +19,10 @@ std::optional<std::string> read_file_if_exists(const std::string& path, size_t m
 // The number a small file (a cgroup or /proc counter) starts with; nullopt when absent or not a number.
 std::optional<uint64_t> read_u64_file(const std::string& path);
 // Writes via a temp file + rename, so readers never see a partial file.
-void write_file_atomic(const std::string& path, const std::string& data, mode_t mode = 0600);
+// `written`, when given, gets the new file's stat as it was once in place (the caller can tell later
+// whether the path still names it).
+void write_file_atomic(const std::string& path, const std::string& data, mode_t mode = 0600,
+                       struct stat* written = nullptr);
 // Creates `path` (which must not exist) with `data`: for files in a directory nobody else sees yet.
 void write_new_file(const std::string& path, const std::string& data, mode_t mode = 0600);
 // Writes `data` to an existing file (cgroup and /proc knobs); throws naming the path.
