@@ -127,6 +127,9 @@ Status put_stand_in(const char* path, bool directory) {
 
 // Which of kKernelFiles, then kKernelDirs, mask_kernel_files covered (for unmask_kernel_files).
 static bool g_masked[sizeof kKernelFiles / sizeof kKernelFiles[0] + sizeof kKernelDirs / sizeof kKernelDirs[0]];
+static bool g_masks_done = false;
+
+bool kernel_files_masked() { return g_masks_done; }
 
 Status mask_kernel_files() {
   size_t i = 0;
@@ -146,6 +149,7 @@ Status mask_kernel_files() {
     }
     ++i;
   }
+  g_masks_done = true;
   return Status::Ok();
 }
 
@@ -161,6 +165,7 @@ Status unmask_kernel_files() {
       return errno_statusf(errno, "remove the stand-in over %s", path);
     g_masked[i++] = false;
   }
+  g_masks_done = false;
   return Status::Ok();
 }
 

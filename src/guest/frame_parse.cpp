@@ -97,7 +97,7 @@ std::string check_setup_header(const char* header, proto::InitMsg want, proto::F
 bool decode_stage(std::string_view payload, uint32_t* flags) {
   if (!proto::decode_u32(payload, flags)) return false;
   return (*flags & ~static_cast<uint32_t>(proto::kInitHasCgroup | proto::kInitLoopbackUp | proto::kInitDetached |
-                                          proto::kInitRunOnce | proto::kInitHasUpper)) == 0;
+                                          proto::kInitRunOnce | proto::kInitHasUpper | proto::kInitMaskKernelFiles)) == 0;
 }
 
 }  // namespace sandlet::guest

@@ -252,6 +252,7 @@ Status receive_stage(int sock, InitFds* fds) {
   fds->listener = got_fds[2];
   fds->cgroup = has_cgroup ? got_fds[3] : -1;
   fds->upper = has_upper ? got_fds[3 + has_cgroup] : -1;
+  fds->mask_kernel_files = flags & proto::kInitMaskKernelFiles;
   return Status::Ok();
 }
 
@@ -392,7 +393,8 @@ Status setup_filesystem(const InitFds& fds) {
   STEP(mount_proc());
   STEP(mount_dev(fds.dev));
   STEP(pivot_into_cwd());
-  STEP(mask_kernel_files());  // before forbid_new_namespaces: each stand-in is a detached mount first
+  // Before forbid_new_namespaces: each stand-in is a detached mount first.
+  if (fds.mask_kernel_files) STEP(mask_kernel_files());
   STEP(make_nonblocking(fds.listener));
   STEP(keep_upper(fds.upper));
   STEP(forbid_new_namespaces());

@@ -15,6 +15,7 @@ struct InitFds {
   int listener = -1;  // agent listening socket (made non-blocking here)
   int cgroup = -1;    // sandbox cgroup2 dir, or -1
   int upper = -1;     // the writable layer's mount (kept at kInitUpperFd), or -1
+  bool mask_kernel_files = false;  // kInitMaskKernelFiles in the stage: masked while staging
 };
 
 // Reads the kInitStage frame and its SCM_RIGHTS fds from `sock`.

@@ -29,7 +29,7 @@ constexpr uint32_t kMaxInitConfig =
 
 enum class InitMsg : uint8_t {
   // host -> init, in this order
-  kStage = 0x81,    // u32 InitFlags (only kInitHasCgroup and kInitHasUpper count); fds via SCM_RIGHTS (see below): the init
+  kStage = 0x81,    // u32 InitFlags (only kInitHasCgroup, kInitHasUpper and kInitMaskKernelFiles count); fds via SCM_RIGHTS (see below): the init
                     // builds its filesystem view and answers kStaged
   kConfig = 0x82,   // InitConfig: identity and policy; the init answers kReady. With kInitRunOnce it carries
                     // the command's stdio fds (SCM_RIGHTS, see RunOnce) and, after ready, the init answers
@@ -80,7 +80,7 @@ enum InitFlags : uint32_t {
   kInitHasUpper = 16,
   kInitHasMounts = 32,  // kConfig only: InitConfig::mounts, each with an SCM_RIGHTS fd
   kInitHasFileRules = 64,       // kConfig only: InitConfig::file_rules (guest/file_rules.hpp)
-  kInitMaskKernelFiles = 128,   // kConfig only: keep the stand-ins the init put over /proc's kernel files while staging (without it they go)
+  kInitMaskKernelFiles = 128,   // empty read-only stand-ins over /proc's kernel files: put while staging (kStage), kept (kConfig)
   kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, after the mounts: the toolkit's read-only mount
   kInitHasDenialLog = 512,      // kConfig only: one more SCM_RIGHTS fd, last: the seccomp denial log (denial_log.hpp)
   kInitResolverConf = 1024,     // kConfig only: /etc/resolv.conf names the sandbox's resolver (kResolverConf)

@@ -113,9 +113,9 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     check_transition(rec.id, rec.state, SandboxState::kRunning);
     rec.state = SandboxState::kRunning;
     rec.backend_state = impl->state();
-    struct stat written;
+    struct stat written = {};
     dirs_->write(rec, &written);
-    remember_record(rec.id, written, false);
+    if (!one_shot) remember_record(rec.id, written, false);  // a one-shot sandbox takes no exec
     fault_point("runtime.running");
   } catch (...) {
     audit_create_failed(rec.id, spec, std::current_exception());

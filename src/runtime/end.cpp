@@ -100,6 +100,7 @@ void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char*
     if (expired && rec.spec.on_expiry == OnExpiry::kKeepLogs) keep_expired_logs(rec, reason);
   }
   dirs_->retire(rec.id);
+  forget_record(rec.id);
   // Written once nothing of it runs any more (whoever ends a sandbox retires it, exactly once).
   if (reason) {
     audit_extra["reason"] = reason;
@@ -134,6 +135,7 @@ void Runtime::abandon(const SandboxRecord& rec, std::unique_ptr<BackendSandbox> 
     impl.reset();
   }
   dirs_->remove(rec.id);
+  forget_record(rec.id);
 }
 
 }  // namespace sandlet

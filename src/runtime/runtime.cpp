@@ -356,6 +356,10 @@ void Runtime::persist(const SandboxRecord& rec) {
 
 void Runtime::forget(const std::string& id) {
   registry_.forget(id);
+  forget_record(id);
+}
+
+void Runtime::forget_record(const std::string& id) noexcept {
   std::lock_guard lock(stamps_mutex_);
   record_stamps_.erase(id);
 }
@@ -373,6 +377,7 @@ Stamp record_stamp(const struct stat& st) {
 }  // namespace
 
 void Runtime::remember_record(const std::string& id, const struct stat& written, bool paused) {
+  if (written.st_ino == 0) return;  // not known (write_file_atomic could not stat it)
   RecordStamp s = record_stamp<RecordStamp>(written);
   s.paused = paused;
   std::lock_guard lock(stamps_mutex_);

@@ -273,6 +273,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // The memo for a record this runtime just wrote (`written`: its stat), so that the first exec does not
   // parse it back.
   void remember_record(const std::string& id, const struct stat& written, bool paused);
+  void forget_record(const std::string& id) noexcept;  // the sandbox ended (end.cpp)
   // closed_ is set, and the workers stop taking work, under close_mutex_: what is posted to the loop or
   // the workers before is sure to run; after, callers run it themselves.
   mutable std::mutex close_mutex_;

@@ -14,7 +14,8 @@ std::optional<WarmPool::Entry> WarmPool::take(Backend& backend, const Spec& spec
   std::vector<Entry> stale;
   {
     std::lock_guard lock(mutex_);
-    staged_ = backend_ == &backend && key_ && key_->layers == spec.layers && key_->limits.disk == spec.limits.disk;
+    staged_ = backend_ == &backend && key_ && key_->layers == spec.layers && key_->limits.disk == spec.limits.disk &&
+              key_->policy.mask_kernel_files == spec.policy.mask_kernel_files;
     backend_ = &backend;
     key_ = spec;
     key_digests_ = digests;

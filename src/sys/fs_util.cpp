@@ -84,7 +84,8 @@ void write_file_atomic(const std::string& path, const std::string& data, mode_t 
     ::unlink(tmp.c_str());
     throw_errno("rename " + tmp + " -> " + path, e);
   }
-  if (written && ::fstat(fd.get(), written) != 0) throw_errno("stat " + path);  // after the rename: its ctime
+  // After the rename (which sets its ctime). The file is in place whatever happens here: no error.
+  if (written && ::fstat(fd.get(), written) != 0) *written = {};
 }
 
 void write_new_file(const std::string& path, const std::string& data, mode_t mode) {

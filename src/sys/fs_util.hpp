@@ -20,7 +20,7 @@ std::optional<std::string> read_file_if_exists(const std::string& path, size_t m
 std::optional<uint64_t> read_u64_file(const std::string& path);
 // Writes via a temp file + rename, so readers never see a partial file.
 // `written`, when given, gets the new file's stat as it was once in place (the caller can tell later
-// whether the path still names it).
+// whether the path still names it); all zero if that stat failed.
 void write_file_atomic(const std::string& path, const std::string& data, mode_t mode = 0600,
                        struct stat* written = nullptr);
 // Creates `path` (which must not exist) with `data`: for files in a directory nobody else sees yet.

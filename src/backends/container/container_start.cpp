@@ -135,13 +135,15 @@ void ContainerSandbox::prepare(const Spec* stage_for, const Limits* limits) {
   state_.init_pid = s.init.pid();
   state_.init_start = sys::process_start_time(s.init.pid()).value_or(0);
   if (stage_for) {
-    state_.upper_mnt_id = s.send_stage(stage_for->layers, stage_for->limits.disk, state_.uid_base, *node_);
-    s.await_staged(stage_for->layers, stage_for->limits.disk);
+    const bool mask = stage_for->policy.mask_kernel_files;
+    state_.upper_mnt_id = s.send_stage(stage_for->layers, stage_for->limits.disk, mask, state_.uid_base, *node_);
+    s.await_staged(stage_for->layers, stage_for->limits.disk, mask);
   }
 }
 
 bool ContainerSandbox::fits(const Spec& spec) const {
-  return starting_ && (!starting_->staged || (starting_->layers == spec.layers && starting_->disk == spec.limits.disk));
+  return starting_ && (!starting_->staged || (starting_->layers == spec.layers && starting_->disk == spec.limits.disk &&
+                                               starting_->masked == spec.policy.mask_kernel_files));
 }
 
 void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
@@ -175,9 +177,9 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   //    read after the configuration has been queued behind it.
   const bool stage_now = !s.staged;
   if (stage_now)
-    state_.upper_mnt_id = s.send_stage(spec.layers, spec.limits.disk, state_.uid_base, *node_);
+    state_.upper_mnt_id = s.send_stage(spec.layers, spec.limits.disk, spec.policy.mask_kernel_files, state_.uid_base, *node_);
   else if (!fits(spec))
-    throw Error(Code::kInternal, "prepared sandbox staged for other layers");
+    throw Error(Code::kInternal, "prepared sandbox staged for other layers or kernel-file masks");
   fault_point("container.staging");
 
   // 6. Identity and policy; wait for the init to report ready.
@@ -223,10 +225,10 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
     sys::send_with_fds(s.setup.get(), proto::frame(proto::InitMsg::kConfig, config.encode()), passed);
   } catch (const Error&) {
     // An init that failed its filesystem set-up has exited: its own error, not EPIPE, says why.
-    if (stage_now) s.await_staged(spec.layers, spec.limits.disk);
+    if (stage_now) s.await_staged(spec.layers, spec.limits.disk, spec.policy.mask_kernel_files);
     throw;
   }
-  if (stage_now) s.await_staged(spec.layers, spec.limits.disk);
+  if (stage_now) s.await_staged(spec.layers, spec.limits.disk, spec.policy.mask_kernel_files);
   s.expect(proto::InitMsg::kReady, "start-up");
   fault_point("container.ready");
   if (one_shot) one_shot->report = std::move(s.setup);  // the command's exit arrives there

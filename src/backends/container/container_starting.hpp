@@ -29,10 +29,12 @@ struct StartingInit {
   sys::UniqueFd dev;       // the sandbox's /dev, when made ahead (handed to the init when staged)
   sys::UniqueFd listener;  // the agent's socket (handed to the init when staged)
   sys::UniqueFd userns;
-  // Staged: the init has its root filesystem (these layers, this disk size) and sits pivoted into it.
+  // Staged: the init has its root filesystem (these layers, this disk size, /proc's kernel files masked or
+  // not) and sits pivoted into it.
   bool staged = false;
   std::vector<std::string> layers;
   uint64_t disk = 0;
+  bool masked = false;
 
   void expect(proto::InitMsg want, const char* step) {
     expect_setup_reply(setup.get(), init.pidfd(), init.pid(), want, step, kReadyTimeoutMs);
@@ -41,13 +43,13 @@ struct StartingInit {
   // Sent, then awaited separately, so that a cold create can queue its configuration behind it (one round
   // trip). Built while the init execs (it has not asked for them yet), so off the critical path. Returns the
   // mount id of the writable layer's tmpfs, which the init keeps (a snapshot checks it got that one).
-  uint64_t send_stage(const std::vector<std::string>& lower, uint64_t disk_bytes, uid_t root_uid,
-                  const ContainerNode& node) {
+  uint64_t send_stage(const std::vector<std::string>& lower, uint64_t disk_bytes, bool mask_kernel_files,
+                      uid_t root_uid, const ContainerNode& node) {
     sys::UniqueFd root_dev = dev ? std::move(dev) : build_sandbox_dev(root_uid, root_uid);
     sys::OverlayRootfs rootfs = sys::build_overlay_rootfs(lower, userns.get(), root_uid, disk_bytes);
     // The last close of a detached mount waits for an RCU grace period: not on the create's path.
     wire::Writer w;
-    w.u32(proto::kInitHasCgroup | proto::kInitHasUpper);
+    w.u32(proto::kInitHasCgroup | proto::kInitHasUpper | (mask_kernel_files ? proto::kInitMaskKernelFiles : 0u));
     sys::send_with_fds(setup.get(), proto::frame(proto::InitMsg::kStage, w.data()),
                        {rootfs.root.get(), root_dev.get(), listener.get(), cgroup.v2_fd(), rootfs.upper.get()});
     listener.reset();
@@ -58,11 +60,12 @@ struct StartingInit {
     }
     return rootfs.upper_mnt_id;
   }
-  void await_staged(const std::vector<std::string>& lower, uint64_t disk_bytes) {
+  void await_staged(const std::vector<std::string>& lower, uint64_t disk_bytes, bool mask_kernel_files) {
     expect(proto::InitMsg::kStaged, "filesystem set-up");
     staged = true;
     layers = lower;
     disk = disk_bytes;
+    masked = mask_kernel_files;
   }
 };
 
