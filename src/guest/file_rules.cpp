@@ -125,47 +125,22 @@ Status put_stand_in(const char* path, bool directory) {
   return st;
 }
 
-// Which of kKernelFiles, then kKernelDirs, mask_kernel_files covered (for unmask_kernel_files).
-static bool g_masked[sizeof kKernelFiles / sizeof kKernelFiles[0] + sizeof kKernelDirs / sizeof kKernelDirs[0]];
 static bool g_masks_done = false;
 
 bool kernel_files_masked() { return g_masks_done; }
 
 Status mask_kernel_files() {
-  size_t i = 0;
   for (const char* path : kKernelFiles) {
     struct stat st;
-    if (lstat(path, &st) == 0) {  // else not in this kernel
-      if (Status s = put_stand_in(path, false); !s.ok()) return s;
-      g_masked[i] = true;
-    }
-    ++i;
+    if (lstat(path, &st) != 0) continue;  // not in this kernel
+    if (Status s = put_stand_in(path, false); !s.ok()) return s;
   }
   for (const char* path : kKernelDirs) {
     struct stat st;
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (Status s = put_stand_in(path, true); !s.ok()) return s;
-      g_masked[i] = true;
-    }
-    ++i;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (Status s = put_stand_in(path, true); !s.ok()) return s;
   }
   g_masks_done = true;
-  return Status::Ok();
-}
-
-Status unmask_kernel_files() {
-  size_t i = 0;
-  for (const char* path : kKernelFiles) {
-    if (g_masked[i] && umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
-      return errno_statusf(errno, "remove the stand-in over %s", path);
-    g_masked[i++] = false;
-  }
-  for (const char* path : kKernelDirs) {
-    if (g_masked[i] && umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
-      return errno_statusf(errno, "remove the stand-in over %s", path);
-    g_masked[i++] = false;
-  }
-  g_masks_done = false;
   return Status::Ok();
 }
 

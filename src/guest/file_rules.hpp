@@ -13,10 +13,8 @@ namespace sandlet::guest {
 
 // /proc's kernel-internal files and directories (kcore, kpage*, sysrq-trigger, ...) behind empty
 // read-only stand-ins; those the kernel does not have are skipped. Done while staging (off the create's
-// critical path for a warm pool's sandboxes). unmask_kernel_files takes them away again (nothing when none
-// were put); kernel_files_masked says whether they are in place.
+// critical path for a warm pool's sandboxes) when the stage asks; kernel_files_masked says whether it did.
 Status mask_kernel_files();
-Status unmask_kernel_files();
 bool kernel_files_masked();
 
 // Applies `rules` (shortest path first, so that the most specific one wins below it). A read-only or

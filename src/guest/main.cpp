@@ -89,16 +89,13 @@ int main() {
   if (!s.ok()) fail(s);
   if (s.ok() && (cfg.flags & proto::kInitResolverConf)) s = write_resolver_conf();
   if (s.ok()) s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
-  // The kernel files are masked while staging when the stage says so (the host stages with the spec's own
-  // choice, and hands a pooled sandbox only to a spec that made the same one); should the configuration
-  // want otherwise, it is done here.
-  const bool want_masks = cfg.flags & proto::kInitMaskKernelFiles;
-  if (s.ok() && !want_masks) s = unmask_kernel_files();
-  const bool mask_now = want_masks && !kernel_files_masked();
-  const bool own_mounts = toolkit >= 0 || mask_now || (cfg.flags & proto::kInitHasFileRules);
+  // The kernel files were masked while staging if the stage said so: the host stages with the spec's own
+  // choice and hands a pooled sandbox only to a spec that made the same one. A mismatch fails closed.
+  if (s.ok() && static_cast<bool>(cfg.flags & proto::kInitMaskKernelFiles) != kernel_files_masked())
+    s = make_status(SANDLET_INTERNAL, EINVAL, "staged with other kernel-file masks than the configuration asks for");
+  const bool own_mounts = toolkit >= 0 || (cfg.flags & proto::kInitHasFileRules);
   if (s.ok() && own_mounts) s = allow_detached_mounts(true);
   if (s.ok() && toolkit >= 0) s = attach_toolkit(toolkit), toolkit = -1;
-  if (s.ok() && mask_now) s = mask_kernel_files();
   // Last of the mounts: a rule covers the host mounts and the toolkit's pinned files below its path.
   if (s.ok() && (cfg.flags & proto::kInitHasFileRules)) s = apply_file_rules(cfg.file_rules);
   if (toolkit >= 0) close(toolkit);

@@ -129,11 +129,8 @@ void Gateway::relist_uplink(int64_t event_ns) {
   protected_ = std::move(ranges);
   // The addresses themselves first in every sandbox, then their NAT64/6to4 forms: what the sandboxes can
   // reach directly is closed soonest.
-  const auto translated = [](const policy::NetProtectedRange& r) {
-    return r.family == 6 && ((r.addr[0] == 0x00 && r.addr[1] == 0x64 && r.addr[2] == 0xff && r.addr[3] == 0x9b) ||
-                              (r.addr[0] == 0x20 && r.addr[1] == 0x02));
-  };
-  const auto split = std::stable_partition(added.begin(), added.end(), [&](const auto& r) { return !translated(r); });
+  const auto split = std::stable_partition(added.begin(), added.end(),
+                                           [](const auto& r) { return !policy::is_translated_form(r); });
   std::vector<policy::NetProtectedRange> later(split, added.end());
   added.erase(split, added.end());
   const auto apply = [&](const std::vector<policy::NetProtectedRange>& add,

@@ -9,6 +9,15 @@
 namespace sandlet::policy {
 namespace {
 
+// Where an uplink may translate an IPv4 address into IPv6: the prefix's leading bytes, and the byte the
+// IPv4 address starts at (NAT64's well-known prefix, 6to4).
+struct Translation {
+  std::array<uint8_t, 4> head;
+  size_t head_len;
+  int at;
+};
+constexpr Translation kTranslations[] = {{{0x00, 0x64, 0xff, 0x9b}, 4, 12}, {{0x20, 0x02, 0, 0}, 2, 2}};
+
 NetProtectedRange range(int family, std::initializer_list<uint8_t> head, int prefix) {
   NetProtectedRange r;
   r.family = family;
@@ -61,17 +70,23 @@ std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsA
   const size_t v4_end = out.size();
   for (size_t i = 0; i < v4_end; ++i) {
     if (out[i].family != 4) continue;
-    for (const auto& [head, at] : {std::pair<std::array<uint8_t, 4>, int>{{0x00, 0x64, 0xff, 0x9b}, 12},
-                                   std::pair<std::array<uint8_t, 4>, int>{{0x20, 0x02, 0, 0}, 2}}) {
+    for (const Translation& x : kTranslations) {
       NetProtectedRange t;
       t.family = 6;
-      std::memcpy(t.addr.data(), head.data(), at == 12 ? 4 : 2);
-      std::memcpy(t.addr.data() + at, out[i].addr.data(), 4);
-      t.prefix = at * 8 + out[i].prefix;
+      std::memcpy(t.addr.data(), x.head.data(), x.head_len);
+      std::memcpy(t.addr.data() + x.at, out[i].addr.data(), 4);
+      t.prefix = x.at * 8 + out[i].prefix;
       if (seen.insert(t).second) out.push_back(t);
     }
   }
   return out;
+}
+
+bool is_translated_form(const NetProtectedRange& r) {
+  if (r.family != 6) return false;
+  for (const Translation& x : kTranslations)
+    if (r.prefix >= x.at * 8 && std::memcmp(r.addr.data(), x.head.data(), x.head_len) == 0) return true;
+  return false;
 }
 
 }  // namespace sandlet::policy

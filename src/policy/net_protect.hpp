@@ -19,4 +19,7 @@ const std::vector<NetProtectedRange>& fixed_protected_ranges();
 // relayed.
 std::vector<NetProtectedRange> protected_ranges_of(const std::vector<sys::NetnsAddress>& addresses);
 
+// Whether `r` is one of the IPv6 forms protected_ranges_of adds for an IPv4 range (NAT64, 6to4).
+bool is_translated_form(const NetProtectedRange& r);
+
 }  // namespace sandlet::policy

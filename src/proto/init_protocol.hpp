@@ -80,7 +80,7 @@ enum InitFlags : uint32_t {
   kInitHasUpper = 16,
   kInitHasMounts = 32,  // kConfig only: InitConfig::mounts, each with an SCM_RIGHTS fd
   kInitHasFileRules = 64,       // kConfig only: InitConfig::file_rules (guest/file_rules.hpp)
-  kInitMaskKernelFiles = 128,   // empty read-only stand-ins over /proc's kernel files: put while staging (kStage), kept (kConfig)
+  kInitMaskKernelFiles = 128,   // empty read-only stand-ins over /proc's kernel files: put while staging (kStage); the kConfig flag must agree
   kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, after the mounts: the toolkit's read-only mount
   kInitHasDenialLog = 512,      // kConfig only: one more SCM_RIGHTS fd, last: the seccomp denial log (denial_log.hpp)
   kInitResolverConf = 1024,     // kConfig only: /etc/resolv.conf names the sandbox's resolver (kResolverConf)

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -70,8 +71,9 @@ void cap_value(json::value& v, bool* cut) {
   } else if (v.is_object()) {
     json::object& o = v.get_object();
     // Keys too: a key that is not valid UTF-8 would make the line unreadable. Rebuilt only if one is.
-    bool keys_clean = true;
-    for (const auto& kv : o) keys_clean = keys_clean && audit_clean(std::string_view(kv.key().data(), kv.key().size()), kAuditMaxString);
+    const bool keys_clean = std::all_of(o.begin(), o.end(), [](const json::key_value_pair& kv) {
+      return audit_clean(std::string_view(kv.key().data(), kv.key().size()), kAuditMaxString);
+    });
     if (keys_clean) {
       cap_object(o, cut);
       return;

@@ -364,31 +364,27 @@ void Runtime::forget_record(const std::string& id) noexcept {
   record_stamps_.erase(id);
 }
 
-namespace {
-template <typename Stamp>
-Stamp record_stamp(const struct stat& st) {
-  Stamp s;
+Runtime::RecordStamp Runtime::RecordStamp::of(const struct stat& st, bool paused) {
+  RecordStamp s;
   s.ino = st.st_ino;
   s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   s.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   s.size = st.st_size;
+  s.paused = paused;
   return s;
 }
-}  // namespace
 
 void Runtime::remember_record(const std::string& id, const struct stat& written, bool paused) {
   if (written.st_ino == 0) return;  // not known (write_file_atomic could not stat it)
-  RecordStamp s = record_stamp<RecordStamp>(written);
-  s.paused = paused;
   std::lock_guard lock(stamps_mutex_);
-  record_stamps_[id] = s;
+  record_stamps_[id] = RecordStamp::of(written, paused);
 }
 
 bool Runtime::record_paused(const std::string& id) {
   const std::string path = dirs_->dir(id) + "/" + SandboxDirs::kRecordFile;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return false;
-  RecordStamp now = record_stamp<RecordStamp>(st);
+  RecordStamp now = RecordStamp::of(st, false);
   auto same = [&](const RecordStamp& s) {
     return s.ino == now.ino && s.mtime_ns == now.mtime_ns && s.ctime_ns == now.ctime_ns && s.size == now.size;
   };

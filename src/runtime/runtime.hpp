@@ -267,6 +267,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
     int64_t mtime_ns = 0, ctime_ns = 0;
     off_t size = 0;
     bool paused = false;
+    static RecordStamp of(const struct stat& st, bool paused);
   };
   std::mutex stamps_mutex_;
   std::unordered_map<std::string, RecordStamp> record_stamps_;
