@@ -185,11 +185,16 @@ SANDLET_API const char *sandlet_runtime_root(const sandlet_runtime_t *rt);
    array (see the conventions at the top: walk it with SANDLET_ARRAY_AT). The array is owned by the runtime
    and valid until it is closed. `reason` is "" when available, otherwise says what is missing. */
 typedef struct sandlet_backend_info {
-  const char *name;       /* "container", "fncall", "microvm", "fullvm" */
+  const char *name;       /* "container", "fncall", "microvm", "fullvm" (the build's own table) */
   int available;          /* non-zero if this host can run it */
   uint32_t capabilities;  /* SANDLET_CAP_* bits: what it supports beyond create, exec, files and destroy
                              (0 when unavailable) */
   const char *reason;     /* why not, e.g. "no /dev/kvm" */
+  /* Added later: read only when elem_size covers them (offsetof(sandlet_backend_info_t, summary)). */
+  const char *summary;    /* one line: what the backend is for */
+  const char *details_json; /* a JSON object of the backend's own facts: the VM backends' "accelerator"
+                               ("kvm" or "tcg"), "kvm" ("hardware", "pvm", "absent", "unusable") and
+                               "accelerator_reason"; fncall's "pools_on" (the backends its pools use) */
 } sandlet_backend_info_t;
 #define SANDLET_CAP_PREPARE_AHEAD 0x01u /* prepares sandboxes ahead of a create (a warm pool) */
 #define SANDLET_CAP_ONE_SHOT 0x02u      /* sandlet_run starts the command without an agent round trip */
@@ -197,6 +202,10 @@ typedef struct sandlet_backend_info {
 #define SANDLET_CAP_SNAPSHOT 0x08u      /* snapshots (not in this version's C ABI yet) */
 #define SANDLET_CAP_FORK 0x10u          /* fork into children (not in this version's C ABI yet) */
 #define SANDLET_CAP_STORE_LAYERS 0x20u  /* layers of the runtime's layer store (sandlet_spec_add_layer by name) */
+#define SANDLET_CAP_LAYER_IMAGES 0x40u  /* the store's layers, taken as images (VM block devices) */
+#define SANDLET_CAP_SET_LIMITS 0x80u    /* a running sandbox's cpus, memory and pids change in place (calls) */
+#define SANDLET_CAP_REUSE_CHECK 0x100u  /* the host can tell a sandbox a call left clean (fncall reuse) */
+#define SANDLET_CAP_MACHINE_STATE 0x200u /* snapshots carry memory and device state */
 SANDLET_API sandlet_error_t *sandlet_runtime_backends(sandlet_runtime_t *rt, const sandlet_backend_info_t **out,
                                                       size_t *count, size_t *elem_size);
 
@@ -216,7 +225,9 @@ SANDLET_API sandlet_error_t *sandlet_runtime_gc(sandlet_runtime_t *rt, size_t *r
                     "path": the mechanism sandlet takes here (or what fails without it)}, ...],
       "weaker_guarantees": [{"name", "guarantee", "why"}, ...]: what a create refuses with UNIMPLEMENTED
                            unless its spec accepts the name (sandlet_spec_accept_weaker),
-      "paths": {"overlay": "...", "store_layers": "..."}}
+      "paths": {"overlay": "...", "store_layers": "..."},
+      "backends": [{"name", "summary", "available", "reason", "capabilities": ["pause", ...],
+                    "details": {...}}, ...]}   (as sandlet_runtime_backends, one object per backend)
    Takes a few milliseconds (some probes make and drop a user namespace). */
 SANDLET_API sandlet_error_t *sandlet_runtime_features_json(sandlet_runtime_t *rt, char **out);
 
@@ -228,7 +239,9 @@ SANDLET_API sandlet_error_t *sandlet_runtime_features_json(sandlet_runtime_t *rt
                     "prepared": N,    sandboxes the pool prepared
                     "discarded": N,   prepared ones thrown away (other environment, died waiting, close)
                     "staged": bool,   preparing with the root filesystem of the environment asked for last
-                    "backend": "container"},   the backend it prepares for ("" before the first create)
+                    "backend": "container",   the backend it prepares for ("" before the first create)
+                    "shape": {"memory": N, "cpus": X, "disk": N}},  the limits of the last create: a
+                                      backend whose shape is fixed at launch (a VM) prepares that one
       "audit": {"path": "...",        the audit log's live file (sandlet_audit.h)
                 "written": N,         records this runtime wrote
                 "failed": N,          records it could not write (the operation went on)

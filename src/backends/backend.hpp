@@ -27,6 +27,10 @@ enum Capability : uint32_t {
   kCapSnapshot = 1u << 3,      // snapshot()
   kCapFork = 1u << 4,          // fork()
   kCapStoreLayers = 1u << 5,   // stacks the layer store's mounted EROFS layers (spec.layers as directories)
+  kCapLayerImages = 1u << 6,   // takes the layers' EROFS images themselves (VMs: block devices)
+  kCapSetLimits = 1u << 7,     // set_limits(): a running sandbox's cpus, memory and pids change in place
+  kCapReuseCheck = 1u << 8,    // reuse_mark()/unchanged_since(): FnCall may give a sandbox to a next call
+  kCapMachineState = 1u << 9,  // save_machine(): snapshots carry memory and device state (VM backends)
 };
 // "prepare_ahead,one_shot,..." for messages and the backend list.
 std::string capability_names(uint32_t caps);
@@ -51,6 +55,44 @@ struct OneShot {
 };
 
 struct BackendForkRequest;
+
+// The shape a sandbox is prepared with: fixed at launch for a VM (its RAM, vCPUs and disk), applied at
+// finish for a container (whose fits() then ignores it). Part of the warm pool's key.
+struct Shape {
+  uint64_t memory = 0;  // bytes; 0 = the backend's default
+  double cpus = 0;      // 0 = the backend's default
+  uint64_t disk = 0;    // bytes; 0 = the backend's default
+  static Shape of(const Limits& l) { return {l.memory, l.cpus, l.disk}; }
+  bool operator==(const Shape& o) const { return memory == o.memory && cpus == o.cpus && disk == o.disk; }
+};
+
+// How the spec's layers reach a backend (PrepareRequest/finish): the runtime resolves them once, and a
+// backend with kCapStoreLayers gets mounted directories (Spec::layers rewritten to them), one with
+// kCapLayerImages gets the images below (Spec::layers left as the store named them).
+struct LayerImage {
+  std::string digest;             // the layer's content digest ("sha256:...")
+  std::string meta_path;          // its EROFS image (metadata, and data unless `blobs`)
+  std::vector<std::string> blobs; // extra devices of a chunked image, in device order
+  bool lazy = false;              // blobs fill on first read (the node's loader)
+};
+
+// The machine part of a snapshot (VM backends): memory and device state in files, pinned to what can
+// read it back. The files are hostile input on restore: a backend checks the checksum and every size.
+struct MachineState {
+  static constexpr uint32_t kFormatVersion = 1;
+  uint32_t format_version = kFormatVersion;
+  std::string backend;     // who wrote it (only that backend restores it)
+  std::string vmm;         // e.g. "qemu 7.2.22": another VMM version refuses it
+  std::string machine;     // the machine type and shape, e.g. "microvm,mem=512M,cpus=1"
+  std::string dir;         // where its files are (owned by the snapshot)
+  std::string sha256;      // of the files, in the backend's order
+};
+
+// What a snapshot hands back: the sandbox's file changes (always; packed by the runtime into a `diff`
+// layer) and, from backends with kCapMachineState, the machine state.
+struct SnapshotParts {
+  bool machine = false;    // ask for the machine state too
+};
 
 // A sandbox's changes since it started, as its backend hands them to a snapshot: a directory in the form
 // of an OverlayFS upper layer (whiteouts, opaque directories), whose owners are host ids, id 0 inside being
@@ -116,9 +158,24 @@ class BackendSandbox {
   // Returns how long the sandbox was held still, in nanoseconds.
   virtual uint64_t snapshot(const std::function<void(const WritableLayer&)>& running,
                             const std::function<void(const WritableLayer&)>& frozen);
-  // A new sandbox that carries on from this one, processes and memory included (VM backends); file-level
-  // forks (snapshot + restore) need no hook. The child is prepared as by Backend::prepare for `child`.
+  // A new sandbox that carries on from this one, processes and memory included (kCapFork); without it a
+  // fork is a snapshot and N creates on its layers (the same for every backend). The child is prepared as
+  // by Backend::prepare for `child`.
   virtual std::unique_ptr<BackendSandbox> fork(const BackendForkRequest& child);
+  // Of a sandbox held still by snapshot(): its machine state into `dir` (kCapMachineState).
+  virtual MachineState save_machine(const std::string& dir);
+  // Changes a running sandbox's cpus, memory and pids limits (kCapSetLimits): what `limits` sets is
+  // applied, what it leaves 0 goes back to unlimited. INVALID_ARGUMENT names a field the host refused.
+  virtual void set_limits(const Limits& limits);
+
+  // FnCall's reuse check, made by the host and never trusted to the guest (kCapReuseCheck): a mark of what
+  // a call could leave behind (processes, files, IPC objects) taken when the sandbox is clean, and whether
+  // the sandbox is still as marked after a call. Opaque to the runtime.
+  struct ReuseMark {
+    virtual ~ReuseMark() = default;
+  };
+  virtual std::unique_ptr<ReuseMark> reuse_mark() const;
+  virtual bool unchanged_since(const ReuseMark& clean) const;
   // Replaces the sandbox's network allowlist (`allow`; docs/NETWORK.md) in one step: every later
   // connect, send and packet is checked against the new set only.
   virtual void net_update(const NetworkPolicy& policy);
@@ -137,6 +194,19 @@ class BackendSandbox {
 struct BackendForkRequest {
   std::string id;   // the child's id
   std::string dir;  // its directory
+};
+
+// Whether this host can run a backend, and why not; `details` holds the backend's own facts (a VM
+// backend's accelerator and why it was chosen), shown by the backend list and `sandlet doctor`.
+struct BackendProbe {
+  bool available = false;
+  std::string reason;  // "" when available
+  boost::json::object details;
+
+  static BackendProbe yes(boost::json::object details = {}) { return {true, "", std::move(details)}; }
+  static BackendProbe no(std::string why, boost::json::object details = {}) {
+    return {false, std::move(why), std::move(details)};
+  }
 };
 
 class Backend {
@@ -159,6 +229,9 @@ class Backend {
                                       // parts that depend only on its environment may be done now too
     const Limits* limits = nullptr;   // the limits it will certainly get (null when pooled), so that
                                       // nothing unneeded is made
+    Shape shape;                      // the shape it will most likely be finished with (pooled: the last
+                                      // create's); a backend whose shape is fixed at launch uses it, and
+                                      // its fits() refuses a spec of another shape
   };
   // The spec-independent half of a start (the runtime may do it ahead of time, in a warm pool). Throws; on
   // failure nothing the backend made is left behind.

@@ -1,29 +1,49 @@
 #include "backends/registry.hpp"
 
-#include <unistd.h>
-
 #include "backends/container/container_backend.hpp"
+#include "backends/vm_accel.hpp"
 
 namespace sandlet {
 namespace {
 
-std::string probe_microvm() {
-  if (::access("/dev/kvm", R_OK | W_OK) != 0) return "no usable /dev/kvm on this host";
-  return "not implemented in this version of sandlet";
+BackendProbe probe_fncall() { return BackendProbe::yes({{"api", "sandlet_call"}}); }
+
+// The VM backends are not built into this version yet; what they would run on is probed all the same.
+BackendProbe probe_microvm() {
+  return BackendProbe::no("not built into this version of sandlet", vm_accel::probe().json());
 }
-std::string probe_not_yet() { return "not implemented in this version of sandlet"; }
-std::unique_ptr<Backend> not_built(const std::string&) { return nullptr; }
+BackendProbe probe_fullvm() {
+  return BackendProbe::no("not built into this version of sandlet", vm_accel::probe().json());
+}
 
 }  // namespace
 
 const std::vector<BackendEntry>& backend_registry() {
   static const std::vector<BackendEntry> table = {
-      {"container", &container::make_backend, &container::probe},
-      {"fncall", &not_built, &probe_not_yet},
-      {"microvm", &not_built, &probe_microvm},
-      {"fullvm", &not_built, &probe_microvm},
+      {"container", "namespaces, cgroups and OverlayFS over the store's EROFS layers: the general case",
+       &container::make_backend, &container::probe},
+      {"fncall", "short stateless calls in pooled, reused sandboxes of another backend", nullptr, &probe_fncall,
+       "it serves calls (sandlet_call, `sandlet call`), not sandboxes of its own: a call's pool runs on the "
+       "backend its spec names (container by default)"},
+      {"microvm", "a QEMU microVM per sandbox: a kernel of its own", nullptr, &probe_microvm},
+      {"fullvm", "a complete operating system in a VM", nullptr, &probe_fullvm},
   };
   return table;
+}
+
+const BackendEntry* find_backend_entry(std::string_view name) {
+  for (const auto& e : backend_registry())
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+std::string backend_names() {
+  std::string out;
+  for (const auto& e : backend_registry()) {
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out;
 }
 
 }  // namespace sandlet

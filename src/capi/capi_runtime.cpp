@@ -14,7 +14,9 @@ using sandlet::capi::guard;
 // The public capability bits are the backends' own.
 static_assert(SANDLET_CAP_PREPARE_AHEAD == sandlet::kCapPrepareAhead && SANDLET_CAP_ONE_SHOT == sandlet::kCapOneShot &&
               SANDLET_CAP_PAUSE == sandlet::kCapPause && SANDLET_CAP_SNAPSHOT == sandlet::kCapSnapshot &&
-              SANDLET_CAP_FORK == sandlet::kCapFork && SANDLET_CAP_STORE_LAYERS == sandlet::kCapStoreLayers);
+              SANDLET_CAP_FORK == sandlet::kCapFork && SANDLET_CAP_STORE_LAYERS == sandlet::kCapStoreLayers &&
+              SANDLET_CAP_LAYER_IMAGES == sandlet::kCapLayerImages && SANDLET_CAP_SET_LIMITS == sandlet::kCapSetLimits &&
+              SANDLET_CAP_REUSE_CHECK == sandlet::kCapReuseCheck && SANDLET_CAP_MACHINE_STATE == sandlet::kCapMachineState);
 
 namespace {
 std::atomic<unsigned> g_forks{0};
@@ -42,7 +44,8 @@ SANDLET_API sandlet_error_t* sandlet_runtime_open(const char* root, const sandle
     handle->rt = sandlet::Runtime::open(root ? root : "", options);
     handle->options = options;
     for (const auto& b : handle->rt->backends())
-      handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.capabilities, b.reason.c_str()});
+      handle->backend_infos.push_back({b.name.c_str(), b.available ? 1 : 0, b.capabilities, b.reason.c_str(),
+                                       b.summary.c_str(), b.details_json.c_str()});
     *out = handle.release();
   });
 }

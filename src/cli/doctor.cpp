@@ -64,6 +64,19 @@ int cmd_doctor(CommandContext& ctx, const std::vector<std::string>& args) {
   }
   print_table(rows);
 
+  // Every backend of this build: whether it runs here and why not; a VM backend's accelerator.
+  out = "\nbackends:\n";
+  for (const auto& v : doc.at("backends").as_array()) {
+    const boost::json::object& b = v.as_object();
+    out += "  " + text(b, "name") + ": " + (b.at("available").as_bool() ? "available" : "unavailable: " + text(b, "reason")) + "\n";
+    out += "    " + text(b, "summary") + "\n";
+    const boost::json::object& d = b.at("details").as_object();
+    if (!text(d, "accelerator").empty())
+      out += "    accelerator: " + text(d, "accelerator") + " (" + text(d, "accelerator_reason") + ")\n";
+    if (!text(d, "pools_on").empty()) out += "    pools run on: " + text(d, "pools_on") + "\n";
+  }
+  write_all(STDOUT_FILENO, out);
+
   const boost::json::array& weaker = doc.at("weaker_guarantees").as_array();
   out = weaker.empty() ? "\nweaker guarantees on this host: none\n" : "\nweaker guarantees on this host (a create refuses them unless its spec accepts them):\n";
   for (const auto& v : weaker) {

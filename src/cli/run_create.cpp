@@ -23,7 +23,7 @@ namespace {
   "                         digest or name (see 'sandlet layer')\n"                                   \
   "      --environment NAME[@N]  Store environment (see 'sandlet env'): its layers go below the\n"     \
   "                         --layer ones, its variables/workdir/user are defaults\n"                  \
-  "      --backend NAME     container (default), fncall, microvm, fullvm\n"                             \
+  "      --backend NAME     container (default); `sandlet doctor` lists this build's backends\n"                             \
   "      --cpus N           CPU quota in CPUs (e.g. 0.5)\n"                                             \
   "      --memory SIZE      Memory limit (e.g. 512M, 2G)\n"                                            \
   "      --pids N           Maximum number of processes\n"                                              \

@@ -28,14 +28,15 @@ SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state
   return rec;
 }
 
-WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests) {
+WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for, const Shape& shape,
+                                        const std::vector<std::string>& digests) {
   // Store layers of the key stay mounted while staging clones them (another process may unmount).
   std::vector<sys::UniqueFd> holds(digests.size());
   for (size_t i = 0; i < digests.size(); ++i) layer_mounts_->acquire(digests[i], &holds[i]);
   WarmPool::Entry e;
   e.record = new_record(backend.name(), SandboxState::kPooled);
   try {
-    e.impl = backend.prepare({e.record.id, dirs_->dir(e.record.id), stage_for, nullptr});
+    e.impl = backend.prepare({e.record.id, dirs_->dir(e.record.id), stage_for, nullptr, shape});
     e.record.backend_state = e.impl->state();
     dirs_->write(e.record);
   } catch (...) {
@@ -47,6 +48,12 @@ WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for,
 
 Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  // Layers by capability: a backend with store_layers stacks the store's layers as mounted directories
+  // (resolve mounts them); one that takes images (layer_images) gets them unmounted, from its first user on.
+  Backend& backend = backend_for(requested);
+  const uint32_t caps = backend.capabilities();
+  if (!(caps & kCapStoreLayers) && LayerUsage::has_store_refs(requested))
+    throw Error(Code::kUnimplemented, "layers of the layer store are not supported by the " + requested.backend + " backend");
   SandboxRecord resolution;
   std::vector<sys::UniqueFd> layer_holds;  // released when this create returns or fails
   const Spec spec = layers_->resolve(requested, resolution, layer_holds);
@@ -62,8 +69,6 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     }
   } release_on_failure{*layers_, resolution, layer_holds};
   validate_spec(spec);
-  Backend& backend = backend_for(spec);
-  const uint32_t caps = backend.capabilities();
   if (one_shot && !(caps & kCapOneShot))
     throw Error(Code::kUnimplemented, "one-shot runs are not supported by the " + spec.backend + " backend");
 
@@ -84,7 +89,7 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     rec = new_record(spec.backend, SandboxState::kCreating);
     fault_point("runtime.record");
     try {
-      impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, &spec.limits});
+      impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, &spec.limits, Shape::of(spec.limits)});
     } catch (...) {
       audit_create_failed(rec.id, spec, std::current_exception());
       abandon(rec, nullptr);

@@ -1,30 +1,16 @@
-// The pools behind Runtime calls (fncall_pool.hpp). Reuse is decided by the host, never trusted to the
-// guest: after a call, a container goes back idle only when
-//  - its cgroup holds as many processes as it did when it was handed out (the exec's own group is killed
-//    at its exit; anything that escaped, e.g. into a group of its own, shows up here). The count is the
-//    pids controller's, on cgroup v2 or, on a hybrid host, v1; killed processes leave it a moment after
-//    the exec's reply, so a higher count is re-read for a bounded while before the container is dropped;
-//  - statfs (free blocks and inodes) and the root directory's ctime are unchanged for /, /tmp, /dev and
-//    /dev/shm, seen through the init's /proc/<pid>/root (the overlay's statfs is its upper tmpfs's): a
-//    file written, created, removed or renamed changes one of them;
-//  - its IPC namespace holds no SysV object (runtime/sysv_probe.hpp);
-// else it is destroyed and replaced. A live overlay's upper cannot be cleared safely while mounted, so
-// a call that wrote anything always costs a fresh container (the price of never reusing a dirty one).
+// The pools behind Runtime calls (fncall_pool.hpp). They run on any backend that can prepare sandboxes
+// ahead, through the backend contract only: per-call limits are BackendSandbox::set_limits, and whether a
+// sandbox goes back idle after a call is the backend's reuse check (reuse_mark / unchanged_since: made by
+// the host, never trusted to the guest; the container's is in backends/container/container_reuse.cpp). A
+// backend without that check never gets a sandbox back: every call then costs a fresh one.
 #include "runtime/fncall_pool.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
-#include <fstream>
 
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
-#include "sys/fs_util.hpp"
 
 namespace json = boost::json;
 
@@ -38,93 +24,11 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
-// What a call may change, as seen from the host.
-struct Fingerprint {
-  struct Fs {
-    bool ok = false;
-    uint64_t bfree = 0, ffree = 0;
-    int64_t ctime_s = 0, ctime_ns = 0;
-    bool operator==(const Fs& o) const {
-      return ok == o.ok && bfree == o.bfree && ffree == o.ffree && ctime_s == o.ctime_s && ctime_ns == o.ctime_ns;
-    }
-  };
-  Fs fs[4];
-  int64_t pids = -1;
-  bool operator==(const Fingerprint& o) const {
-    for (int i = 0; i < 4; ++i)
-      if (!(fs[i] == o.fs[i])) return false;
-    return pids == o.pids;
-  }
-};
-
-const char* const kWatched[4] = {"", "/tmp", "/dev", "/dev/shm"};
-
-int64_t read_pids(const std::string& path) {
-  const auto n = sys::read_u64_file(path);
-  return n ? static_cast<int64_t>(*n) : -1;
-}
-
-Fingerprint fingerprint(pid_t init_pid, const std::string& pids_file) {
-  Fingerprint fp;
-  const std::string root = "/proc/" + std::to_string(init_pid) + "/root";
-  for (int i = 0; i < 4; ++i) {
-    const std::string p = root + kWatched[i] + "/";
-    struct statfs sf;
-    struct stat st;
-    if (::statfs(p.c_str(), &sf) != 0 || ::stat(p.c_str(), &st) != 0) continue;
-    fp.fs[i].ok = true;
-    fp.fs[i].bfree = sf.f_bfree;
-    fp.fs[i].ffree = sf.f_ffree;
-    fp.fs[i].ctime_s = st.st_ctim.tv_sec;
-    fp.fs[i].ctime_ns = st.st_ctim.tv_nsec;
-  }
-  fp.pids = read_pids(pids_file);
-  return fp;
-}
-
-// The pids controller's count for a sandbox: its v2 group's when that has the controller, else its v1
-// pids group's (hybrid hosts). Empty when neither exists (the count is then not compared).
-std::string pids_current_file(const json::object& backend_state) {
-  const std::string v2 = json::value_to<std::string>(backend_state.at("cgroup_v2")) + "/pids.current";
-  if (::access(v2.c_str(), R_OK) == 0) return v2;
-  if (const auto* v1 = backend_state.if_contains("cgroup_v1"))
-    for (const auto& p : v1->as_array()) {
-      const std::string f = json::value_to<std::string>(p) + "/pids.current";
-      if (::access(f.c_str(), R_OK) == 0) return f;
-    }
-  return {};
-}
-
-// True when the container is as it was handed out. Killed stragglers may still be counted right after
-// the exec's reply: only a higher process count with everything else equal is re-read, up to ~200 ms.
-bool unchanged_since(const Fingerprint& clean, pid_t init_pid, const std::string& pids_file) {
-  Fingerprint now = fingerprint(init_pid, pids_file);
-  for (int i = 0; i < 200 && now.pids > clean.pids; ++i) {
-    Fingerprint same_files = now;
-    same_files.pids = clean.pids;
-    if (!(same_files == clean)) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    now.pids = read_pids(pids_file);
-  }
-  return now == clean;
-}
-
-void write_cg(const std::string& cg, const char* file, const std::string& value) {
-  std::ofstream f(cg + "/" + file);
-  f << value;
-  f.flush();
-  if (!f) throw Error(Code::kInvalidArgument, std::string("invalid call field 'limits': cannot set ") + file + " to " + value);
-}
-
 }  // namespace
 
 struct FncallPools::Slot {
   std::shared_ptr<Sandbox> sb;
-  pid_t init_pid = 0;
-  std::string cgroup;     // the sandbox's cgroup2 directory
-  std::string pids_file;  // its process count (pids_current_file)
-  sys::UniqueFd ipc_ns;   // its IPC namespace, for the SysV check
-  Fingerprint clean;   // as handed out the first time
+  std::unique_ptr<BackendSandbox::ReuseMark> clean;  // as handed out the first time (null: never reused)
   uint64_t calls = 0;
   bool frozen = false;
   Clock::time_point idle_since = Clock::now();
@@ -198,17 +102,11 @@ std::unique_ptr<FncallPools::Slot> FncallPools::make_slot(const Pool& pool) {
   auto slot = std::make_unique<Slot>();
   slot->sb = rt->create(pool.spec);
   try {
-    const auto info = json::parse(slot->sb->info_json()).as_object();
-    const auto& st = info.at("backend_state").as_object();
-    slot->init_pid = st.at("init_pid").to_number<pid_t>();
-    slot->cgroup = json::value_to<std::string>(st.at("cgroup_v2"));
-    slot->pids_file = pids_current_file(st);
-  } catch (const std::exception& e) {
+    if (slot->sb->can_check_reuse()) slot->clean = slot->sb->reuse_mark();
+  } catch (...) {
     slot->sb->destroy();
-    throw Error(Code::kUnimplemented, std::string("fncall needs the container backend: ") + e.what());
+    throw;
   }
-  slot->ipc_ns.reset(::open(("/proc/" + std::to_string(slot->init_pid) + "/ns/ipc").c_str(), O_RDONLY | O_CLOEXEC));
-  slot->clean = fingerprint(slot->init_pid, slot->pids_file);
   return slot;
 }
 
@@ -280,10 +178,11 @@ CallResult FncallPools::call(const CallRequest& req) {
   std::exception_ptr error;
   try {
     if (own_limits) {
-      if (req.memory) write_cg(slot->cgroup, "memory.max", std::to_string(req.memory));
-      if (req.pids) write_cg(slot->cgroup, "pids.max", std::to_string(req.pids));
-      if (req.cpus > 0)
-        write_cg(slot->cgroup, "cpu.max", std::to_string(static_cast<uint64_t>(std::llround(req.cpus * 100000))) + " 100000");
+      Limits per_call = base;
+      if (req.memory) per_call.memory = req.memory;
+      if (req.pids) per_call.pids = req.pids;
+      if (req.cpus > 0) per_call.cpus = req.cpus;
+      slot->sb->set_limits(per_call);
     }
     ExecParams p;
     p.argv = req.argv.empty() ? std::vector<std::string>{"/bin/sh", "-c", req.script} : req.argv;
@@ -294,21 +193,14 @@ CallResult FncallPools::call(const CallRequest& req) {
     const uint64_t run_begin = now_ns();
     result.out = slot->sb->exec(std::move(p));
     result.run_ns = now_ns() - run_begin;
-    if (own_limits) {
-      // Back to the pool's own limits before anyone else can take it.
-      write_cg(slot->cgroup, "memory.max", base.memory ? std::to_string(base.memory) : "max");
-      write_cg(slot->cgroup, "pids.max", base.pids ? std::to_string(base.pids) : "max");
-      write_cg(slot->cgroup, "cpu.max",
-               base.cpus > 0 ? std::to_string(static_cast<uint64_t>(std::llround(base.cpus * 100000))) + " 100000"
-                             : "max 100000");
-    }
+    if (own_limits) slot->sb->set_limits(base);  // back to the pool's own before anyone else can take it
   } catch (...) {
     error = std::current_exception();
     keep = false;
   }
   ++slot->calls;
   const bool replace_only = !pool->options.reuse_reset;
-  if (keep) keep = unchanged_since(slot->clean, slot->init_pid, slot->pids_file) && !sysv_.has_objects(slot->ipc_ns.get());
+  if (keep) keep = slot->clean && slot->sb->unchanged_since(*slot->clean);
   {
     std::lock_guard lock(mutex_);
     --pool->in_use;

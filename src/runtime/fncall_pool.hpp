@@ -1,9 +1,10 @@
-// FnCall: short stateless calls in pooled, RUNNING containers. A call takes an idle container of its
-// environment (hand-over under a mutex), execs once, and gives the container back only if the host can
-// prove the call left nothing behind (fncall_pool.cpp: processes, the writable layer, /dev, /dev/shm,
-// SysV IPC); otherwise the container is destroyed and a background thread makes a replacement. Pools are
-// per environment, owned by one runtime; their containers are ordinary owned sandboxes labelled
-// {"sandlet.pool": "fncall"}, so closing the runtime ends them too.
+// FnCall: short stateless calls in pooled, RUNNING sandboxes (of the backend the pool's spec names;
+// containers by default). A call takes an idle sandbox of its environment (hand-over under a mutex), execs
+// once, and gives the sandbox back only if its backend's host-side reuse check proves the call left nothing
+// behind (for containers: processes, the writable layer, /dev, /dev/shm, SysV IPC); otherwise the sandbox
+// is destroyed and a background thread makes a replacement. Pools are per environment, owned by one
+// runtime; their sandboxes are ordinary owned sandboxes labelled {"sandlet.pool": "fncall"}, so closing the
+// runtime ends them too.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -18,7 +19,6 @@
 
 #include "runtime/exec_outcome.hpp"
 #include "runtime/sandbox.hpp"
-#include "runtime/sysv_probe.hpp"
 #include "spec/spec.hpp"
 
 namespace sandlet {
@@ -86,7 +86,6 @@ class FncallPools final {
   void loop();
 
   std::weak_ptr<Runtime> rt_;
-  SysvProbe sysv_;  // (declared first: destroyed last, after the background thread)
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // the background thread
   std::map<std::string, std::unique_ptr<Pool>> pools_;

@@ -15,10 +15,13 @@ Code spec_code(const Error& e) { return e.code() == Code::kNotFound ? Code::kInv
 
 }  // namespace
 
+bool LayerUsage::has_store_refs(const Spec& spec) {
+  return !spec.environment.empty() || (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit)) ||
+         std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) { return image::is_store_ref(l); });
+}
+
 Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds) {
-  bool any_ref = !spec.environment.empty() || (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit)) ||
-                 std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) { return image::is_store_ref(l); });
-  if (!any_ref) return spec;
+  if (!has_store_refs(spec)) return spec;
 
   Spec out = spec;
   std::vector<std::string> refs;

@@ -23,6 +23,8 @@ class LayerUsage final {
              std::function<std::set<std::string>(const std::string& except)> used_here)
       : store_(store), mounts_(mounts), dirs_(dirs), used_here_(std::move(used_here)) {}
 
+  // Whether the spec names an environment, or a layer or toolkit of the store.
+  static bool has_store_refs(const Spec& spec);
   // Resolves an environment and store references into mounted layer directories; fills rec.environment and
   // rec.layers. `holds` keep the layers mounted until the create is done (see LayerMounts::acquire).
   Spec resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds);

@@ -15,6 +15,8 @@
 #include "runtime/metrics.hpp"
 #include "sys/fs_util.hpp"
 
+namespace json = boost::json;
+
 namespace sandlet {
 
 Runtime::Runtime(const RuntimeOptions& options) : options_(options), metrics_(std::make_unique<Metrics>()) {}
@@ -62,8 +64,8 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   rt->start_backends();
   rt->pool_ = std::make_unique<WarmPool>(
       options.warm_pool,
-      [raw = rt.get()](Backend& b, const Spec* stage_for, const std::vector<std::string>& digests) {
-        return raw->prepare_pooled(b, stage_for, digests);
+      [raw = rt.get()](Backend& b, const Spec* stage_for, const Shape& shape, const std::vector<std::string>& digests) {
+        return raw->prepare_pooled(b, stage_for, shape, digests);
       },
       [raw = rt.get()](std::vector<WarmPool::Entry> doomed) {
         auto held = std::make_shared<std::vector<WarmPool::Entry>>(std::move(doomed));
@@ -82,14 +84,16 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
 void Runtime::open_backends(bool create_soon) {
   std::vector<std::unique_ptr<Backend>> made;
   for (const auto& entry : backend_registry()) {
-    made.push_back(entry.factory(root_));
+    made.push_back(entry.factory ? entry.factory(root_) : nullptr);
     if (create_soon && made.back()) made.back()->expect_create();
   }
   const auto& table = backend_registry();
   for (size_t i = 0; i < table.size(); ++i) {
-    BackendStatus st{table[i].name, false, table[i].probe(), 0};
-    if (st.reason.empty() && !made[i]) st.reason = "not built into this version of sandlet";
-    if (st.reason.empty()) backends_[st.name] = std::move(made[i]);
+    BackendProbe probe = table[i].probe();
+    BackendStatus st{table[i].name, table[i].summary, false, std::move(probe.reason), 0,
+                     json::serialize(probe.details)};
+    if (probe.available && !made[i] && !table[i].calls_only) st.reason = "not built into this version of sandlet";
+    if (probe.available && made[i]) backends_[st.name] = std::move(made[i]);
     statuses_.push_back(std::move(st));
   }
 }
@@ -111,6 +115,19 @@ void Runtime::start_backends() {
       backends_.erase(it);
     }
   }
+  // A calls-only row (fncall) pools sandboxes of the backends that can prepare them ahead.
+  std::string pooled_on;
+  for (const auto& st : statuses_)
+    if (st.available && (st.capabilities & kCapPrepareAhead)) pooled_on += (pooled_on.empty() ? "" : ", ") + st.name;
+  for (auto& st : statuses_) {
+    const BackendEntry* entry = find_backend_entry(st.name);
+    if (!entry || !entry->calls_only || !st.reason.empty()) continue;
+    st.available = !pooled_on.empty();
+    if (!st.available) st.reason = "no backend that can prepare sandboxes ahead is available here";
+    json::object details = json::parse(st.details_json).as_object();
+    details["pools_on"] = pooled_on;
+    st.details_json = json::serialize(details);
+  }
 }
 
 Backend* Runtime::backend_named(const std::string& name) {
@@ -120,10 +137,22 @@ Backend* Runtime::backend_named(const std::string& name) {
 
 Backend& Runtime::backend_for(const Spec& spec) {
   if (Backend* b = backend_named(spec.backend)) return *b;
+  const BackendEntry* entry = find_backend_entry(spec.backend);
+  if (!entry)
+    throw Error(Code::kInvalidArgument, "invalid spec field 'backend': unknown backend '" + spec.backend +
+                                            "' (known: " + backend_names() + ")");
+  if (entry->calls_only)
+    throw Error(Code::kInvalidArgument, "invalid spec field 'backend': '" + spec.backend + "' " + entry->calls_only);
   for (const auto& st : statuses_)
     if (st.name == spec.backend)
       throw Error(Code::kUnimplemented, "backend '" + spec.backend + "' is not available on this host: " + st.reason);
-  throw Error(Code::kInvalidArgument, "invalid spec field 'backend': unknown backend '" + spec.backend + "'");
+  throw Error(Code::kUnimplemented, "backend '" + spec.backend + "' is not available on this host");
+}
+
+uint32_t Runtime::backend_capabilities(const std::string& name) const {
+  for (const auto& st : statuses_)
+    if (st.name == name) return st.capabilities;
+  return 0;
 }
 
 Runtime::~Runtime() { close(); }
@@ -415,6 +444,7 @@ std::string Runtime::stats_json() const {
   pool["discarded"] = s.discarded;
   pool["staged"] = s.staged;
   pool["backend"] = s.backend;
+  pool["shape"] = {{"memory", s.shape.memory}, {"cpus", s.shape.cpus}, {"disk", s.shape.disk}};
   AuditLog::Stats a = audit_ ? audit_->stats() : AuditLog::Stats();
   boost::json::object audit{{"path", audit_ ? audit_->path() : std::string()},
                             {"written", a.written},

@@ -67,9 +67,11 @@ struct RunOnceParams {
 
 struct BackendStatus {
   std::string name;
+  std::string summary;        // what it is for (the registry's line)
   bool available = false;
-  std::string reason;        // why not ("" when available)
+  std::string reason;         // why not ("" when available)
   uint32_t capabilities = 0;  // Capability bits (0 when unavailable)
+  std::string details_json;   // the backend's own facts, a JSON object (e.g. a VM's accelerator)
 };
 
 // The outcome of a pause or resume by label or id (Runtime::pause_jobs; JSON in sandlet_jobs.h).
@@ -98,6 +100,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
 
   const std::string& root() const { return root_; }
   const std::vector<BackendStatus>& backends() const { return statuses_; }
+  uint32_t backend_capabilities(const std::string& name) const override;
 
   std::shared_ptr<Sandbox> create(const Spec& spec);
   using CreateDone = std::function<void(std::exception_ptr, std::shared_ptr<Sandbox>)>;
@@ -193,7 +196,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // `admission_key`: its node reservation ("" = none), released if the create fails.
   std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key);
   SandboxRecord new_record(const std::string& backend, SandboxState state);
-  WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests);
+  WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const Shape& shape,
+                                 const std::vector<std::string>& digests);
   void watch_exit(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl);
   void on_exit(const std::string& id);
 

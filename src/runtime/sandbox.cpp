@@ -320,8 +320,27 @@ ForkResult Sandbox::fork(const ForkOptions& options) {
   return owner->fork_from(rec, std::move(taken), options);
 }
 
+void Sandbox::set_limits(const Limits& limits) {
+  auto owner = owner_checked();
+  if (!(owner->backend_capabilities(record_.backend) & kCapSetLimits))
+    throw Error(Code::kUnimplemented, "changing a running sandbox's limits is not supported by the " + record_.backend + " backend");
+  impl_->set_limits(limits);
+}
+
+bool Sandbox::can_check_reuse() const { return owner_checked()->backend_capabilities(record_.backend) & kCapReuseCheck; }
+
+std::unique_ptr<BackendSandbox::ReuseMark> Sandbox::reuse_mark() const {
+  if (!can_check_reuse())
+    throw Error(Code::kUnimplemented, "a reuse check is not supported by the " + record_.backend + " backend");
+  return impl_->reuse_mark();
+}
+
+bool Sandbox::unchanged_since(const BackendSandbox::ReuseMark& mark) const { return impl_->unchanged_since(mark); }
+
 uint64_t Sandbox::pause() {
   auto owner = owner_checked();
+  if (!(owner->backend_capabilities(record_.backend) & kCapPause))
+    throw Error(Code::kUnimplemented, "pause is not supported by the " + record_.backend + " backend");
   std::lock_guard lock(state_mutex_);
   if (paused_ && owner->record_paused(id())) return 0;
   if (record_.state == SandboxState::kPaused) record_.state = SandboxState::kRunning;  // resumed elsewhere

@@ -139,6 +139,14 @@ class Sandbox final : public std::enable_shared_from_this<Sandbox> {
   void blocking_async(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) {
     owner_checked()->long_call(std::move(work), std::move(done));
   }
+  // FnCall's hooks, checked against the backend's capabilities (UNIMPLEMENTED naming it when it lacks one):
+  // the running sandbox's cpus/memory/pids limits changed in place (0 = unlimited) ...
+  void set_limits(const Limits& limits);
+  // ... and the host's reuse check: a mark taken while the sandbox is clean, and whether it still is.
+  // can_check_reuse() is false where the backend cannot tell (a call's sandbox is then never reused).
+  bool can_check_reuse() const;
+  std::unique_ptr<BackendSandbox::ReuseMark> reuse_mark() const;
+  bool unchanged_since(const BackendSandbox::ReuseMark& mark) const;
   bool destroyed() const { return destroyed_; }
   // INTERNAL when called on the runtime's event-loop thread (a blocking call there would wait on itself).
   void check_not_on_loop(const char* what) const { owner_checked()->check_not_on_loop(what); }

@@ -42,6 +42,8 @@ class SandboxOwner {
   // Runs `work` on a thread of its own (it may block for long, and may itself wait for the loop and the
   // workers), then `done` on the loop thread. The runtime's close waits for it. FAILED_PRECONDITION once closed.
   virtual void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) = 0;
+  // The Capability bits of the backend named `name` (0 when it is not available here).
+  virtual uint32_t backend_capabilities(const std::string& name) const = 0;
   // Snapshot and fork of this sandbox (runtime/snapshot.cpp, runtime/fork.cpp).
   virtual SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) = 0;
   // The children of a fork of `parent`, from the snapshot just taken of it.

@@ -45,11 +45,12 @@ void WarmPool::loop() {
     if (stopping_) return;
     Backend* backend = backend_;
     std::optional<Spec> stage_for = staged_ ? key_ : std::nullopt;
+    const Shape shape = key_ ? Shape::of(key_->limits) : Shape{};
     std::vector<std::string> digests = staged_ ? key_digests_ : std::vector<std::string>();
     lock.unlock();
     std::optional<Entry> made;
     try {
-      made = prepare_(*backend, stage_for ? &*stage_for : nullptr, digests);
+      made = prepare_(*backend, stage_for ? &*stage_for : nullptr, shape, digests);
     } catch (...) {
       // Creates fall back to preparing their own and report errors there; back off a little.
       lock.lock();
@@ -90,6 +91,7 @@ WarmPool::Stats WarmPool::stats() const {
   s.ready = ready_.size();
   s.staged = staged_;
   s.backend = backend_ ? backend_->name() : "";
+  if (key_) s.shape = Shape::of(key_->limits);
   return s;
 }
 

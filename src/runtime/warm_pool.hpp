@@ -1,5 +1,6 @@
 // A warm pool: sandboxes whose spec-independent half of a start (Backend::prepare) is done ahead, so that a
-// create only does the second half. For any backend with kCapPrepareAhead; keyed by (backend, environment):
+// create only does the second half. For any backend with kCapPrepareAhead; keyed by (backend, environment,
+// shape: memory, vCPUs, disk — fixed at launch for a VM, so a sandbox prepared for one shape fits no other):
 // the pool follows the environment asked for last — a rollout that creates the same one over and over gets
 // sandboxes with its root filesystem staged; when consecutive creates ask for different ones (many tasks
 // interleaved), staged sandboxes would be thrown away unused, so it prepares generic ones (everything but
@@ -30,7 +31,8 @@ class WarmPool final {
   };
   // Makes one pooled sandbox on `backend`, staged for `stage_for` (null: generic), keeping `digests` (store
   // layers) mounted while it stages. Throws on failure (the pool backs off and retries).
-  using Prepare = std::function<Entry(Backend& backend, const Spec* stage_for, const std::vector<std::string>& digests)>;
+  using Prepare = std::function<Entry(Backend& backend, const Spec* stage_for, const Shape& shape,
+                                      const std::vector<std::string>& digests)>;
   // Disposes of entries that will not be used (on a worker: dropping a prepared sandbox kills it).
   using Discard = std::function<void(std::vector<Entry>)>;
 
@@ -43,6 +45,7 @@ class WarmPool final {
     size_t target = 0;       // how many it keeps ready (0 = off)
     bool staged = false;     // preparing for the last environment asked for (else generic)
     std::string backend;     // the backend it prepares for ("" before the first create)
+    Shape shape;             // the shape it prepares (the last create's)
   };
 
   WarmPool(size_t target, Prepare prepare, Discard discard);

@@ -23,6 +23,11 @@ def test_version_and_backends(rt: sandlet.Runtime) -> None:
     assert backends["container"]["available"] is True
     assert {"prepare_ahead", "one_shot", "pause", "store_layers"} <= set(backends["container"]["capabilities"])
     assert backends["microvm"]["capabilities"] == [] and backends["microvm"]["reason"]
+    assert backends["microvm"]["details"]["accelerator"] in ("kvm", "tcg")
+    assert {"set_limits", "reuse_check"} <= set(backends["container"]["capabilities"])
+    assert backends["fncall"]["available"] and backends["fncall"]["details"]["pools_on"] == "container"
+    with pytest.raises(sandlet.InvalidArgument, match="sandlet_call"):
+        rt.create({"layers": ["/"], "backend": "fncall"})
     assert rt.root and os.path.isdir(rt.root)
 
 

@@ -196,7 +196,7 @@ TEST_CASE("invalid fields are rejected with INVALID_ARGUMENT naming the field", 
       {R"({"network": "host", "network": "none"})", "network"},
       {R"({"env": {"A": "1", "A": "2"}})", "env.A"},
       // backend
-      {R"({"backend": "docker"})", "backend"},
+      {R"({"backend": "Docker!"})", "backend"},
       // on expiry
       {R"({"on_expiry": "archive"})", "on_expiry"},
       {R"({"on_expiry": 1})", "on_expiry"},
@@ -358,7 +358,7 @@ TEST_CASE("setters validate like the parser, with the same messages", "[spec]") 
     std::function<void(Spec&)> set;
   };
   const std::vector<Case> cases = {
-      {R"({"backend": "docker"})", [](Spec& s) { spec_set_backend(s, "docker"); }},
+      {R"({"backend": "Docker!"})", [](Spec& s) { spec_set_backend(s, "Docker!"); }},
       {R"({"layers": ["rel/dir"]})", [](Spec& s) { spec_add_layer(s, "rel/dir"); }},
       {R"({"environment": "env@0"})", [](Spec& s) { spec_set_environment(s, "env@0"); }},
       {R"({"env": {"A=B": "v"}})", [](Spec& s) { spec_set_env(s, "A=B", "v"); }},
@@ -512,7 +512,7 @@ TEST_CASE("validate_spec checks layers on the host", "[spec]") {
   }
   SECTION("fields filled in directly are checked too") {
     s.layers = {dir.path};
-    s.backend = "docker";
+    s.backend = "no such";
     CHECK_THAT(expect_error([&] { validate_spec(s); }).what(), Catch::Contains("'backend'"));
     s.backend = "container";
     s.hostname = "";

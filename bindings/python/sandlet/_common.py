@@ -223,7 +223,8 @@ def env_defaults_json(env: Optional[Mapping[str, str]], workdir: Optional[str], 
 
 
 # The bits of sandlet_backend_info_t.capabilities (SANDLET_CAP_* in sandlet.h), by name.
-_CAPABILITIES = ("prepare_ahead", "one_shot", "pause", "snapshot", "fork", "store_layers")
+_CAPABILITIES = ("prepare_ahead", "one_shot", "pause", "snapshot", "fork", "store_layers", "layer_images",
+                 "set_limits", "reuse_check", "machine_state")
 
 
 def capability_names(bits: int) -> List[str]:

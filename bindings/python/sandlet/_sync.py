@@ -453,9 +453,12 @@ class Runtime(RuntimeOperations):
     def backends(self) -> List[Dict[str, Any]]:
         """Backends of this build and whether this host can run each (and if not, why), with what each
         supports beyond create, exec, files and destroy: "capabilities", a list of "prepare_ahead" (warm
-        pool), "one_shot", "pause", "snapshot", "fork", "store_layers"."""
-        return [{"name": n, "available": a, "reason": r, "capabilities": capability_names(c)}
-                for n, a, r, c in self._h.backends()]
+        pool), "one_shot", "pause", "snapshot", "fork", "store_layers", "layer_images", "set_limits",
+        "reuse_check", "machine_state"; "summary" (what it is for) and "details" (its own facts, e.g. a VM
+        backend's "accelerator": "kvm" or "tcg", and why)."""
+        return [{"name": n, "available": a, "reason": r, "capabilities": capability_names(c), "summary": s,
+                 "details": json.loads(d) if d else {}}
+                for n, a, r, c, s, d in self._h.backends()]
 
     def features(self) -> Dict[str, Any]:
         """Every kernel feature sandlet uses on this host, probed: present or not, and the path taken;

@@ -181,8 +181,9 @@ void bind_runtime(py::module_& m) {
       .def("close", &RuntimeHandle::close)
       .def("backends",
            [](RuntimeHandle& h) {
-             std::vector<std::tuple<std::string, bool, std::string, uint32_t>> out;
-             for (auto& b : h.get()->backends()) out.emplace_back(b.name, b.available, b.reason, b.capabilities);
+             std::vector<std::tuple<std::string, bool, std::string, uint32_t, std::string, std::string>> out;
+             for (auto& b : h.get()->backends())
+               out.emplace_back(b.name, b.available, b.reason, b.capabilities, b.summary, b.details_json);
              return out;
            })
       .def("gc", [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.gc(); }); })

@@ -20,6 +20,8 @@ struct BackendInfo {
   bool available = false;
   uint32_t capabilities = 0;  // SANDLET_CAP_* bits (sandlet.h)
   std::string reason;   // empty when available, else what this host lacks
+  std::string summary;  // what it is for
+  std::string details_json;  // the backend's own facts (sandlet_backend_info_t::details_json), "{}" if none
 };
 
 struct SandboxInfo {

@@ -91,6 +91,11 @@ class Runtime {
       b.available = info->available != 0;
       b.capabilities = info->capabilities;
       b.reason = info->reason != nullptr ? info->reason : "";
+      b.details_json = "{}";
+      if (elem_size >= offsetof(sandlet_backend_info_t, details_json) + sizeof(const char*)) {
+        b.summary = info->summary != nullptr ? info->summary : "";
+        if (info->details_json != nullptr) b.details_json = info->details_json;
+      }
       out.push_back(std::move(b));
     }
     return out;

@@ -19,7 +19,8 @@ class ContainerBackend final : public Backend {
   explicit ContainerBackend(std::string root) : root_(std::move(root)), node_(std::make_shared<ContainerNode>()) {}
 
   const char* name() const override { return "container"; }
-  uint32_t capabilities() const override { return kCapPrepareAhead | kCapOneShot | kCapPause | kCapSnapshot | kCapStoreLayers; }
+  uint32_t capabilities() const override { return kCapPrepareAhead | kCapOneShot | kCapPause | kCapSnapshot | kCapStoreLayers | kCapSetLimits |
+                                                 kCapReuseCheck; }
 
   void start(const BackendContext& context) override {
     node_->cgroups = sys::CgroupSystem::detect();
@@ -68,17 +69,18 @@ class ContainerBackend final : public Backend {
 
 std::unique_ptr<Backend> make_backend(const std::string& root) { return std::make_unique<ContainerBackend>(root); }
 
-std::string probe() {
+BackendProbe probe() {
   auto max_userns = sys::read_file_if_exists("/proc/sys/user/max_user_namespaces", 64);
-  if (max_userns && std::atol(max_userns->c_str()) == 0) return "user namespaces are disabled (user.max_user_namespaces = 0)";
-  if (std::string why = kernel_unsupported(); !why.empty()) return why;
-  if (::geteuid() != 0) return "the container backend needs root (CAP_SYS_ADMIN) on the host";
+  if (max_userns && std::atol(max_userns->c_str()) == 0)
+    return BackendProbe::no("user namespaces are disabled (user.max_user_namespaces = 0)");
+  if (std::string why = kernel_unsupported(); !why.empty()) return BackendProbe::no(why);
+  if (::geteuid() != 0) return BackendProbe::no("the container backend needs root (CAP_SYS_ADMIN) on the host");
   try {
-    sys::CgroupSystem::detect();
+    const auto cgroups = sys::CgroupSystem::detect();
+    return BackendProbe::yes({{"cgroups", cgroups.unified ? "v2" : "hybrid"}});
   } catch (const Error& e) {
-    return e.what();
+    return BackendProbe::no(e.what());
   }
-  return "";
 }
 
 }  // namespace sandlet::container

@@ -8,6 +8,6 @@
 namespace sandlet::container {
 
 std::unique_ptr<Backend> make_backend(const std::string& root);
-std::string probe();  // "" when this host can run containers, else why not
+BackendProbe probe();  // whether this host can run containers, and why not
 
 }  // namespace sandlet::container

@@ -11,6 +11,7 @@
 #include "backends/container/net_gateway_client.hpp"
 #include "backends/container/netns_pool.hpp"
 #include "backends/container/slots.hpp"
+#include "backends/container/sysv_probe.hpp"
 #include "sys/cgroup.hpp"
 
 namespace sandlet::container {
@@ -27,6 +28,8 @@ struct ContainerNode {
   std::mutex netgw_mutex;
   std::unique_ptr<NetGatewayClient> netgw;
   NetGatewayClient& gateway();
+  // FnCall's check for SysV objects left in a sandbox (one thread for the node, started at first use).
+  SysvProbe sysv;
 };
 
 }  // namespace sandlet::container

@@ -41,6 +41,10 @@ class ContainerSandbox final : public BackendSandbox {
   void net_update(const NetworkPolicy& policy) override;
   boost::json::object net_stats() const override;
   boost::json::object seccomp_stats(uint64_t after_seq) const override;
+  // FnCall's hooks (container_reuse.cpp).
+  void set_limits(const Limits& limits) override;
+  std::unique_ptr<ReuseMark> reuse_mark() const override;
+  bool unchanged_since(const ReuseMark& clean) const override;
 
  private:
   void freeze(bool frozen);

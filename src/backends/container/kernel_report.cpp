@@ -252,7 +252,7 @@ std::string kernel_report_json(const sys::CgroupSystem* cgroups, const image::La
 
   json::object out;
   out["kernel"] = f.release;
-  out["container_backend"] = probe();  // the kernel, and the host (root, user namespaces, cgroup2)
+  out["container_backend"] = probe().reason;  // the kernel, and the host (root, user namespaces, cgroup2)
   out["features"] = std::move(features);
   out["weaker_guarantees"] = std::move(weaker);
   out["paths"] = std::move(paths);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
@@ -108,6 +109,58 @@ void SandboxCgroup::apply_limits(const Limits& limits) {
     std::string cpu = v1(sys.cpu_v1);
     sys::write_existing(cpu + "/cpu.cfs_period_us", "100000");
     sys::write_existing(cpu + "/cpu.cfs_quota_us", std::to_string(quota));
+  }
+}
+
+namespace {
+
+// Writes `value` to `dir/file`; a refusal names the field. `required`: a missing file is UNIMPLEMENTED
+// (the limit cannot be set), else it is skipped (nothing to undo).
+void write_running(const std::string& dir, const char* file, const std::string& value, const char* field, bool required) {
+  const int err = sys::try_write_existing(dir + "/" + file, value);
+  if (err == 0) return;
+  if (err == ENOENT && !required) return;
+  if (err == ENOENT)
+    throw Error(Code::kUnimplemented, std::string(field) + ": this sandbox has no " + file + " (on a hybrid-cgroup host a "
+                                          "sandbox created without this limit has no group for it)");
+  throw Error(Code::kInvalidArgument, std::string("invalid field '") + field + "': the kernel refused " + value +
+                                          " for " + file + " (" + std::strerror(err) + ")");
+}
+
+}  // namespace
+
+void set_running_limits(const sys::CgroupSystem& sys, const sys::CgroupPaths& paths, const Limits& limits) {
+  const std::string quota = std::to_string(static_cast<uint64_t>(std::llround(limits.cpus * 100000)));
+  if (sys.unified) {
+    write_running(paths.v2, "memory.max", limits.memory ? std::to_string(limits.memory) : "max", "limits.memory", limits.memory != 0);
+    write_running(paths.v2, "pids.max", limits.pids ? std::to_string(limits.pids) : "max", "limits.pids", limits.pids != 0);
+    write_running(paths.v2, "cpu.max", (limits.cpus > 0 ? quota : std::string("max")) + " 100000", "limits.cpus", limits.cpus > 0);
+    return;
+  }
+  auto group_under = [&](const std::string& root) -> std::string {
+    if (root.empty()) return {};
+    for (const auto& p : paths.v1)
+      if (p.compare(0, root.size() + 1, root + "/") == 0) return p;
+    return {};
+  };
+  auto need = [](const std::string& group, bool wanted, const char* field) {
+    if (group.empty() && wanted)
+      throw Error(Code::kUnimplemented, std::string(field) + ": this sandbox has no group of that controller (on a "
+                                            "hybrid-cgroup host a sandbox created without this limit has none)");
+    return !group.empty();
+  };
+  if (const std::string mem = group_under(sys.memory_v1); need(mem, limits.memory != 0, "limits.memory")) {
+    // RAM + swap is kept at the RAM bound (no swap), and may never be below it: lift it first.
+    write_running(mem, "memory.memsw.limit_in_bytes", "-1", "limits.memory", false);
+    write_running(mem, "memory.limit_in_bytes", limits.memory ? std::to_string(limits.memory) : "-1", "limits.memory", true);
+    if (limits.memory)
+      write_running(mem, "memory.memsw.limit_in_bytes", std::to_string(limits.memory), "limits.memory", false);
+  }
+  if (const std::string pids = group_under(sys.pids_v1); need(pids, limits.pids != 0, "limits.pids"))
+    write_running(pids, "pids.max", limits.pids ? std::to_string(limits.pids) : "max", "limits.pids", true);
+  if (const std::string cpu = group_under(sys.cpu_v1); need(cpu, limits.cpus > 0, "limits.cpus")) {
+    write_running(cpu, "cpu.cfs_period_us", "100000", "limits.cpus", true);
+    write_running(cpu, "cpu.cfs_quota_us", limits.cpus > 0 ? quota : std::string("-1"), "limits.cpus", true);
   }
 }
 

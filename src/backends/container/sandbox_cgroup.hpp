@@ -14,6 +14,12 @@
 
 namespace sandlet::container {
 
+// A running sandbox's limits changed in place (BackendSandbox::set_limits): what `limits` sets is written,
+// what it leaves 0 goes back to unlimited. On a hybrid host a limit needs the v1 group its create made
+// (a pooled sandbox has them all; a cold create only those its spec limited): UNIMPLEMENTED otherwise.
+// A value the kernel refuses (e.g. memory below what is in use) is INVALID_ARGUMENT naming the field.
+void set_running_limits(const sys::CgroupSystem& sys, const sys::CgroupPaths& paths, const Limits& limits);
+
 class SandboxCgroup final {
  public:
   // Creates the groups for sandbox `id` (no limits yet) and delegates the v2 directory to `owner_uid`

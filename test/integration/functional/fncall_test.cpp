@@ -208,6 +208,39 @@ TEST_CASE("fncall: idle containers are frozen, then destroyed down to min_idle",
   h.check_no_leaks();
 }
 
+TEST_CASE("fncall: a call's own limits bind it and the pool's come back after it", "[fncall][limits]") {
+  // The pids limit on whichever controller the host has (v2, or v1 on a hybrid host): through the backend's
+  // set_limits, the same code for every host layout.
+  Harness h;
+  Caller c{h.rt().get(), Harness::spec().pids(64).to_json()};
+  c.pool(1);
+  // 20 sleepers: refused under a call limit of 8, fine under the pool's 64 before and after.
+  const std::string many = "n=0; for i in $(seq 20); do sleep 5 & n=$((n+1)); done 2>/dev/null; "
+                           "kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; echo started";
+  auto before = c.ok(many);
+  CHECK(before.out == "started\n");
+  sandlet_call_options_t o = SANDLET_CALL_OPTIONS_INIT;
+  o.spec_json = c.spec_json.c_str();
+  o.script = "for i in $(seq 20); do sleep 5 & done; echo survived";
+  o.pids = 12;
+  sandlet_exec_result_t* r = nullptr;
+  sandlet_error_t* e = sandlet_call(h.rt().get(), &o, &r);
+  INFO((e ? sandlet_error_message(e) : ""));
+  REQUIRE(e == nullptr);
+  size_t n = 0;
+  const char* text = sandlet_exec_result_stdout(r, &n);
+  const std::string out(text, n);
+  text = sandlet_exec_result_stderr(r, &n);
+  const std::string err(text, n);
+  INFO("stdout: " << out << " stderr: " << err << " exit " << sandlet_exec_result_exit_code(r) << " signal "
+                  << sandlet_exec_result_signal(r));
+  CHECK(err.find("fork") != std::string::npos);  // the shell could not start them all
+  sandlet_exec_result_delete(r);
+  auto after = c.ok(many);
+  CHECK(after.out == "started\n");
+  h.check_no_leaks();
+}
+
 TEST_CASE("fncall: bad input names the field", "[fncall]") {
   Harness h;
   sandlet_call_options_t o = SANDLET_CALL_OPTIONS_INIT;

@@ -224,11 +224,42 @@ TEST_CASE("backends report availability and reasons", "[backends]") {
   Harness h;
   auto backends = h.rt().backends();
   bool container = false;
+  bool fncall = false;
   for (auto& b : backends) {
+    INFO(b.name);
     if (b.name == "container") container = b.available;
+    if (b.name == "fncall") {
+      // A calls-only row: available where its pools can run, and says on which backends.
+      fncall = b.available;
+      CHECK(b.details_json.find("\"pools_on\":\"container\"") != std::string::npos);
+      CHECK(b.capabilities == 0);
+    }
+    if (b.name == "microvm") CHECK(b.details_json.find("\"accelerator\"") != std::string::npos);
+    CHECK_FALSE(b.summary.empty());
     if (!b.available) CHECK_FALSE(b.reason.empty());
   }
   CHECK(container);
+  CHECK(fncall);
+  // Names come from the registry: an unknown one, and a row that makes no sandboxes, are refused at create
+  // naming the field; an unavailable backend is UNIMPLEMENTED with its reason.
+  auto refused = [&](const char* backend) {
+    try {
+      h.rt().create(Harness::spec().backend(backend));
+    } catch (const sandlet::Error& e) {
+      return std::make_pair(e.code(), std::string(e.what()));
+    }
+    return std::make_pair(SANDLET_OK, std::string());
+  };
+  auto [code, what] = refused("docker");
+  CHECK(code == SANDLET_INVALID_ARGUMENT);
+  CHECK(what.find("'backend'") != std::string::npos);
+  CHECK(what.find("container, fncall") != std::string::npos);
+  std::tie(code, what) = refused("fncall");
+  CHECK(code == SANDLET_INVALID_ARGUMENT);
+  CHECK(what.find("sandlet_call") != std::string::npos);
+  std::tie(code, what) = refused("microvm");
+  CHECK(code == SANDLET_UNIMPLEMENTED);
+  CHECK(what.find("not built") != std::string::npos);
   h.check_no_leaks();
 }
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-namespace sandlet {
+namespace sandlet::container {
 
 class SysvProbe final {
  public:
@@ -38,4 +38,4 @@ class SysvProbe final {
   std::thread thread_;  // started at the first question
 };
 
-}  // namespace sandlet
+}  // namespace sandlet::container

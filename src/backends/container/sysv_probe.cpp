@@ -1,4 +1,4 @@
-#include "runtime/sysv_probe.hpp"
+#include "backends/container/sysv_probe.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace sandlet {
+namespace sandlet::container {
 namespace {
 
 // True when the file lists an object: any line after its header (or when it cannot be read whole).
@@ -84,4 +84,4 @@ bool SysvProbe::has_objects(int ipc_ns_fd) {
   return q.answer;
 }
 
-}  // namespace sandlet
+}  // namespace sandlet::container

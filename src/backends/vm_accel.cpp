@@ -1,0 +1,74 @@
+#include "backends/vm_accel.hpp"
+
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "sys/fd.hpp"
+
+namespace sandlet::vm_accel {
+namespace {
+
+bool exists(const char* path) { return ::access(path, F_OK) == 0; }
+
+std::string find_on_path(const char* name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string candidate = dirs.substr(start, end - start) + "/" + name;
+    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+boost::json::object Probe::json() const {
+  return {{"kvm", kvm}, {"accelerator", accelerator}, {"accelerator_reason", why}, {"qemu", qemu}};
+}
+
+Probe probe() {
+  Probe p;
+  p.qemu = find_on_path("qemu-system-x86_64");
+  sys::UniqueFd kvm(::open("/dev/kvm", O_RDWR | O_CLOEXEC));
+  if (!kvm) {
+    p.kvm = "absent";
+    p.accelerator = "tcg";
+    p.why = std::string("/dev/kvm cannot be opened (") + std::strerror(errno) + "): the CPU is emulated";
+    return p;
+  }
+  if (::ioctl(kvm.get(), KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
+    p.kvm = "unusable";
+    p.accelerator = "tcg";
+    p.why = "/dev/kvm answers with another API version: the CPU is emulated";
+    return p;
+  }
+  if (exists("/sys/module/kvm_pvm")) {
+    p.kvm = "pvm";
+    p.accelerator = "tcg";
+    p.why = "KVM here is PVM, which boots only kernels built as PVM guests: a stock kernel's CPU is emulated "
+            "(a runtime option can name a PVM guest kernel to use KVM)";
+    return p;
+  }
+  if (exists("/sys/module/kvm_intel") || exists("/sys/module/kvm_amd")) {
+    p.kvm = "hardware";
+    p.accelerator = "kvm";
+    p.why = "hardware virtualization through /dev/kvm";
+    return p;
+  }
+  p.kvm = "unusable";
+  p.accelerator = "tcg";
+  p.why = "/dev/kvm is served by neither kvm_intel nor kvm_amd: the CPU is emulated";
+  return p;
+}
+
+}  // namespace sandlet::vm_accel
