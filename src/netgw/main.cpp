@@ -1,5 +1,5 @@
 // The gateway's executable (embedded in libsandlet.so and started from there, see
-// backends/container/net_gateway_client.hpp):
+// backends/host/net_gateway_client.hpp):
 //   sandlet-netgw serve --root R [--uplink-netns PATH] [--idle-exit-ms N] [--ready-fd N]
 // It detaches itself (a new session, reparented away from the starter, whose sandboxes may be detached
 // and outlive it), takes the root's lock (one gateway per root), raises its descriptor limit, and runs the

@@ -8,13 +8,17 @@
 
 #include <mutex>
 
-#include "backends/container/net_gateway_client.hpp"
-#include "backends/container/netns_pool.hpp"
-#include "backends/container/slots.hpp"
+#include "backends/host/net_gateway_client.hpp"
+#include "backends/host/netns_pool.hpp"
+#include "backends/host/slots.hpp"
 #include "backends/container/sysv_probe.hpp"
 #include "sys/cgroup.hpp"
 
 namespace sandlet::container {
+
+// The container backend is built on the shared host jail (src/backends/host): uid slots, the sandbox
+// cgroup, network namespaces and the egress filter and gateway, which every backend's jail uses.
+using namespace sandlet::host;
 
 struct ContainerNode {
   sys::CgroupSystem cgroups;

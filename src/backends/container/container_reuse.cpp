@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "backends/container/container_sandbox.hpp"
-#include "backends/container/sandbox_cgroup.hpp"
+#include "backends/host/sandbox_cgroup.hpp"
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 

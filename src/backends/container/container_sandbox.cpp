@@ -2,10 +2,10 @@
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
 #include "backends/container/dns_log.hpp"
-#include "backends/container/memory_reclaim.hpp"
+#include "backends/host/memory_reclaim.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
-#include "backends/container/netgw_counters.hpp"
-#include "backends/container/sandbox_net.hpp"
+#include "backends/host/netgw_counters.hpp"
+#include "backends/host/sandbox_net.hpp"
 
 #include <signal.h>
 

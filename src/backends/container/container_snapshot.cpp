@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "backends/container/container_sandbox.hpp"
-#include "backends/container/slots.hpp"
+#include "backends/host/slots.hpp"
 #include "common/error.hpp"
 #include "proto/init_protocol.hpp"
 #include "sys/fs_util.hpp"

@@ -8,7 +8,7 @@
 
 #include "backends/container/container_node.hpp"
 #include "backends/container/init_setup.hpp"
-#include "backends/container/sandbox_cgroup.hpp"
+#include "backends/host/sandbox_cgroup.hpp"
 #include "backends/container/sandbox_dev.hpp"
 #include "backends/container/spawn_init.hpp"
 #include "proto/init_protocol.hpp"

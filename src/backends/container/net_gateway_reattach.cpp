@@ -11,7 +11,7 @@
 #include "backends/container/container_state.hpp"
 #include "backends/container/dns_log.hpp"
 #include "backends/container/net_gateway_reattach.hpp"
-#include "backends/container/netgw_counters.hpp"
+#include "backends/host/netgw_counters.hpp"
 #include "spec/network_spec.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/pidfd.hpp"

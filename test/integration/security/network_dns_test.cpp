@@ -1,6 +1,6 @@
 // Rules by name end to end, short of the node's gateway: a DNS server the test runs on the host's loopback
 // answers the name gate; the addresses the gate accepts go into a real sandbox's allowlist
-// (container::add_resolved_addresses, as the gateway will call it), and the sandbox's connects through
+// (host::add_resolved_addresses, as the gateway will call it), and the sandbox's connects through
 // the fake internet of net_world.hpp show what the cgroup hooks now allow — and that the static rules, an
 // update, expiry and a lying upstream behave as docs/NETWORK.md says.
 #include <arpa/inet.h>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "backends/container/sandbox_net.hpp"
+#include "backends/host/sandbox_net.hpp"
 #include "integration/security/net_world.hpp"
 #include "net/gate_allowlist.hpp"
 #include "net/name_gate.hpp"
@@ -61,7 +61,7 @@ TEST_CASE("network by name: resolved addresses open the rule's ports, beside the
   INFO(r.outcome);
   REQUIRE(r.allow.size() == 1);
   const uint32_t now = policy::net_clock_now();
-  CHECK(sandlet::container::add_resolved_addresses(group, id, snet::resolved_of(r, rules, now)) == 0);
+  CHECK(sandlet::host::add_resolved_addresses(group, id, snet::resolved_of(r, rules, now)) == 0);
 
   CHECK(probe(sb, {"tcp", "10.250.0.1", "443"}) == "OK tcp-echo");
   CHECK(probe(sb, {"tcp", "::ffff:10.250.0.1", "443"}) == "OK tcp-echo");
@@ -69,7 +69,7 @@ TEST_CASE("network by name: resolved addresses open the rule's ports, beside the
   CHECK(probe(sb, {"udp", "10.250.0.1", "53"}) == "ERR EPERM");   // and protocol
   CHECK(probe(sb, {"tcp", "10.250.0.3", "443"}) == "ERR EPERM");  // the upstream's extra address
   CHECK(probe(sb, {"tcp", "10.250.0.3", "80"}) == "OK tcp-echo");  // the static rule is still there
-  const auto set = sandlet::container::resolved_addresses(group, id);
+  const auto set = sandlet::host::resolved_addresses(group, id);
   REQUIRE(set.size() == 1);
   CHECK(set[0].expires == now + sandlet::kNetResolvedTtlFloor);  // TTL 30 is below the floor
 
@@ -95,15 +95,15 @@ TEST_CASE("network by name: resolved addresses open the rule's ports, beside the
   sb.net_update(R"({"allow": ["tcp:10.250.0.3:80"]})");
   CHECK(probe(sb, {"tcp", "10.250.0.1", "443"}) == "ERR EPERM");
   CHECK(probe(sb, {"tcp", "10.250.0.3", "80"}) == "OK tcp-echo");
-  CHECK(sandlet::container::resolved_addresses(group, id).empty());
+  CHECK(sandlet::host::resolved_addresses(group, id).empty());
 
   // Expiry: a record past its time leaves at the next add or prune (an empty add).
   policy::NetResolved soon = snet::resolved_of(r, rules, now).at(0);
   soon.expires = policy::net_clock_now() + 2;
-  sandlet::container::add_resolved_addresses(group, id, {soon});
+  sandlet::host::add_resolved_addresses(group, id, {soon});
   CHECK(probe(sb, {"tcp", "10.250.0.1", "443"}) == "OK tcp-echo");
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  sandlet::container::add_resolved_addresses(group, id, {});
+  sandlet::host::add_resolved_addresses(group, id, {});
   CHECK(probe(sb, {"tcp", "10.250.0.1", "443"}) == "ERR EPERM");
   CHECK(probe(sb, {"tcp", "10.250.0.3", "80"}) == "OK tcp-echo");
 
@@ -114,7 +114,7 @@ TEST_CASE("network by name: resolved addresses open the rule's ports, beside the
 TEST_CASE("network by name: a sandbox without a filter has no resolved set", "[network][dns]") {
   Harness h;
   auto plain = h.rt().create(Harness::spec());
-  CHECK_THROWS(sandlet::container::add_resolved_addresses(cgroup_of(plain), plain.id(), {}));  // FAILED_PRECONDITION
+  CHECK_THROWS(sandlet::host::add_resolved_addresses(cgroup_of(plain), plain.id(), {}));  // FAILED_PRECONDITION
   plain.destroy();
   h.check_no_leaks();
 }

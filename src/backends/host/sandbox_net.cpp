@@ -1,4 +1,4 @@
-#include "backends/container/sandbox_net.hpp"
+#include "backends/host/sandbox_net.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "policy/net_sk_lookup.hpp"
 #include "sys/fd.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 namespace {
 
 // A policy with resolvers (`dns`) reaches its own resolver address (the node gateway's name gate), UDP
@@ -139,4 +139,4 @@ boost::json::object network_counters(const std::string& cgroup_v2, const std::st
   return o;
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

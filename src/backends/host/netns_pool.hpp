@@ -14,7 +14,7 @@
 #include "sys/fd.hpp"
 #include "sys/side_thread.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 using sys::UniqueFd;
 using sys::SideThread;
@@ -67,4 +67,4 @@ class ScopedNetns final {
   UniqueFd home_;
 };
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

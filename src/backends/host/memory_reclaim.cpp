@@ -1,4 +1,4 @@
-#include "backends/container/memory_reclaim.hpp"
+#include "backends/host/memory_reclaim.hpp"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 namespace {
 
 // The sum of the named keys of a memory.stat file.
@@ -67,4 +67,4 @@ uint64_t reclaim_frozen_memory(const sys::CgroupPaths& paths, const std::string&
   return 0;
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

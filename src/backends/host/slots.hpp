@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 constexpr uint32_t kUidRangeStart = 1u << 28;  // far above ordinary users and systemd's dynamic ranges
 constexpr int kMaxSlots = 60000;
@@ -32,4 +32,4 @@ class SlotTable final {
   int hint_ = 0;
 };
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

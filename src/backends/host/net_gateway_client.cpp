@@ -1,4 +1,4 @@
-#include "backends/container/net_gateway_client.hpp"
+#include "backends/host/net_gateway_client.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@ extern "C" const char sandlet_netgw_blob_end[];
 extern "C" const char sandlet_netgw_sha256[];
 extern char** environ;
 
-namespace sandlet::container {
+namespace sandlet::host {
 namespace {
 
 constexpr int kCallTimeoutMs = 10000;
@@ -243,4 +243,4 @@ boost::json::object NetGatewayClient::status() {
   }
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

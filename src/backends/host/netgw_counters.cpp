@@ -1,4 +1,4 @@
-#include "backends/container/netgw_counters.hpp"
+#include "backends/host/netgw_counters.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include "common/error.hpp"
 #include "proto/netgw_counters.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 sys::UniqueFd open_netgw_counters(const std::string& dir, bool fresh) {
   const std::string path = netgw_counters_path(dir);
@@ -30,4 +30,4 @@ boost::json::object read_netgw_counters(const std::string& path, bool node) {
   return out;
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

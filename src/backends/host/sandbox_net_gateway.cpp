@@ -4,14 +4,14 @@
 // it that way).
 #include <fcntl.h>
 
-#include "backends/container/net_gateway_client.hpp"
-#include "backends/container/sandbox_net.hpp"
+#include "backends/host/net_gateway_client.hpp"
+#include "backends/host/sandbox_net.hpp"
 #include "common/error.hpp"
 #include "policy/net_sk_lookup.hpp"
 #include "sys/fd.hpp"
 #include "sys/rtnetlink.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
                             const NetworkPolicy& policy, int dns_log_fd, int counters_fd) {
@@ -19,4 +19,4 @@ void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int net
   gw.attach(id, netns_fd, pidfd, cgroup_fd, policy, dns_log_fd, counters_fd);
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

@@ -1,4 +1,4 @@
-#include "backends/container/slots.hpp"
+#include "backends/host/slots.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 namespace {
 std::mutex g_hint_mutex;
 }
@@ -76,4 +76,4 @@ size_t SlotTable::sweep() {
   return removed;
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

@@ -11,7 +11,7 @@
 
 #include "spec/network_spec.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 class NetGatewayClient final {
  public:
@@ -52,4 +52,4 @@ void sweep_stale_gateway(const std::string& root) noexcept;
 // Path of an executable copy of the embedded gateway (written once per node under `dir`, named by hash).
 std::string netgw_executable(const std::string& dir);
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

@@ -7,7 +7,7 @@
 
 #include "sys/fd.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 // `<dir>/netgw-counters`, emptied when `fresh`, else the existing one opened again (made if missing).
 sys::UniqueFd open_netgw_counters(const std::string& dir, bool fresh);
@@ -18,4 +18,4 @@ boost::json::object read_netgw_counters(const std::string& path, bool node);
 
 inline std::string netgw_counters_path(const std::string& sandbox_dir) { return sandbox_dir + "/netgw-counters"; }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

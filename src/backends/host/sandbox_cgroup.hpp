@@ -12,7 +12,7 @@
 #include "sys/cgroup.hpp"
 #include "sys/fd.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 // A running sandbox's limits changed in place (BackendSandbox::set_limits): what `limits` sets is written,
 // what it leaves 0 goes back to unlimited. On a hybrid host a limit needs the v1 group its create made
@@ -65,4 +65,4 @@ class SandboxCgroup final {
   bool released_ = false;
 };
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

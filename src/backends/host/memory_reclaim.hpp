@@ -7,7 +7,7 @@
 
 #include "sys/cgroup.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 // Reclaims from the sandbox's memory group: cgroup v2 memory.reclaim where the group has the memory
 // controller; on a hybrid host, the v1 group's limit is lowered to the usage without its file cache
@@ -16,4 +16,4 @@ namespace sandlet::container {
 // group's usage went down by; 0 where neither exists. Throws only when the v1 limit could not be put back.
 uint64_t reclaim_frozen_memory(const sys::CgroupPaths& paths, const std::string& memory_v1_root);
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

@@ -1,4 +1,4 @@
-// A container sandbox's network policy in the kernel: the allowlist filter (policy/net_filter.hpp)
+// A sandbox's network policy in the kernel (any backend: a container's init or a VM's QEMU sits in the cgroup): the allowlist filter (policy/net_filter.hpp)
 // attached to the sandbox's cgroup2 directory at create, updated in place, counted. "none" sandboxes get
 // no filter: their pooled namespace has loopback only.
 #pragma once
@@ -11,7 +11,7 @@
 #include "policy/net_rules.hpp"
 #include "spec/network_spec.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 class NetGatewayClient;
 
@@ -50,4 +50,4 @@ std::vector<policy::NetResolved> resolved_addresses(const std::string& cgroup_v2
 // the last seq seen and ask for what came after (at most the last 64 are kept).
 boost::json::object network_counters(const std::string& cgroup_v2, const std::string& id, uint64_t after_seq = 0);
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

@@ -1,4 +1,4 @@
-#include "backends/container/sandbox_cgroup.hpp"
+#include "backends/host/sandbox_cgroup.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -11,7 +11,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 SandboxCgroup SandboxCgroup::create(const sys::CgroupSystem& sys, const std::string& id, uid_t owner_uid,
                                     const Limits* known) {
@@ -213,4 +213,4 @@ std::vector<int> SandboxCgroup::v1_join_fds() const {
   return fds;
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

@@ -1,4 +1,4 @@
-#include "backends/container/netns_pool.hpp"
+#include "backends/host/netns_pool.hpp"
 
 #include <fcntl.h>
 #include <net/if.h>
@@ -12,7 +12,7 @@
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 namespace {
 
 UniqueFd open_own_netns() {
@@ -142,4 +142,4 @@ ScopedNetns::ScopedNetns(int target) : home_(open_own_netns()) {
 
 ScopedNetns::~ScopedNetns() { ::setns(home_.get(), CLONE_NEWNET); }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host
