@@ -1,7 +1,7 @@
-// C ABI: builds from a recipe (src/build), synchronous and on a thread of their own.
+// C ABI: builds from a recipe (src/recipe), synchronous and on a thread of their own.
 #include <memory>
 
-#include "build/builder.hpp"
+#include "recipe/builder.hpp"
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "image/layer_store.hpp"
-#include "store/blob_store.hpp"
+#include "remote_store/blob_store.hpp"
 
 namespace sandlet::image {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "image/importers.hpp"
-#include "store/blob_store.hpp"
+#include "remote_store/blob_store.hpp"
 
 namespace sandlet::image {
 

@@ -23,8 +23,8 @@
 #include "lazy/loader_protocol.hpp"
 #include "lazy/seqpacket.hpp"
 #include "lazy/takeover.hpp"
-#include "store/blob_store.hpp"
-#include "store/store_url.hpp"
+#include "remote_store/blob_store.hpp"
+#include "remote_store/store_url.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet::lazy {

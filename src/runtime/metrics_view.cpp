@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "netgw/netgw_paths.hpp"
+#include "network/gateway/netgw_paths.hpp"
 #include "proto/netgw_counters.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/admission.hpp"

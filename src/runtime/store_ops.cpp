@@ -14,8 +14,8 @@
 #include "lazy/loader_protocol.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/store_url_choice.hpp"
-#include "store/blob_store.hpp"
-#include "store/store_url.hpp"
+#include "remote_store/blob_store.hpp"
+#include "remote_store/store_url.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {

@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "net/dns_answer.hpp"
-#include "net/dns_message.hpp"
+#include "network/dns/dns_answer.hpp"
+#include "network/dns/dns_message.hpp"
 
 using namespace sandlet::net;
 

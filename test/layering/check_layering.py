@@ -5,15 +5,15 @@
   - src/backends includes no runtime header;
   - src/sys (the kernel wrappers at the bottom) includes nothing above it;
   - src/spec, src/proto, src/policy, src/image, src/snapshot include neither runtime nor backend headers;
-  - src/store (blob store clients, linked alone by a loader binary) includes only common, sys, image/sha256
+  - src/remote_store (blob store clients, linked alone by a loader binary) includes only common, sys, image/sha256
     and its own headers; nothing in it reaches runtime or backends;
   - src/lazy (the node's loader) includes only common, sys, store, its own headers and two image headers; src/image
-    and src/store never include it (LayerMounts knows the loader only through its hooks);
-  - src/net (the DNS name gate) includes only common, sys/fd.hpp, the spec's network header, the allowlist's
+    and src/remote_store never include it (LayerMounts knows the loader only through its hooks);
+  - src/network/dns (the DNS name gate) includes only common, sys/fd.hpp, the spec's network header, the allowlist's
     resolved-set headers and its own headers;
   - src/tree (directory trees, built into the agent too) includes only the errno table, sandlet.h, the tree
     protocol and its own headers;
-  - src/build (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
+  - src/recipe (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
   - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
   - no source file over MAX_LINES lines.
 
@@ -40,29 +40,29 @@ RULES = [
     ("src/snapshot/", ("runtime/", "backends/", "capi/", "cli/"), ()),
     # Builds run on the runtime's public face (Runtime, Sandbox) and the layer store; nothing below the
     # build uses it.
-    ("src/build/", ("backends/", "capi/", "cli/"), ("backends/backend.hpp",)),
-    ("src/runtime/", ("build/",), ()),
-    ("src/image/", ("build/",), ()),
-    ("src/spec/", ("build/",), ()),
-    ("src/snapshot/", ("build/",), ()),
+    ("src/recipe/", ("backends/", "capi/", "cli/"), ("backends/backend.hpp",)),
+    ("src/runtime/", ("recipe/",), ()),
+    ("src/image/", ("recipe/",), ()),
+    ("src/spec/", ("recipe/",), ()),
+    ("src/snapshot/", ("recipe/",), ()),
     # The image layer knows the loader only through LayerMounts' hooks; the loader never reaches up.
     ("src/image/", ("lazy/",), ()),
-    ("src/store/", ("lazy/",), ()),
+    ("src/remote_store/", ("lazy/",), ()),
 ]
 
 # (files under this prefix may include only headers under these prefixes, or these exact headers)
 ONLY = [
     # The stores are linked on their own by a loader binary: the bottom layers and their own headers.
-    ("src/store/", ("common/", "sys/", "store/", "image/sha256.hpp")),
+    ("src/remote_store/", ("common/", "sys/", "remote_store/", "image/sha256.hpp")),
     # The loader's sources (but its client) are linked into the static loader binary with the stores, sha256
     # and a few sys files: what they may include.
-    ("src/lazy/", ("common/", "sys/", "store/", "lazy/", "image/sha256.hpp", "image/blob_builder.hpp",
+    ("src/lazy/", ("common/", "sys/", "remote_store/", "lazy/", "image/sha256.hpp", "image/blob_builder.hpp",
                    "image/fs_tree.hpp")),
     # The DNS name gate (linked into the node's gateway): the spec's rules, the allowlist's resolved set,
     # fds, the DNS log's layout, and its own headers; never the runtime or a backend.
     ("src/tree/", ("common/errno_code.hpp", "common/status_value.hpp", "sandlet/sandlet.h", "proto/tree_protocol.hpp", "proto/wire.hpp", "tree/")),
-    ("src/net/", ("common/", "sys/fd.hpp", "spec/network_spec.hpp", "policy/net_resolved.hpp", "policy/net_rules.hpp",
-                  "proto/dns_log.hpp", "net/")),
+    ("src/network/dns/", ("common/", "sys/fd.hpp", "spec/network_spec.hpp", "policy/net_resolved.hpp", "policy/net_rules.hpp",
+                  "proto/dns_log.hpp", "network/dns/")),
 ]
 
 

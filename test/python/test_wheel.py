@@ -34,7 +34,7 @@ def test_wheel_builds_installs_and_runs(workdir: str, rootfs: str, root_dir: str
     # The checkout is copied first so that nothing of the build lands in the source tree.
     src = os.path.join(workdir, "src")
     anywhere = shutil.ignore_patterns(".git", ".venv", ".venv-harbor", "target", "__pycache__", "results", "plots")
-    top_only = shutil.ignore_patterns("build", "build-*")  # build directories; src/build is the builder's source
+    top_only = shutil.ignore_patterns("build", "build-*")  # build directories; src/recipe is the builder's source
 
     def ignore(directory, names):
         skipped = set(anywhere(directory, names))

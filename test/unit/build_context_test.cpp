@@ -1,4 +1,4 @@
-// Unit tests for src/build's context collection (what a COPY takes from the host, and what it refuses) and
+// Unit tests for src/recipe's context collection (what a COPY takes from the host, and what it refuses) and
 // the build cache (keys, entries). Host files only: no runtime.
 #include <catch2/catch.hpp>
 
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "build/build_cache.hpp"
-#include "build/context.hpp"
+#include "recipe/build_cache.hpp"
+#include "recipe/context.hpp"
 #include "common/error.hpp"
 
 using namespace sandlet;

@@ -1,4 +1,4 @@
-// Unit tests for build secrets' parsing (src/build/secrets.cpp): RUN --mount=type=secret options and their
+// Unit tests for build secrets' parsing (src/recipe/secrets.cpp): RUN --mount=type=secret options and their
 // refusals, each naming the line and the option; --secret sources, whose errors never show the value.
 #include <catch2/catch.hpp>
 
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "build/build_cache.hpp"
-#include "build/plan.hpp"
-#include "build/recipe.hpp"
-#include "build/secrets.hpp"
+#include "recipe/build_cache.hpp"
+#include "recipe/plan.hpp"
+#include "recipe/recipe.hpp"
+#include "recipe/secrets.hpp"
 #include "common/error.hpp"
 #include "unit_helpers.hpp"
 

@@ -8,7 +8,7 @@
 #include <boost/json.hpp>
 
 #include "backends/container/dns_log.hpp"
-#include "net/dns_log_writer.hpp"
+#include "network/dns/dns_log_writer.hpp"
 #include "unit_helpers.hpp"
 
 using namespace sandlet;

@@ -1,10 +1,10 @@
-// Unit tests for the DNS wire-format parser and builders (src/net/dns_message.cpp): golden messages,
+// Unit tests for the DNS wire-format parser and builders (src/network/dns/dns_message.cpp): golden messages,
 // compression, every error path, the reply builders' mirroring and truncation.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
-#include "net/dns_message.hpp"
+#include "network/dns/dns_message.hpp"
 #include "dns_test_support.hpp"
 
 using namespace sandlet::net;

@@ -1,4 +1,4 @@
-// Unit tests for the gateway's resolver scheduling (src/netgw/dns_service.cpp) on an event loop of the
+// Unit tests for the gateway's resolver scheduling (src/network/gateway/dns_service.cpp) on an event loop of the
 // test's own, against real UDP resolvers on loopback: a sandbox whose upstream never answers waits on
 // itself (its own bound), not the others; answers are handed out from the loop, never from inside submit();
 // what an answer cannot put in the allowlist is SERVFAIL; every decision and drop is in the sandbox's DNS
@@ -13,9 +13,9 @@
 #include <functional>
 #include <memory>
 
-#include "netgw/dns_service.hpp"
-#include "netgw/event_loop.hpp"
-#include "netgw/limits.hpp"
+#include "network/gateway/dns_service.hpp"
+#include "network/gateway/event_loop.hpp"
+#include "network/gateway/limits.hpp"
 #include "proto/dns_log.hpp"
 #include "dns_test_support.hpp"
 

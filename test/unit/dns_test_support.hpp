@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "net/dns_message.hpp"
+#include "network/dns/dns_message.hpp"
 
 namespace dns_test {
 

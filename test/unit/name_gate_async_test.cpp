@@ -1,5 +1,5 @@
 // Unit tests for what the name gate forwards (only the canonical question) and for its non-blocking form
-// (NameGate::begin and GateExchange, src/net/name_gate.cpp), which the gateway drives from its event loop:
+// (NameGate::begin and GateExchange, src/network/dns/name_gate.cpp), which the gateway drives from its event loop:
 // the same decisions as the blocking handle(), the retry rounds and the total deadline step by step, and
 // many exchanges waiting at once without holding each other up. Real UDP resolvers on loopback.
 #include <catch2/catch.hpp>
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "net/name_gate.hpp"
+#include "network/dns/name_gate.hpp"
 #include "spec/network_spec.hpp"
 #include "dns_test_support.hpp"
 

@@ -1,4 +1,4 @@
-// Unit tests for the name gate (src/net/name_gate.cpp) against real UDP resolvers the test runs on
+// Unit tests for the name gate (src/network/dns/name_gate.cpp) against real UDP resolvers the test runs on
 // loopback: allowed and refused names, wildcards, CNAME chains, an upstream adding addresses it must not,
 // spoofed and late replies, silence, failover, and what reaches the allowlist.
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 #include <cctype>
 #include <chrono>
 
-#include "net/gate_allowlist.hpp"
-#include "net/name_gate.hpp"
+#include "network/dns/gate_allowlist.hpp"
+#include "network/dns/name_gate.hpp"
 #include "spec/network_spec.hpp"
 #include "dns_test_support.hpp"
 

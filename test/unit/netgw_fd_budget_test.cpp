@@ -1,10 +1,10 @@
-// The gateway's descriptor budget (src/netgw/fd_budget.hpp): a small model of a node whose sandboxes take
+// The gateway's descriptor budget (src/network/gateway/fd_budget.hpp): a small model of a node whose sandboxes take
 // descriptors two at a time, as greedily as they can, checked against the promises docs/NETWORK.md makes.
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-#include "netgw/fd_budget.hpp"
+#include "network/gateway/fd_budget.hpp"
 
 using namespace sandlet::netgw;
 

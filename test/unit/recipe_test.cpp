@@ -1,12 +1,12 @@
-// Unit tests for src/build's parser and planner: every instruction of the subset, continuations, comments,
+// Unit tests for src/recipe's parser and planner: every instruction of the subset, continuations, comments,
 // directives, substitution and ARG scopes, and the refusals, each naming its line.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "build/plan.hpp"
-#include "build/recipe.hpp"
+#include "recipe/plan.hpp"
+#include "recipe/recipe.hpp"
 #include "common/error.hpp"
 
 using namespace sandlet;

@@ -1,10 +1,10 @@
-// The blob stores' HTTP/1.1 layer (src/store/http_message): the serializer, and the incremental parser fed
+// The blob stores' HTTP/1.1 layer (src/remote_store/http_message): the serializer, and the incremental parser fed
 // whole, byte by byte and split at every offset, with hostile inputs.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "store/http_message.hpp"
+#include "remote_store/http_message.hpp"
 #include "unit_helpers.hpp"
 
 using sandlet::Code;

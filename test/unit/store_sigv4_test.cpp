@@ -1,8 +1,8 @@
-// SigV4 for the S3 store (src/store/sigv4): the canonical request, string to sign and signature, checked
+// SigV4 for the S3 store (src/remote_store/sigv4): the canonical request, string to sign and signature, checked
 // against values computed independently (botocore's signer, and AWS's published GET-object example).
 #include <catch2/catch.hpp>
 
-#include "store/sigv4.hpp"
+#include "remote_store/sigv4.hpp"
 
 using namespace sandlet::store;
 

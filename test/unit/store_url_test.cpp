@@ -1,9 +1,9 @@
-// Store URLs and keys (src/store/store_url).
+// Store URLs and keys (src/remote_store/store_url).
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 
-#include "store/store_url.hpp"
+#include "remote_store/store_url.hpp"
 #include "unit_helpers.hpp"
 
 using sandlet::Code;

@@ -15,7 +15,7 @@
 
 #include "common/error.hpp"
 #include "lazy/seqpacket.hpp"
-#include "netgw/netgw_paths.hpp"
+#include "network/gateway/netgw_paths.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/unix_socket.hpp"
 

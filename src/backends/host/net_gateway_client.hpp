@@ -1,4 +1,4 @@
-// The library's side of a node's network gateway (sandlet-netgw, src/netgw): finds it through its
+// The library's side of a node's network gateway (sandlet-netgw, src/network/gateway): finds it through its
 // control socket under the runtime root, starts it from the copy embedded in the library when none
 // answers, and attaches or detaches sandboxes. One connection per call: a gateway with no sandbox and no
 // caller connected exits after its grace period.

@@ -1,4 +1,4 @@
-// The blob store clients (src/store) against real servers on loopback: a directory, nginx (HTTP and
+// The blob store clients (src/remote_store) against real servers on loopback: a directory, nginx (HTTP and
 // HTTPS, PUT through WebDAV), moto's S3 server with signature checking, and the fault proxy in front of
 // them (503s, resets, refused connections, throttling, corruption). A server that cannot start SKIPs.
 #include <catch2/catch.hpp>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/error.hpp"
-#include "store/blob_store.hpp"
+#include "remote_store/blob_store.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/store_servers.hpp"
 

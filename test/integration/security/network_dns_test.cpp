@@ -11,8 +11,8 @@
 
 #include "backends/host/sandbox_net.hpp"
 #include "integration/security/net_world.hpp"
-#include "net/gate_allowlist.hpp"
-#include "net/name_gate.hpp"
+#include "network/dns/gate_allowlist.hpp"
+#include "network/dns/name_gate.hpp"
 #include "policy/net_filter.hpp"
 #include "unit/dns_test_support.hpp"
 
