@@ -15,6 +15,9 @@
     protocol and its own headers;
   - src/recipe (recipes) may use runtime and image, not backends, capi or cli; nothing below it includes it;
   - no include cycle between components (a component = a .hpp and its .cpp, named by path without suffix);
+  - no product code outside src/backends reads inside a record's backend section (`backend_state`: the
+    backend's own, opaque to everything else; only the record's reader and writer, src/runtime/record.cpp,
+    name it as a field);
   - no source file over MAX_LINES lines.
 
 usage: check_layering.py SOURCE_DIR     Exits 1 and lists every violation when there is one.
@@ -116,6 +119,12 @@ def find_cycles(graph):
     return cycles
 
 
+# Looking inside the backend's section: naming it as a JSON key, or indexing, searching or fetching from it.
+BACKEND_SECTION_READ = re.compile(r'"backend_state"|backend_state\s*(\.at\(|\[|\.if_contains\(|\.find\(|\.get\()')
+BACKEND_SECTION_OWNERS = ("src/backends/", "src/runtime/record.cpp")
+PRODUCT_ROOTS = ("src", "bindings/python/sandlet", "bindings/python/src")
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
     problems = []
@@ -133,6 +142,14 @@ def main():
             target = resolve(root, path, inc)
             if target and target.startswith("src/") and component(target) != component(path):
                 graph.setdefault(component(path), set()).add(component(target))
+    for top in PRODUCT_ROOTS:
+        for path in sorted(sources(root, top)):
+            if path.startswith(BACKEND_SECTION_OWNERS):
+                continue
+            with open(os.path.join(root, path), errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    if BACKEND_SECTION_READ.search(line):
+                        problems.append(f"{path}:{n}: reads inside a record's backend section (only its backend may)")
     for cycle in find_cycles(graph):
         problems.append("include cycle: " + " -> ".join(cycle))
     for top in SIZE_ROOTS:
