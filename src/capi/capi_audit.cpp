@@ -3,7 +3,7 @@
 
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
-#include "runtime/audit_reader.hpp"
+#include "runtime/audit/audit_reader.hpp"
 
 using sandlet::capi::guard;
 

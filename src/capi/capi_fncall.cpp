@@ -1,4 +1,4 @@
-// C ABI shims of FnCall (include/sandlet/sandlet_fncall.h) over runtime/fncall_pool.hpp.
+// C ABI shims of FnCall (include/sandlet/sandlet_fncall.h) over runtime/fncall/fncall_pool.hpp.
 #include "sandlet/sandlet_fncall.h"
 
 #include <map>
@@ -8,7 +8,7 @@
 #include "capi/fncall_registry.hpp"
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
-#include "runtime/fncall_pool.hpp"
+#include "runtime/fncall/fncall_pool.hpp"
 
 using sandlet::Code;
 using sandlet::Error;

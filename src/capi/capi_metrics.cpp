@@ -2,7 +2,7 @@
 #include "sandlet/sandlet_metrics.h"
 
 #include "capi/handles.hpp"
-#include "runtime/admission.hpp"
+#include "runtime/metrics/admission.hpp"
 
 using sandlet::capi::guard;
 

@@ -1,9 +1,9 @@
-// C ABI: shell sessions (sandlet_session.h; runtime/shell_session.cpp).
+// C ABI: shell sessions (sandlet_session.h; runtime/agent/shell_session.cpp).
 #include <memory>
 
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
-#include "runtime/shell_session.hpp"
+#include "runtime/agent/shell_session.hpp"
 
 using sandlet::capi::check_options_size;
 using sandlet::capi::field_or;

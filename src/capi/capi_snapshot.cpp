@@ -1,4 +1,4 @@
-// C shims for snapshots and forks (runtime/snapshot.cpp, runtime/fork.cpp).
+// C shims for snapshots and forks (runtime/snapshot/snapshot.cpp, runtime/snapshot/fork.cpp).
 #include <boost/json.hpp>
 
 #include "capi/handles.hpp"

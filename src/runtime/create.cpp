@@ -7,8 +7,8 @@
 
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
-#include "runtime/audit_records.hpp"
-#include "runtime/metrics.hpp"
+#include "runtime/audit/audit_records.hpp"
+#include "runtime/metrics/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 

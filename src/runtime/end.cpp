@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "common/fault_point.hpp"
-#include "runtime/audit_records.hpp"
+#include "runtime/audit/audit_records.hpp"
 #include "runtime/runtime.hpp"
-#include "runtime/metrics.hpp"
+#include "runtime/metrics/metrics.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {

@@ -1,6 +1,6 @@
 // What stays of a sandbox that expired under on_expiry "keep_logs": a tombstone <root>/expired/<id>.json
 // with its identity, why and when it ended, until when it is kept, and the last output of its commands
-// (runtime/output_log.hpp). Its audit trail stays in the root's audit log, as every sandbox's does; `logs`
+// (runtime/agent/output_log.hpp). Its audit trail stays in the root's audit log, as every sandbox's does; `logs`
 // joins the two. The file's mtime is its keep_until, so that gc (which runs at every runtime open) finds
 // the ones to remove with a stat each; forget_expired removes one at once.
 #include <dirent.h>
@@ -14,10 +14,10 @@
 #include <optional>
 
 #include "common/error.hpp"
-#include "runtime/audit_reader.hpp"
-#include "runtime/audit_records.hpp"
-#include "runtime/audit_text.hpp"
-#include "runtime/output_log.hpp"
+#include "runtime/audit/audit_reader.hpp"
+#include "runtime/audit/audit_records.hpp"
+#include "runtime/audit/audit_text.hpp"
+#include "runtime/agent/output_log.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 

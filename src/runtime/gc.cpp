@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/error.hpp"
-#include "runtime/audit_records.hpp"
+#include "runtime/audit/audit_records.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 

@@ -125,7 +125,7 @@ std::set<std::string> LayerUsage::in_use() const {
     if (!rec) continue;
     for (const auto& l : rec->layers)
       if (!l.digest.empty()) used.insert(l.digest);
-    // Its last snapshot: the next one stacks on it (runtime/snapshot.cpp).
+    // Its last snapshot: the next one stacks on it (runtime/snapshot/snapshot.cpp).
     if (auto head = sys::read_file_if_exists(dirs_.dir(id) + "/snapshot.head", 128); head && head->size() >= 64)
       used.insert(head->substr(0, 64));
   }

@@ -12,10 +12,10 @@
 #include <future>
 
 #include "common/error.hpp"
-#include "runtime/agent_client.hpp"
+#include "runtime/agent/agent_client.hpp"
 #include "spec/exec_env.hpp"
-#include "runtime/audit_records.hpp"
-#include "runtime/one_shot_report.hpp"
+#include "runtime/audit/audit_records.hpp"
+#include "runtime/agent/one_shot_report.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 

@@ -10,9 +10,9 @@
 
 #include "backends/registry.hpp"
 #include "common/error.hpp"
-#include "runtime/audit_records.hpp"
-#include "runtime/admission.hpp"
-#include "runtime/metrics.hpp"
+#include "runtime/audit/audit_records.hpp"
+#include "runtime/metrics/admission.hpp"
+#include "runtime/metrics/metrics.hpp"
 #include "sys/fs_util.hpp"
 
 namespace json = boost::json;

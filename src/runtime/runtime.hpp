@@ -24,7 +24,7 @@
 #include "image/layer_store.hpp"
 #include "lazy/loader_client.hpp"
 #include "lazy/loader_settings.hpp"
-#include "runtime/audit_log.hpp"
+#include "runtime/audit/audit_log.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/layers.hpp"
 #include "runtime/record.hpp"
@@ -38,9 +38,9 @@
 
 namespace sandlet {
 
-class Metrics;  // runtime/metrics.hpp
+class Metrics;  // runtime/metrics/metrics.hpp
 struct MetricFamily;
-class NodeAdmission;  // runtime/admission.hpp
+class NodeAdmission;  // runtime/metrics/admission.hpp
 struct AdmissionOptions;
 
 struct RuntimeOptions {
@@ -119,16 +119,16 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   size_t gc(bool release_idle = true);
   // Counters of this runtime (warm pool hits and misses, ...), as JSON (documented in sandlet.h).
   std::string stats_json() const;
-  // Platform metrics (runtime/metrics_view.cpp; formats in sandlet_metrics.h): this runtime's counters and
+  // Platform metrics (runtime/metrics/metrics_view.cpp; formats in sandlet_metrics.h): this runtime's counters and
   // histograms, its warm pool, and the root's sandboxes of every process by state and label.
   // `node`: this runtime's counters and histograms summed with those every other live runtime on the root
-  // published (runtime/metrics_publish.cpp: each writes its own at most once a second).
+  // published (runtime/metrics/metrics_publish.cpp: each writes its own at most once a second).
   std::vector<MetricFamily> metrics_families(bool node = false);
   std::string metrics_text(bool node = false);
   std::string metrics_json(bool node = false);
   // Where further metric sources register (Metrics::add_source).
   Metrics& metrics() { return *metrics_; }
-  // Node admission for the creates of this runtime (runtime/admission.hpp); options with no bound = off.
+  // Node admission for the creates of this runtime (runtime/metrics/admission.hpp); options with no bound = off.
   // A create waits for room before it is handed to a worker (create: in the caller's thread; create_async:
   // on a thread of its own), latency-sensitive first (spec label "sandlet/priority" = "latency").
   void set_admission(const AdmissionOptions& options);
@@ -245,7 +245,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   Registry registry_;
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<Metrics> metrics_;  // made by the constructor
-  // Publishing this runtime's counters under <root>/metrics (runtime/metrics_publish.cpp).
+  // Publishing this runtime's counters under <root>/metrics (runtime/metrics/metrics_publish.cpp).
   void start_metrics_publishing();
   void publish_metrics() noexcept;
   void unpublish_metrics() noexcept;
@@ -255,7 +255,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::weak_ptr<boost::asio::steady_timer> publish_timer_;  // the armed publish, if any
   void add_published_metrics(std::vector<MetricFamily>& into);
   std::string metrics_file_;  // <root>/metrics/<pid>-<start>-<n>.json
-  // Admission (runtime/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.
+  // Admission (runtime/metrics/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.
   std::shared_ptr<NodeAdmission> admission() const;
   std::string admit(const Spec& spec);  // blocks; returns the reservation key ("" when admission is off)
   void admitted(const std::string& key, const std::string& id, bool ok);  // the create ended

@@ -7,10 +7,10 @@
 #include <future>
 
 #include "common/error.hpp"
-#include "runtime/agent_call.hpp"
-#include "runtime/agent_client.hpp"
-#include "runtime/audit_records.hpp"
-#include "runtime/output_log.hpp"
+#include "runtime/agent/agent_call.hpp"
+#include "runtime/agent/agent_client.hpp"
+#include "runtime/audit/audit_records.hpp"
+#include "runtime/agent/output_log.hpp"
 #include "spec/exec_env.hpp"
 #include "sys/fs_util.hpp"
 

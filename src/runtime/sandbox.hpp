@@ -13,11 +13,11 @@
 
 #include "backends/backend.hpp"
 #include "proto/agent_protocol.hpp"
-#include "runtime/exec_outcome.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 #include "runtime/record.hpp"
 #include "runtime/sandbox_owner.hpp"
-#include "runtime/snapshot_types.hpp"
-#include "runtime/tree_transfer.hpp"
+#include "runtime/snapshot/snapshot_types.hpp"
+#include "runtime/agent/tree_transfer.hpp"
 
 namespace sandlet {
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "backends/backend.hpp"
-#include "runtime/audit_log.hpp"
+#include "runtime/audit/audit_log.hpp"
 #include "runtime/record.hpp"
-#include "runtime/snapshot_types.hpp"
+#include "runtime/snapshot/snapshot_types.hpp"
 
 namespace sandlet {
 
@@ -32,7 +32,7 @@ class SandboxOwner {
   virtual void exec_ended(const std::string& id) { (void)id; }
   // The handle of `id` is gone (its object may be dropped from the registry).
   virtual void forget(const std::string& id) = 0;
-  // Where the last output of `id`'s execs is kept (runtime/output_log.hpp), for a spec that keeps it.
+  // Where the last output of `id`'s execs is kept (runtime/agent/output_log.hpp), for a spec that keeps it.
   virtual std::string output_log_path(const std::string& id) const = 0;
   // Persists a state change of the record (pause/resume).
   virtual void persist(const SandboxRecord& rec) = 0;
@@ -44,7 +44,7 @@ class SandboxOwner {
   virtual void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) = 0;
   // The Capability bits of the backend named `name` (0 when it is not available here).
   virtual uint32_t backend_capabilities(const std::string& name) const = 0;
-  // Snapshot and fork of this sandbox (runtime/snapshot.cpp, runtime/fork.cpp).
+  // Snapshot and fork of this sandbox (runtime/snapshot/snapshot.cpp, runtime/snapshot/fork.cpp).
   virtual SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) = 0;
   // The children of a fork of `parent`, from the snapshot just taken of it.
   virtual ForkResult fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) = 0;

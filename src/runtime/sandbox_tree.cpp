@@ -1,10 +1,10 @@
 // Sandbox::copy_in / copy_out / put_archive / get_archive: a tree between a host directory or a tar stream
-// and a sandbox path, over one agent connection (runtime/tree_transfer.hpp).
+// and a sandbox path, over one agent connection (runtime/agent/tree_transfer.hpp).
 #include <linux/limits.h>
 
 #include "common/error.hpp"
 #include "runtime/sandbox.hpp"
-#include "runtime/tree_endpoints.hpp"
+#include "runtime/agent/tree_endpoints.hpp"
 
 namespace sandlet {
 namespace {

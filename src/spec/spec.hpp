@@ -15,7 +15,7 @@ namespace sandlet {
 
 enum class Lifetime { kOwned, kDetached };
 // What a sandbox's max lifetime or idle timeout does: destroy it; destroy it but keep its logs (the audit
-// trail and the last output of its commands, runtime/output_log.hpp) for keep_s; or keep it for debugging
+// trail and the last output of its commands, runtime/agent/output_log.hpp) for keep_s; or keep it for debugging
 // (its processes stopped, its files, writable layer and processes' state kept, exec and file calls still
 // served) until an explicit destroy or keep_s later.
 enum class OnExpiry { kDestroy, kKeepLogs, kKeep };

@@ -10,8 +10,8 @@
 #include "backends/container/init_setup.hpp"
 #include "common/error.hpp"
 #include "proto/frame_reader.hpp"
-#include "runtime/agent_client.hpp"
-#include "runtime/one_shot_report.hpp"
+#include "runtime/agent/agent_client.hpp"
+#include "runtime/agent/one_shot_report.hpp"
 
 namespace proto = sandlet::proto;
 

@@ -1,4 +1,4 @@
-// Appends records to a root's audit log through the library's own writer (runtime/audit_log.hpp), as
+// Appends records to a root's audit log through the library's own writer (runtime/audit/audit_log.hpp), as
 // another process on the same root does: the rotation test runs several of these at once.
 // Usage: sandlet-audit-writer ROOT COUNT MAX_BYTES KEEP TAG
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include <boost/json.hpp>
 
-#include "runtime/audit_log.hpp"
+#include "runtime/audit/audit_log.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 6) {

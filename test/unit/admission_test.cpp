@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/admission.hpp"
+#include "runtime/metrics/admission.hpp"
 #include "unit_helpers.hpp"
 
 using sandlet::AdmissionOptions;

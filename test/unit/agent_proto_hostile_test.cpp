@@ -11,8 +11,8 @@
 #include <future>
 #include <thread>
 
-#include "runtime/agent_call.hpp"
-#include "runtime/agent_client.hpp"
+#include "runtime/agent/agent_call.hpp"
+#include "runtime/agent/agent_client.hpp"
 #include "forged_agent.hpp"
 #include "unit_helpers.hpp"
 

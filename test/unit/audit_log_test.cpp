@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/audit_log.hpp"
-#include "runtime/audit_reader.hpp"
-#include "runtime/audit_text.hpp"
+#include "runtime/audit/audit_log.hpp"
+#include "runtime/audit/audit_reader.hpp"
+#include "runtime/audit/audit_text.hpp"
 
 namespace fs = std::filesystem;
 namespace json = boost::json;

@@ -1,8 +1,8 @@
-// The shell session's end-of-command scanner (runtime/shell_session.cpp): a marker line found wherever the
+// The shell session's end-of-command scanner (runtime/agent/shell_session.cpp): a marker line found wherever the
 // stream's chunks split it, output capped without losing the marker, and look-alikes kept as output.
 #include <catch2/catch.hpp>
 
-#include "runtime/shell_session.hpp"
+#include "runtime/agent/shell_session.hpp"
 
 using sandlet::MarkerScan;
 

@@ -2,7 +2,7 @@
 // and help escaping, histogram buckets (cumulative, +Inf), the label bounds, and the busy-time arithmetic.
 #include <boost/json.hpp>
 
-#include "runtime/metrics.hpp"
+#include "runtime/metrics/metrics.hpp"
 #include "unit_helpers.hpp"
 
 using sandlet::MetricFamily;

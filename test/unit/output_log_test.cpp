@@ -1,11 +1,11 @@
-// The per-sandbox log of last outputs (runtime/output_log.hpp): records in order, the last 16 read back,
+// The per-sandbox log of last outputs (runtime/agent/output_log.hpp): records in order, the last 16 read back,
 // compaction past its size bound, tails of long output, and lines that are not records skipped.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "runtime/output_log.hpp"
+#include "runtime/agent/output_log.hpp"
 #include "unit_helpers.hpp"
 
 using namespace sandlet;

@@ -9,8 +9,8 @@
 
 #include "backends/container/init_setup.hpp"
 #include "proto/init_protocol.hpp"
-#include "runtime/agent_client.hpp"
-#include "runtime/one_shot_report.hpp"
+#include "runtime/agent/agent_client.hpp"
+#include "runtime/agent/one_shot_report.hpp"
 #include "unit_helpers.hpp"
 
 namespace proto = sandlet::proto;

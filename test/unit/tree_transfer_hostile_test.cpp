@@ -1,5 +1,5 @@
 // A forged agent at the other end of a real socketpair drives the host's tree copies
-// (runtime/tree_transfer.cpp) into a host directory (the strict applier): entries that could climb out,
+// (runtime/agent/tree_transfer.cpp) into a host directory (the strict applier): entries that could climb out,
 // data out of order or beyond sizes, more than the caps, silence, counts that lie. Each copy fails with a
 // clear error and nothing lands outside the destination; an early error on a put stops the host sending.
 #include <sys/socket.h>
@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "proto/agent_protocol.hpp"
-#include "runtime/tree_endpoints.hpp"
-#include "runtime/tree_transfer.hpp"
+#include "runtime/agent/tree_endpoints.hpp"
+#include "runtime/agent/tree_transfer.hpp"
 #include "forged_agent.hpp"
 #include "unit_helpers.hpp"
 

@@ -1,5 +1,5 @@
 // Node admission (admission.hpp): the reservation file under flock, this process's priority queue.
-#include "runtime/admission.hpp"
+#include "runtime/metrics/admission.hpp"
 
 #include <sys/file.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "runtime/audit_log.hpp"
+#include "runtime/audit/audit_log.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

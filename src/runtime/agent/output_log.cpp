@@ -1,4 +1,4 @@
-#include "runtime/output_log.hpp"
+#include "runtime/agent/output_log.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -8,7 +8,7 @@
 #include <boost/json.hpp>
 #include <deque>
 
-#include "runtime/audit_text.hpp"
+#include "runtime/audit/audit_text.hpp"
 #include "sys/fd.hpp"
 
 namespace json = boost::json;

@@ -1,4 +1,4 @@
-// What snapshot, restore and fork take and give (runtime/snapshot.cpp, runtime/fork.cpp; the packing itself is
+// What snapshot, restore and fork take and give (runtime/snapshot/snapshot.cpp, runtime/snapshot/fork.cpp; the packing itself is
 // src/snapshot). A snapshot is an ordinary store layer of role "diff" whose `stack` lists the layers it goes
 // on, lowest first: naming it as the lowest layer of a spec restores it (the runtime stacks its chain).
 #pragma once

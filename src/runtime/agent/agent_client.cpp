@@ -1,4 +1,4 @@
-#include "runtime/agent_client.hpp"
+#include "runtime/agent/agent_client.hpp"
 
 #include <algorithm>
 

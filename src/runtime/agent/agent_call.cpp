@@ -1,4 +1,4 @@
-#include "runtime/agent_call.hpp"
+#include "runtime/agent/agent_call.hpp"
 
 #include "common/error.hpp"
 

@@ -1,6 +1,6 @@
 // Platform metrics of one runtime: what only a live runtime sees (scheduling latency, queue wait, exec busy
 // time, throughput) is counted here as it happens; what the root's records say (sandboxes per state and
-// label, node-wide) and the warm pool's counters are read when asked (runtime/metrics_view.cpp). Rendered
+// label, node-wide) and the warm pool's counters are read when asked (runtime/metrics/metrics_view.cpp). Rendered
 // as Prometheus text exposition format 0.0.4 or as JSON of the same families (documented in
 // sandlet_metrics.h). Thread-safe: creates run on workers, execs complete on the loop thread.
 #pragma once
@@ -91,7 +91,7 @@ class Metrics final {
   void append_families(std::vector<MetricFamily>& out, uint64_t now_ns) const;
 
   // Called (outside the lock) on the first change after mark_published: the runtime publishes its counters
-  // for `sandlet metrics` in other processes (runtime/metrics_publish.cpp).
+  // for `sandlet metrics` in other processes (runtime/metrics/metrics_publish.cpp).
   void set_on_change(std::function<void()> fn);
   void mark_published();
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/exec_outcome.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 #include "runtime/sandbox.hpp"
 
 namespace sandlet {

@@ -1,4 +1,4 @@
-#include "runtime/one_shot_report.hpp"
+#include "runtime/agent/one_shot_report.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 
 #include "common/error.hpp"
-#include "runtime/agent_client.hpp"
+#include "runtime/agent/agent_client.hpp"
 
 namespace sandlet {
 

@@ -1,4 +1,4 @@
-#include "runtime/tree_transfer.hpp"
+#include "runtime/agent/tree_transfer.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 #include "proto/frame_reader.hpp"
-#include "runtime/agent_client.hpp"
+#include "runtime/agent/agent_client.hpp"
 
 namespace sandlet {
 namespace {

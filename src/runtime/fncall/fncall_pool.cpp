@@ -3,7 +3,7 @@
 // sandbox goes back idle after a call is the backend's reuse check (reuse_mark / unchanged_since: made by
 // the host, never trusted to the guest; the container's is in backends/container/container_reuse.cpp). A
 // backend without that check never gets a sandbox back: every call then costs a fresh one.
-#include "runtime/fncall_pool.hpp"
+#include "runtime/fncall/fncall_pool.hpp"
 
 #include <algorithm>
 #include <boost/json.hpp>

@@ -1,4 +1,4 @@
-#include "runtime/audit_reader.hpp"
+#include "runtime/audit/audit_reader.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "runtime/audit_text.hpp"
+#include "runtime/audit/audit_text.hpp"
 
 namespace json = boost::json;
 

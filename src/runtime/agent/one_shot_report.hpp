@@ -7,7 +7,7 @@
 
 #include "proto/frame_reader.hpp"
 #include "proto/init_protocol.hpp"
-#include "runtime/exec_outcome.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 
 namespace sandlet {
 

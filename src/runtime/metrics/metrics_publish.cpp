@@ -10,7 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 
-#include "runtime/metrics.hpp"
+#include "runtime/metrics/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 

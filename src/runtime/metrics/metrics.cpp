@@ -1,5 +1,5 @@
 // Counting and rendering of the runtime's metrics (metrics.hpp).
-#include "runtime/metrics.hpp"
+#include "runtime/metrics/metrics.hpp"
 
 #include <boost/json.hpp>
 

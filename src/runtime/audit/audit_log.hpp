@@ -16,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-#include "runtime/audit_text.hpp"
+#include "runtime/audit/audit_text.hpp"
 #include "sys/fd.hpp"
 
 namespace sandlet {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/tree_transfer.hpp"
+#include "runtime/agent/tree_transfer.hpp"
 
 namespace sandlet {
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/exec_outcome.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 #include "runtime/sandbox.hpp"
 #include "spec/spec.hpp"
 

@@ -9,8 +9,8 @@
 
 #include "network/gateway/netgw_paths.hpp"
 #include "proto/netgw_counters.hpp"
-#include "runtime/metrics.hpp"
-#include "runtime/admission.hpp"
+#include "runtime/metrics/metrics.hpp"
+#include "runtime/metrics/admission.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fd.hpp"
 #include "sys/fs_util.hpp"

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "common/error.hpp"
-#include "runtime/admission.hpp"
-#include "runtime/metrics.hpp"
+#include "runtime/metrics/admission.hpp"
+#include "runtime/metrics/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 

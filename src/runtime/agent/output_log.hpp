@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/audit_records.hpp"
-#include "runtime/exec_outcome.hpp"
+#include "runtime/audit/audit_records.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 
 namespace sandlet::output_log {
 

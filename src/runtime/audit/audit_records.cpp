@@ -1,4 +1,4 @@
-#include "runtime/audit_records.hpp"
+#include "runtime/audit/audit_records.hpp"
 
 #include <boost/json.hpp>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include "common/error.hpp"
 #include "policy/seccomp_profile.hpp"
 #include "spec/spec_policy.hpp"
-#include "runtime/audit_text.hpp"
+#include "runtime/audit/audit_text.hpp"
 
 namespace json = boost::json;
 

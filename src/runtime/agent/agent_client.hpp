@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "proto/agent_protocol.hpp"
-#include "runtime/exec_outcome.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 
 namespace sandlet {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/exec_outcome.hpp"
+#include "runtime/agent/exec_outcome.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/record.hpp"
 

@@ -1,4 +1,4 @@
-#include "runtime/shell_session.hpp"
+#include "runtime/agent/shell_session.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "runtime/audit_text.hpp"
+#include "runtime/audit/audit_text.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/tree_endpoints.hpp"
+#include "runtime/agent/tree_endpoints.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
