@@ -190,7 +190,7 @@ typedef struct sandlet_backend_info {
   uint32_t capabilities;  /* SANDLET_CAP_* bits: what it supports beyond create, exec, files and destroy
                              (0 when unavailable) */
   const char *reason;     /* why not, e.g. "no /dev/kvm" */
-  /* Added later: read only when elem_size covers them (offsetof(sandlet_backend_info_t, summary)). */
+  /* Added later: read only when SANDLET_HAS_FIELD(sandlet_backend_info_t, field, elem_size). */
   const char *summary;    /* one line: what the backend is for */
   const char *details_json; /* a JSON object of the backend's own facts: the VM backends' "accelerator"
                                ("kvm" or "tcg"), "kvm" ("hardware", "pvm", "absent", "unusable") and

@@ -160,9 +160,10 @@ std::vector<Layout> table() {
         SANDLET_ROW_(BE, line, 12, 4, false), SANDLET_ROW_(BE, text, 16, 8, false), SANDLET_ROW_(BE, data, 24, 8, false),
         SANDLET_ROW_(BE, len, 32, 8, false), SANDLET_ROW_(BE, stream, 40, 4, false), SANDLET_ROW_(BE, cached, 44, 4, false)}},
       // An element of a returned array: versioned by the element size the call returns.
-      {"sandlet_backend_info_t", sizeof(BI), 24, 0,
+      {"sandlet_backend_info_t", sizeof(BI), 40, 0,
        {SANDLET_ROW_(BI, name, 0, 8, false), SANDLET_ROW_(BI, available, 8, 4, false),
-        SANDLET_ROW_(BI, capabilities, 12, 4, false), SANDLET_ROW_(BI, reason, 16, 8, false)}},
+        SANDLET_ROW_(BI, capabilities, 12, 4, false), SANDLET_ROW_(BI, reason, 16, 8, false),
+        SANDLET_ROW_(BI, summary, 24, 8, false), SANDLET_ROW_(BI, details_json, 32, 8, false)}},
   };
 }
 

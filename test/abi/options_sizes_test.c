@@ -281,10 +281,12 @@ static void test_backend_array(sandlet_runtime_t *rt) {
   CHECK(elem_size == sizeof(sandlet_backend_info_t) && n >= 4);
   CHECK(SANDLET_HAS_FIELD(sandlet_backend_info_t, reason, elem_size));
   CHECK(!SANDLET_HAS_FIELD(sandlet_backend_info_t, reason, sizeof(old_backend_info_t)));
+  CHECK(SANDLET_HAS_FIELD(sandlet_backend_info_t, details_json, elem_size));
   for (i = 0; i < n; ++i) {
     const old_backend_info_t *old = SANDLET_ARRAY_AT(old_backend_info_t, first, elem_size, i);
     const sandlet_backend_info_t *now = SANDLET_ARRAY_AT(sandlet_backend_info_t, first, elem_size, i);
     CHECK(old->name == now->name);
+    CHECK(now->summary && now->summary[0] && now->details_json && now->details_json[0] == '{');
     if (strcmp(now->name, "container") == 0)
       container = now->available && (now->capabilities & SANDLET_CAP_PAUSE) && (now->capabilities & SANDLET_CAP_ONE_SHOT);
     else

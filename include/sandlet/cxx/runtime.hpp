@@ -4,7 +4,6 @@
 #ifndef SANDLET_CXX_RUNTIME_HPP
 #define SANDLET_CXX_RUNTIME_HPP
 
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -92,10 +91,10 @@ class Runtime {
       b.capabilities = info->capabilities;
       b.reason = info->reason != nullptr ? info->reason : "";
       b.details_json = "{}";
-      if (elem_size >= offsetof(sandlet_backend_info_t, details_json) + sizeof(const char*)) {
-        b.summary = info->summary != nullptr ? info->summary : "";
-        if (info->details_json != nullptr) b.details_json = info->details_json;
-      }
+      if (SANDLET_HAS_FIELD(sandlet_backend_info_t, summary, elem_size) && info->summary != nullptr)
+        b.summary = info->summary;
+      if (SANDLET_HAS_FIELD(sandlet_backend_info_t, details_json, elem_size) && info->details_json != nullptr)
+        b.details_json = info->details_json;
       out.push_back(std::move(b));
     }
     return out;
