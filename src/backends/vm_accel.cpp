@@ -56,7 +56,7 @@ Probe probe() {
     p.kvm = "pvm";
     p.accelerator = "tcg";
     p.why = "KVM here is PVM, which boots only kernels built as PVM guests: a stock kernel's CPU is emulated "
-            "(a runtime option can name a PVM guest kernel to use KVM)";
+            "(a PVM guest kernel would run under KVM: not yet an option of this version)";
     return p;
   }
   if (exists("/sys/module/kvm_intel") || exists("/sys/module/kvm_amd")) {

@@ -142,7 +142,7 @@ Backend& Runtime::backend_for(const Spec& spec) {
     throw Error(Code::kInvalidArgument, "invalid spec field 'backend': unknown backend '" + spec.backend +
                                             "' (known: " + backend_names() + ")");
   if (entry->calls_only)
-    throw Error(Code::kInvalidArgument, "invalid spec field 'backend': '" + spec.backend + "' " + entry->calls_only);
+    throw Error(Code::kInvalidArgument, "invalid spec field 'backend': '" + spec.backend + "': " + entry->calls_only);
   for (const auto& st : statuses_)
     if (st.name == spec.backend)
       throw Error(Code::kUnimplemented, "backend '" + spec.backend + "' is not available on this host: " + st.reason);

@@ -1,5 +1,5 @@
 // From the name gate's decisions to the allowlist's resolved set: what the node's resolver hands to
-// container::add_resolved_addresses after answering a sandbox.
+// host::add_resolved_addresses after answering a sandbox.
 #pragma once
 #include <cstdint>
 #include <vector>

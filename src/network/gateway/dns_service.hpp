@@ -1,5 +1,5 @@
 // The gateway's resolver (docs/NETWORK.md, "DNS by name"): queries a sandbox sends to its resolver address
-// (policy::kResolver4/6, port 53, UDP or TCP) are decided by that sandbox's name gate (net/name_gate.hpp),
+// (policy::kResolver4/6, port 53, UDP or TCP) are decided by that sandbox's name gate (network/dns/name_gate.hpp),
 // and the addresses an answer opens are in the sandbox's allowlist before the reply goes back (the sandbox
 // connects as soon as it reads it). Every decision goes into the sandbox's DNS log.
 //

@@ -193,11 +193,17 @@ CallResult FncallPools::call(const CallRequest& req) {
     const uint64_t run_begin = now_ns();
     result.out = slot->sb->exec(std::move(p));
     result.run_ns = now_ns() - run_begin;
-    if (own_limits) slot->sb->set_limits(base);  // back to the pool's own before anyone else can take it
   } catch (...) {
     error = std::current_exception();
     keep = false;
   }
+  // Back to the pool's own limits; a sandbox whose limits cannot be put back is not reused (the call's
+  // result stands).
+  if (own_limits && keep) try {
+      slot->sb->set_limits(base);
+    } catch (...) {
+      keep = false;
+    }
   ++slot->calls;
   const bool replace_only = !pool->options.reuse_reset;
   if (keep) keep = slot->clean && slot->sb->unchanged_since(*slot->clean);

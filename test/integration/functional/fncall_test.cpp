@@ -214,7 +214,7 @@ TEST_CASE("fncall: a call's own limits bind it and the pool's come back after it
   Harness h;
   Caller c{h.rt().get(), Harness::spec().pids(64).to_json()};
   c.pool(1);
-  // 20 sleepers: refused under a call limit of 8, fine under the pool's 64 before and after.
+  // 20 sleepers: refused under a call limit of 12, fine under the pool's 64 before and after.
   const std::string many = "n=0; for i in $(seq 20); do sleep 5 & n=$((n+1)); done 2>/dev/null; "
                            "kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; echo started";
   auto before = c.ok(many);
