@@ -36,7 +36,7 @@ boost::json::object Probe::json() const {
   return {{"kvm", kvm}, {"accelerator", accelerator}, {"accelerator_reason", why}, {"qemu", qemu}};
 }
 
-Probe probe() {
+static Probe probe_now() {
   Probe p;
   p.qemu = find_on_path("qemu-system-x86_64");
   sys::UniqueFd kvm(::open("/dev/kvm", O_RDWR | O_CLOEXEC));
@@ -69,6 +69,12 @@ Probe probe() {
   p.accelerator = "tcg";
   p.why = "/dev/kvm is served by neither kvm_intel nor kvm_amd: the CPU is emulated";
   return p;
+}
+
+// Host facts: probed once per process (every runtime open lists every backend; the CLI opens one per run).
+Probe probe() {
+  static const Probe once = probe_now();
+  return once;
 }
 
 }  // namespace sandlet::vm_accel

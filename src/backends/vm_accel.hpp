@@ -15,6 +15,6 @@ struct Probe {
   boost::json::object json() const;
 };
 
-Probe probe();
+Probe probe();  // once per process
 
 }  // namespace sandlet::vm_accel

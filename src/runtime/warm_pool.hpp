@@ -1,6 +1,7 @@
 // A warm pool: sandboxes whose spec-independent half of a start (Backend::prepare) is done ahead, so that a
-// create only does the second half. For any backend with kCapPrepareAhead; keyed by (backend, environment,
-// shape: memory, vCPUs, disk — fixed at launch for a VM, so a sandbox prepared for one shape fits no other):
+// create only does the second half. For any backend with kCapPrepareAhead; keyed by (backend, environment),
+// and it prepares the last create's shape (memory, vCPUs, disk); whether a prepared sandbox fits another
+// shape is the backend's fits() (a VM's is fixed at launch):
 // the pool follows the environment asked for last — a rollout that creates the same one over and over gets
 // sandboxes with its root filesystem staged; when consecutive creates ask for different ones (many tasks
 // interleaved), staged sandboxes would be thrown away unused, so it prepares generic ones (everything but
