@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); kdir=$1 mode=$2; shift 2
 mkdir -p "$here/out"; name=$(basename "$kdir")
 bz=$(ls "$kdir"/boot/vmlinuz-* "$kdir"/{usr/,}lib/modules/*/vmlinuz 2>/dev/null | head -1 || true)
-[[ -s $here/out/vmlinux-$name ]] || "$here/extract-vmlinux.sh" "$bz" "$here/out/vmlinux-$name" >&2
+[[ -s $here/out/vmlinux-$name ]] || "$here/../microvm/extract-vmlinux.sh" "$bz" "$here/out/vmlinux-$name" >&2
 [[ -s $here/out/initrd-$name.cpio ]] || "$here/build-initramfs.sh" "$kdir" "$here/out/initrd-$name.cpio" 2>/dev/null
 # Guest TSC under TCG ticks at the host TSC rate: hand the kernel that rate (no PIT/HPET calibration).
 [[ -x $here/tscfreq ]] || gcc -O2 -o "$here/tscfreq" "$here/tscfreq.c"

@@ -1,6 +1,7 @@
 #include "backends/registry.hpp"
 
 #include "backends/container/container_backend.hpp"
+#include "backends/microvm/microvm_backend.hpp"
 #include "backends/vm_accel.hpp"
 
 namespace sandlet {
@@ -8,10 +9,7 @@ namespace {
 
 BackendProbe probe_fncall() { return BackendProbe::yes({{"api", "sandlet_call"}}); }
 
-// The VM backends are not built into this version yet; what they would run on is probed all the same.
-BackendProbe probe_microvm() {
-  return BackendProbe::no("not built into this version of sandlet", vm_accel::probe().json());
-}
+// The full-VM backend is not built into this version yet; what it would run on is probed all the same.
 BackendProbe probe_fullvm() {
   return BackendProbe::no("not built into this version of sandlet", vm_accel::probe().json());
 }
@@ -25,7 +23,7 @@ const std::vector<BackendEntry>& backend_registry() {
       {"fncall", "short stateless calls in pooled, reused sandboxes of another backend", nullptr, &probe_fncall,
        "it serves calls (sandlet_call, `sandlet call`), not sandboxes of its own: a call's pool runs on the "
        "backend its spec names (container by default)"},
-      {"microvm", "a QEMU microVM per sandbox: a kernel of its own", nullptr, &probe_microvm},
+      {"microvm", "a QEMU microVM per sandbox: a kernel of its own", &microvm::make_backend, &microvm::probe},
       {"fullvm", "a complete operating system in a VM", nullptr, &probe_fullvm},
   };
   return table;

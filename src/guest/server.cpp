@@ -12,6 +12,8 @@
 
 #include <utility>
 
+#include "proto/vm_channel.hpp"
+
 namespace sandlet::guest {
 
 uint64_t now_ns() {
@@ -117,9 +119,45 @@ void Server::dispatch(Watch* w, uint32_t events) {
 
 // ---- listener, signals, timers ------------------------------------------------------------------------
 
+namespace {
+
+// A microVM's next connection: an agent-port stream's socket, made non-blocking; -2 when the descriptor
+// was for another port (closed); -1 with errno when nothing is waiting.
+int receive_passed_conn(int ctl) {
+  uint8_t port = 0xff;
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {&port, 1};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  ssize_t n = recvmsg(ctl, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0) return -1;
+  if (n == 0) {  // PID 1 is gone: nothing will ever connect again
+    errno = EAGAIN;
+    return -1;
+  }
+  int fd = -1;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+    __builtin_memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  if (fd < 0) return -2;
+  if (port != proto::vmchan::kAgentPort) {
+    close(fd);
+    return -2;
+  }
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  return fd;
+}
+
+}  // namespace
+
 void Server::on_accept() {
   for (;;) {
-    int fd = accept4(fds_.listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = fds_.listener_passes_fds ? receive_passed_conn(fds_.listener)
+                                      : accept4(fds_.listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd == -2) continue;  // a descriptor for another port: closed
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {

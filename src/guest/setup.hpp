@@ -16,6 +16,9 @@ struct InitFds {
   int cgroup = -1;    // sandbox cgroup2 dir, or -1
   int upper = -1;     // the writable layer's mount (kept at kInitUpperFd), or -1
   bool mask_kernel_files = false;  // kInitMaskKernelFiles in the stage: masked while staging
+  // A microVM's agent: `listener` is a SOCK_SEQPACKET socket on which each new connection arrives as an
+  // SCM_RIGHTS descriptor with a one-byte port (guest/vm/guest_pid1.hpp), instead of a listening socket.
+  bool listener_passes_fds = false;
 };
 
 // Reads the kInitStage frame and its SCM_RIGHTS fds from `sock`.

@@ -105,6 +105,7 @@ Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
 
 ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   check_not_on_loop("run");
+  if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot)) return run_via_agent(spec, params);
   const uint64_t begin = sys::now_monotonic_ns();
   const double begin_wall = sys::now_unix_seconds();
   OneShot one_shot = one_shot_of(spec, params);
@@ -150,6 +151,9 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
 }
 
 void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
+  if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot))
+    throw Error(Code::kUnimplemented, "asynchronous runs on the " + spec.backend +
+                                          " backend: not in this version (use sandlet_run, or create and exec)");
   // What one asynchronous run needs until its completion; its descriptors are watched on the loop.
   struct State {
     State(asio::io_context& io, Spec s, OneShot o, RunDone d)

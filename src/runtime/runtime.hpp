@@ -110,6 +110,8 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // the calling thread. The sandbox's init starts the command itself: no agent round trip. A command that
   // cannot be started is an error (NOT_FOUND / PERMISSION_DENIED), as with exec.
   ExecOutcome run_once(const Spec& spec, const RunOnceParams& params);
+  // run_once on a backend without kCapOneShot: create, one exec, destroy (runtime/run_via_agent.cpp).
+  ExecOutcome run_via_agent(const Spec& spec, const RunOnceParams& params);
   // The same without blocking: `done` runs on the loop thread (invalid input throws here instead).
   using RunDone = std::function<void(std::exception_ptr, ExecOutcome)>;
   void run_once_async(Spec spec, RunOnceParams params, RunDone done);

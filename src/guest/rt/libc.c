@@ -217,6 +217,8 @@ int execve(const char *path, char *const argv[], char *const envp[]) {
 pid_t waitpid(pid_t pid, int *status, int options) { return (pid_t)SC(SYS_wait4, pid, (long)status, options, 0, 0, 0); }
 int kill(pid_t pid, int sig) { return (int)SC(SYS_kill, pid, sig, 0, 0, 0, 0); }
 pid_t setsid(void) { return (pid_t)SC(SYS_setsid, 0, 0, 0, 0, 0, 0); }
+pid_t getpid(void) { return (pid_t)SC(SYS_getpid, 0, 0, 0, 0, 0, 0); }
+int pause(void) { return (int)SC(SYS_pause, 0, 0, 0, 0, 0, 0); }
 int sethostname(const char *name, size_t len) { return (int)SC(SYS_sethostname, (long)name, (long)len, 0, 0, 0, 0); }
 
 int prctl(int option, ...) {
@@ -326,6 +328,7 @@ int timerfd_settime(int fd, int flags, const struct itimerspec *value, struct it
   return (int)SC(SYS_timerfd_settime, fd, flags, (long)value, (long)old, 0, 0);
 }
 int socket(int domain, int type, int protocol) { return (int)SC(SYS_socket, domain, type, protocol, 0, 0, 0); }
+int shutdown(int fd, int how) { return (int)SC(SYS_shutdown, fd, how, 0, 0, 0, 0); }
 int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags) {
   return (int)SC(SYS_accept4, fd, (long)addr.__sockaddr__, (long)len, flags, 0, 0);
 }

@@ -44,6 +44,18 @@ size_t strlen(const char *s) {
   return (size_t)(p - s);
 }
 
+int strcmp(const char *a, const char *b) {
+  while (*a && *a == *b) a++, b++;
+  return (unsigned char)*a - (unsigned char)*b;
+}
+
+int strncmp(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (a[i] != b[i] || !a[i]) return (unsigned char)a[i] - (unsigned char)b[i];
+  }
+  return 0;
+}
+
 char *strchr(const char *s, int c) {
   for (;; s++) {
     if (*s == (char)c) return (char *)s;

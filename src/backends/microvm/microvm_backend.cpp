@@ -1,0 +1,73 @@
+// The microvm backend: the factory of MicrovmSandbox objects and the owner of what they share.
+#include "backends/microvm/microvm_backend.hpp"
+
+#include <unistd.h>
+
+#include "backends/microvm/guest_kit.hpp"
+#include "backends/microvm/microvm_node.hpp"
+#include "backends/microvm/microvm_sandbox.hpp"
+#include "backends/vm_accel.hpp"
+#include "common/error.hpp"
+#include "sys/fs_util.hpp"
+
+namespace sandlet::microvm {
+namespace {
+
+class MicrovmBackend final : public Backend {
+ public:
+  explicit MicrovmBackend(std::string root) : node_(std::make_shared<MicrovmNode>()) { node_->root = std::move(root); }
+
+  const char* name() const override { return "microvm"; }
+  // A VM boots at finish (its disks depend on the spec's layers): no warm pool yet.
+  uint32_t capabilities() const override { return kCapPause; }
+
+  void start(const BackendContext& context) override {
+    node_->cgroups = sys::CgroupSystem::detect();
+    node_->cgroups.prepare();
+    // One slot table for the node (containers' and microVMs' uid ranges never overlap).
+    std::string slots =
+        context.node_state.empty() ? SlotTable::default_dir(context.root + "/slots") : context.node_state + "/slots";
+    sys::mkdir_p(slots, 0700);
+    node_->slots = std::make_unique<SlotTable>(slots);
+    node_->cache_dir = context.root + "/microvm";
+    node_->bin_dir = (context.node_state.empty() ? context.root + "/microvm" : context.node_state) + "/bin";
+  }
+
+  std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) override {
+    return std::make_unique<MicrovmSandbox>(node_, request.id, request.dir, MicrovmState());
+  }
+
+  std::unique_ptr<BackendSandbox> adopt(const std::string& id, const std::string& dir,
+                                        const boost::json::object& state) override {
+    return std::make_unique<MicrovmSandbox>(node_, id, dir, MicrovmState::from_json(state));
+  }
+
+  void sweep(bool release_idle) override {
+    if (node_->slots) node_->slots->sweep();
+  }
+
+ private:
+  std::shared_ptr<MicrovmNode> node_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& root) { return std::make_unique<MicrovmBackend>(root); }
+
+BackendProbe probe() {
+  const vm_accel::Probe accel = vm_accel::probe();
+  boost::json::object details = accel.json();
+  details["kernel"] = kernel_kit_location("");
+  if (::geteuid() != 0) return BackendProbe::no("the microvm backend needs root on the host (it jails QEMU)", details);
+  if (accel.qemu.empty()) return BackendProbe::no("qemu-system-x86_64 is not on PATH", details);
+  try {
+    const KernelKit kit = find_kernel_kit("");
+    details["kernel_release"] = kit.release;
+    (void)sys::CgroupSystem::detect();
+  } catch (const Error& e) {
+    return BackendProbe::no(e.what(), details);
+  }
+  return BackendProbe::yes(details);
+}
+
+}  // namespace sandlet::microvm

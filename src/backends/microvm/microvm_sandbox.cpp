@@ -1,0 +1,426 @@
+#include "backends/microvm/microvm_sandbox.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+#include "backends/host/sandbox_cgroup.hpp"
+#include "backends/microvm/guest_kit.hpp"
+#include "backends/microvm/qemu_command.hpp"
+#include "backends/microvm/qmp_client.hpp"
+#include "backends/microvm/vm_disks.hpp"
+#include "backends/vm_accel.hpp"
+#include "common/error.hpp"
+#include "common/fault_point.hpp"
+#include "policy/seccomp_profile.hpp"
+#include "proto/init_protocol.hpp"
+#include "proto/vm_channel.hpp"
+#include "spec/exec_env.hpp"
+#include "sys/fs_util.hpp"
+#include "sys/pidfd.hpp"
+#include "sys/unix_socket.hpp"
+
+namespace json = boost::json;
+
+namespace sandlet::microvm {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kDefaultMemoryMiB = 512;
+// QEMU's own memory beside the guest's RAM (its code, the TCG translation cache of tb-size, device
+// buffers): what the jail's memory limit adds to the guest's.
+constexpr uint64_t kVmmOverheadMiB = 192;
+constexpr uint64_t kJailPids = 256;  // QEMU's threads and the multiplexer (the spec's pids bind the guest)
+constexpr size_t kConsoleMax = 1u << 20;
+constexpr int kExitWaitMs = 5000;
+constexpr int kQmpTimeoutMs = 10000;
+
+// How long a boot may take before the create fails: TCG boots take seconds, more on a busy host.
+int boot_timeout_ms() {
+  if (const char* v = std::getenv("SANDLET_MICROVM_BOOT_TIMEOUT_MS"); v && *v) {
+    long ms = std::atol(v);
+    if (ms > 0) return static_cast<int>(ms);
+  }
+  return 180000;
+}
+
+void write_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("write to the microVM's channel");
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Reads exactly `n` bytes before `deadline_ns`, giving up when `pidfd` says the VM ended.
+bool read_exact(int fd, int pidfd, char* out, size_t n, uint64_t deadline_ns, const char** why) {
+  size_t got = 0;
+  while (got < n) {
+    const uint64_t now = sys::now_monotonic_ns();
+    if (now >= deadline_ns) {
+      *why = "timeout";
+      return false;
+    }
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {pidfd, POLLIN, 0}};
+    int r = ::poll(p, 2, static_cast<int>((deadline_ns - now) / 1000000 + 1));
+    if (r < 0 && errno == EINTR) continue;
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t k = ::read(fd, out + got, n - got);
+      if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (k <= 0) {
+        *why = "closed";
+        return false;
+      }
+      got += static_cast<size_t>(k);
+      continue;
+    }
+    if (p[1].revents & POLLIN) {
+      *why = "ended";
+      return false;
+    }
+  }
+  return true;
+}
+
+// How the multiplexer (our child, not reaped yet) ended: its exit codes before QEMU runs say which jail
+// step failed (launch()).
+std::string describe_exit(int pidfd) {
+  siginfo_t si = {};
+  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+    return "";
+  if (si.si_code != CLD_EXITED) return " (killed by signal " + std::to_string(si.si_status) + ")";
+  switch (si.si_status) {
+    case 0: return "";
+    case 120: return " (could not join its cgroup)";
+    case 121: return " (could not make its namespaces)";
+    case 122: return " (could not drop to its uid)";
+    case 123: return " (could not pass its descriptors)";
+    case 126: case 127: return " (could not start QEMU)";
+    default: return " (exit status " + std::to_string(si.si_status) + ")";
+  }
+}
+
+uint64_t guest_memory_mib(const Limits& l) {
+  return l.memory ? (l.memory + kMiB - 1) / kMiB : kDefaultMemoryMiB;
+}
+uint32_t guest_vcpus(const Limits& l) {
+  return l.cpus > 0 ? static_cast<uint32_t>(std::ceil(l.cpus)) : 1;
+}
+
+}  // namespace
+
+json::object MicrovmState::to_json() const {
+  json::array v1;
+  for (const auto& p : cgroups.v1) v1.emplace_back(p);
+  return {{"slot", slot},          {"uid", uid},           {"mux_pid", mux_pid},
+          {"mux_start", mux_start}, {"cgroup_v2", cgroups.v2}, {"cgroup_v1", std::move(v1)}};
+}
+
+MicrovmState MicrovmState::from_json(const json::object& o) {
+  MicrovmState s;
+  if (o.empty()) return s;
+  try {
+    s.slot = json::value_to<int>(o.at("slot"));
+    s.uid = json::value_to<uint32_t>(o.at("uid"));
+    s.mux_pid = json::value_to<pid_t>(o.at("mux_pid"));
+    s.mux_start = json::value_to<uint64_t>(o.at("mux_start"));
+    s.cgroups.v2 = json::value_to<std::string>(o.at("cgroup_v2"));
+    for (const auto& p : o.at("cgroup_v1").as_array()) s.cgroups.v1.push_back(json::value_to<std::string>(p));
+  } catch (const std::exception& e) {
+    throw Error(Code::kDataLoss, std::string("microVM record is malformed: ") + e.what());
+  }
+  return s;
+}
+
+MicrovmSandbox::MicrovmSandbox(std::shared_ptr<MicrovmNode> node, std::string id, std::string dir, MicrovmState state)
+    : BackendSandbox("microvm"), node_(std::move(node)), id_(std::move(id)), dir_(std::move(dir)), state_(std::move(state)) {}
+
+MicrovmSandbox::~MicrovmSandbox() {
+  if (!starting_) return;
+  // A start that did not finish: nothing of it may stay.
+  kill();
+  try {
+    reclaim();
+  } catch (...) {
+    // gc finds the rest from the record's directory
+  }
+}
+
+std::string MicrovmSandbox::unsupported(const Spec& spec) {
+  if (!spec.mounts.empty())
+    return "mounts: a microVM does not take host directories (copy files in with the file calls, or pack them "
+           "as a layer)";
+  if (!spec.toolkit.empty()) return "toolkit: not available on the microvm backend in this version";
+  if (!spec.policy.files.empty()) return "policy.files: file rules are not available on the microvm backend in this version";
+  if (!spec.network.none)
+    return "network: the microvm backend runs without a network in this version (\"none\")";
+  if (spec.layers.empty()) return "layers: a microVM needs a root file system (a layer or an environment)";
+  if (static_cast<int>(spec.layers.size()) + 1 > kMaxDisks)
+    return "layers: a microVM takes at most " + std::to_string(kMaxDisks - 1) + " layers";
+  for (const auto& l : spec.layers)
+    if (l.empty() || l[0] != '/') return "layers: \"" + l + "\" is not a host directory";
+  return "";
+}
+
+bool MicrovmSandbox::alive() const {
+  if (pidfd_) return !sys::pidfd_wait_exit(pidfd_.get(), 0);
+  return state_.mux_pid > 0 && sys::process_alive(state_.mux_pid, state_.mux_start);
+}
+
+bool MicrovmSandbox::ended() {
+  if (pidfd_) return sys::pidfd_reap_if_exited(pidfd_.get());
+  return !alive();
+}
+
+sys::UniqueFd MicrovmSandbox::connect() const {
+  sys::UniqueFd fd = sys::connect_unix(path("agent.sock"));
+  const char port = static_cast<char>(proto::vmchan::kAgentPort);
+  if (::send(fd.get(), &port, 1, MSG_NOSIGNAL) != 1) throw Error(Code::kUnavailable, "sandbox " + id_ + ": its microVM does not answer");
+  return fd;
+}
+
+void MicrovmSandbox::kill() noexcept {
+  // Every process of the jail (the multiplexer and QEMU) at once, then the multiplexer by its pidfd in case
+  // the cgroup could not be written.
+  if (!state_.cgroups.v2.empty()) (void)sys::try_write_existing(state_.cgroups.v2 + "/cgroup.kill", "1");
+  if (pidfd_) {
+    sys::pidfd_signal(pidfd_.get(), SIGKILL);
+  } else if (state_.mux_pid > 0) {
+    sys::UniqueFd fd = sys::open_pidfd_checked(state_.mux_pid, state_.mux_start);
+    if (fd) sys::pidfd_signal(fd.get(), SIGKILL);
+  }
+}
+
+void MicrovmSandbox::reclaim() {
+  if (pidfd_) {
+    sys::pidfd_wait_exit(pidfd_.get(), kExitWaitMs);
+    sys::pidfd_reap_if_exited(pidfd_.get());
+  } else if (state_.mux_pid > 0) {
+    sys::UniqueFd fd = sys::open_pidfd_checked(state_.mux_pid, state_.mux_start);
+    if (fd) sys::pidfd_wait_exit(fd.get(), kExitWaitMs);
+  }
+  const sys::CgroupPaths expected = sys::cgroup_paths_for(node_->cgroups, id_);
+  sys::CgroupPaths groups = state_.cgroups.v2.empty() ? expected : state_.cgroups;
+  if (groups.v2 != expected.v2) throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names cgroups outside sandlet's");
+  for (const auto& p : groups.v1)
+    if (std::find(expected.v1.begin(), expected.v1.end(), p) == expected.v1.end())
+      throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names cgroups outside sandlet's");
+  if (!sys::kill_and_remove_cgroups(groups)) throw Error(Code::kInternal, "sandbox " + id_ + ": cgroup still busy after kill");
+  // The disks are the big files: gone now, not when the directory goes.
+  for (const auto& name : sys::list_dir(dir_))
+    if (name == "upper.img" || (name.rfind("layer", 0) == 0 && name.size() > 6 && name.compare(name.size() - 6, 6, ".erofs") == 0))
+      ::unlink((dir_ + "/" + name).c_str());
+  if (state_.slot >= 0) node_->slots->release(state_.slot, dir_);
+}
+
+void MicrovmSandbox::finish(const Spec& spec, OneShot* one_shot) {
+  if (one_shot) unimplemented("one-shot runs");
+  if (std::string why = unsupported(spec); !why.empty()) throw Error(Code::kInvalidArgument, why);
+  starting_ = true;
+  launch(spec);
+  configure(spec, boot_timeout_ms());
+  starting_ = false;
+}
+
+void MicrovmSandbox::launch(const Spec& spec) {
+  const vm_accel::Probe accel = vm_accel::probe();
+  if (accel.qemu.empty()) throw Error(Code::kUnavailable, "the microvm backend needs qemu-system-x86_64 on PATH");
+  state_.slot = node_->slots->claim(dir_);
+  state_.uid = SlotTable::uid_base(state_.slot);
+  const KernelKit kit = find_kernel_kit(node_->kernel);
+  const std::string initrd = initramfs_for(kit, node_->cache_dir);
+  fault_point("microvm.kit");
+
+  // Descriptors, in the order the child puts them from fd 2 on: QEMU's diagnostics, the agent and QMP
+  // listeners, the console file, then the kernel, the initramfs and the disks (6, 7, 8, ...).
+  std::vector<sys::UniqueFd> fds;
+  const auto open_or_throw = [](const std::string& p, int flags, mode_t mode = 0) {
+    sys::UniqueFd fd(::open(p.c_str(), flags | O_CLOEXEC, mode));
+    if (!fd) throw_errno("open " + p);
+    return fd;
+  };
+  fds.push_back(open_or_throw(path("qemu.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600));
+  fds.push_back(sys::listen_unix(path("agent.sock")));
+  fds.push_back(sys::listen_unix(path("qmp.sock"), 4));
+  fds.push_back(open_or_throw(path("console.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600));
+  fds.push_back(open_or_throw(kit.vmlinux, O_RDONLY));
+  fds.push_back(open_or_throw(initrd, O_RDONLY));
+
+  VmCommand cmd;
+  cmd.qemu = accel.qemu;
+  cmd.kvm = accel.accelerator == "kvm";
+  if (!cmd.kvm) cmd.tsc_khz = host_tsc_khz();
+  cmd.vcpus = guest_vcpus(spec.limits);
+  cmd.memory_mib = guest_memory_mib(spec.limits);
+  cmd.kernel_fd = 6;
+  cmd.initrd_fd = 7;
+  int next_fd = 8;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const std::string image = path(("layer" + std::to_string(i) + ".erofs").c_str());
+    pack_directory(spec.layers[i], image);
+    fds.push_back(open_or_throw(image, O_RDONLY));
+    cmd.disks.push_back({next_fd++, true, "sl-layer" + std::to_string(i)});
+  }
+  cmd.layers = static_cast<int>(spec.layers.size());
+  make_writable_disk(path("upper.img"), spec.limits.disk);
+  if (::chown(path("upper.img").c_str(), state_.uid, state_.uid) != 0) throw_errno("chown the writable disk");
+  fds.push_back(open_or_throw(path("upper.img"), O_RDWR));
+  cmd.disks.push_back({next_fd++, false, "sl-upper"});
+  fault_point("microvm.disks");
+
+  // The jail's cgroup bounds the guest's RAM plus QEMU's own memory, the CPU quota, and QEMU's threads.
+  Limits jail;
+  jail.memory = (cmd.memory_mib + kVmmOverheadMiB) * kMiB;
+  jail.cpus = spec.limits.cpus;
+  jail.pids = kJailPids;
+  host::SandboxCgroup cgroup = host::SandboxCgroup::create(node_->cgroups, id_, state_.uid, &jail);
+  cgroup.apply_limits(jail);
+  state_.cgroups = cgroup.paths();
+  sys::UniqueFd procs(::openat(cgroup.v2_fd(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
+  if (!procs) throw_errno("open the microVM's cgroup.procs");
+  const std::vector<int> v1_join = cgroup.v1_join_fds();
+
+  // Everything the child needs is made before the fork: it only makes system calls.
+  std::vector<std::string> args = {"sandlet-vm-init", "host-mux", std::to_string(kConsoleMax), "--"};
+  for (auto& a : qemu_argv(cmd)) args.push_back(std::move(a));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char* envp[] = {const_cast<char*>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
+  sys::UniqueFd exe(::open(vm_init_binary(node_->bin_dir).c_str(), O_PATH | O_CLOEXEC));
+  if (!exe) throw_errno("open sandlet-vm-init");
+  sys::UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  gid_t kvm_gid = 0;
+  struct stat kst;
+  const bool kvm_group = cmd.kvm && ::stat("/dev/kvm", &kst) == 0 && (kvm_gid = kst.st_gid) != 0;
+  const uid_t uid = state_.uid;
+  std::vector<int> src;
+  for (const auto& f : fds) src.push_back(f.get());
+  fault_point("microvm.spawn");
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork the microVM's multiplexer");
+  if (pid == 0) {
+    if (::write(procs.get(), "0", 1) != 1) _exit(120);
+    for (int fd : v1_join)
+      if (::write(fd, "0", 1) != 1) _exit(120);
+    if (::unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS) != 0) _exit(121);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(121);
+    ::setsid();
+    if (kvm_group ? ::setgroups(1, &kvm_gid) != 0 : ::setgroups(0, nullptr) != 0) _exit(122);
+    if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) _exit(122);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(122);
+    // Into place: copies up high first (no source is clobbered), then 0/1 from /dev/null, 2.. in order.
+    std::vector<int>::size_type i = 0;
+    int high[64];
+    for (i = 0; i < src.size() && i < 64; ++i) {
+      high[i] = ::fcntl(src[i], F_DUPFD_CLOEXEC, 200);
+      if (high[i] < 0) _exit(123);
+    }
+    const int exe_high = ::fcntl(exe.get(), F_DUPFD_CLOEXEC, 200);
+    if (exe_high < 0 || ::dup2(null.get(), 0) < 0 || ::dup2(null.get(), 1) < 0) _exit(123);
+    for (i = 0; i < src.size() && i < 64; ++i)
+      if (::dup2(high[i], static_cast<int>(2 + i)) < 0) _exit(123);
+    const int exe_fd = static_cast<int>(2 + src.size());  // the executable, closed by the exec itself
+    if (::dup3(exe_high, exe_fd, O_CLOEXEC) < 0) _exit(123);
+    ::syscall(SYS_close_range, static_cast<unsigned>(exe_fd + 1), ~0u, 0);
+    ::syscall(SYS_execveat, exe_fd, "", argv.data(), envp, AT_EMPTY_PATH);
+    _exit(127);
+  }
+  pidfd_ = sys::UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  state_.mux_pid = pid;
+  state_.mux_start = sys::process_start_time(pid).value_or(0);
+  cgroup.release();  // kept: reclaim() removes it
+  if (!pidfd_) throw_errno("pidfd_open of the microVM's multiplexer");
+}
+
+void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
+  proto::InitConfig config;
+  config.hostname = spec.hostname;
+  config.workdir = spec.workdir;
+  config.user = spec.user;
+  config.env = base_env(spec);
+  config.seccomp_bpf = policy::seccomp_bpf_for(spec.policy.seccomp);
+  config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
+  config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
+  if (spec.on_expiry == OnExpiry::kKeep) config.keep_ms = static_cast<uint64_t>(std::llround(spec.keep_s * 1000));
+  config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp | proto::kInitHasPidsMax;
+  config.pids_max = spec.limits.pids;
+
+  const uint64_t deadline = sys::now_monotonic_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+  sys::UniqueFd sock = sys::connect_unix(path("agent.sock"));
+  const int flags = ::fcntl(sock.get(), F_GETFL);
+  ::fcntl(sock.get(), F_SETFL, flags & ~O_NONBLOCK);
+  std::string out(1, static_cast<char>(proto::vmchan::kBootPort));
+  out += proto::frame(proto::InitMsg::kConfig, config.encode());
+  write_all(sock.get(), out);
+  ::fcntl(sock.get(), F_SETFL, flags | O_NONBLOCK);
+
+  char hdr[proto::kHeaderSize];
+  const char* why = "";
+  const auto fail = [&](Code code, const std::string& what) {
+    throw Error(code, "sandbox " + id_ + ": the microVM " + what + console_tail());
+  };
+  if (!read_exact(sock.get(), pidfd_.get(), hdr, sizeof hdr, deadline, &why)) {
+    if (std::strcmp(why, "timeout") == 0)
+      fail(Code::kDeadlineExceeded, "did not finish booting within " + std::to_string(timeout_ms / 1000) +
+                                        " s ($SANDLET_MICROVM_BOOT_TIMEOUT_MS)");
+    fail(Code::kInternal, "ended while booting" + describe_exit(pidfd_.get()));
+  }
+  const proto::FrameHeader h = proto::parse_header(hdr);
+  if (proto::check_header(proto::kInitToHost, h) != proto::HeaderCheck::kOk)
+    fail(Code::kInternal, "answered its configuration with " + proto::describe(proto::check_header(proto::kInitToHost, h), h, proto::kInitToHost));
+  std::string payload(h.len, '\0');
+  if (h.len && !read_exact(sock.get(), pidfd_.get(), payload.data(), h.len, deadline, &why))
+    fail(Code::kInternal, "stopped answering while booting");
+  if (h.type == static_cast<uint8_t>(proto::InitMsg::kError)) {
+    proto::ErrorReply r;
+    if (!proto::ErrorReply::decode(payload, &r)) fail(Code::kInternal, "sent a malformed error");
+    throw Error(static_cast<Code>(r.code), "sandbox " + id_ + ": microVM start-up: " + r.message, r.err_no);
+  }
+  if (h.type != static_cast<uint8_t>(proto::InitMsg::kReady)) fail(Code::kInternal, "answered its configuration out of order");
+  fault_point("microvm.ready");
+}
+
+// The last lines the guest's console and QEMU wrote, for a failed start's message.
+std::string MicrovmSandbox::console_tail() const {
+  std::string out;
+  for (const char* name : {"qemu.log", "console.log"}) {
+    auto text = sys::read_file_if_exists(path(name), 1 << 20);
+    if (!text || text->empty()) continue;
+    std::string t = *text;
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    size_t start = t.size();
+    for (int lines = 0; lines < 6 && start > 0; ++lines) {
+      size_t nl = t.rfind('\n', start - 1);
+      start = nl == std::string::npos ? 0 : nl;
+      if (nl == std::string::npos) break;
+    }
+    std::string tail = t.substr(start);
+    for (char& c : tail)
+      if (c == '\r' || (static_cast<unsigned char>(c) < 0x20 && c != '\n')) c = ' ';
+    out += std::string("; ") + name + " ends: " + tail;
+  }
+  return out;
+}
+
+void MicrovmSandbox::pause() { qmp_command(path("qmp.sock"), "stop", kQmpTimeoutMs); }
+void MicrovmSandbox::resume() { qmp_command(path("qmp.sock"), "cont", kQmpTimeoutMs); }
+
+}  // namespace sandlet::microvm

@@ -1,0 +1,108 @@
+// The microVM agent's process: the same Server as a container's init, set up from the configuration the
+// host sends on the boot port's stream instead of the container's set-up socket.
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "guest/seccomp_notify.hpp"
+#include "guest/server.hpp"
+#include "guest/setup.hpp"
+#include "guest/status.hpp"
+#include "guest/vm/guest_pid1.hpp"
+#include "proto/vm_channel.hpp"
+
+namespace sandlet::guest::vm {
+
+namespace {
+
+// Blocks for the next stream from PID 1; returns its socket and port.
+int next_stream(int ctl, uint8_t* port) {
+  for (;;) {
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {port, 1};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    ssize_t n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(1);  // PID 1 is gone
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    int fd = -1;
+    if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) __builtin_memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    if (fd >= 0) return fd;
+  }
+}
+
+[[noreturn]] void fail(int sock, const Status& s) {
+  proto::ErrorReply r;
+  r.code = s.code == SANDLET_OK ? static_cast<uint32_t>(SANDLET_INTERNAL) : s.code;
+  r.err_no = s.err_no;
+  r.message = s.message;
+  log_line("start-up failed: %s", s.message.c_str());
+  send_frame_blocking(sock, proto::InitMsg::kError, r.encode());
+  _exit(1);
+}
+
+// The sandbox's own cgroup, under which the agent makes one group per exec; its pids limit binds them.
+int sandbox_cgroup(uint64_t pids_max) {
+  int root = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+  if (root >= 0) {
+    (void)!write(root, "+pids", 5);
+    close(root);
+  }
+  mkdir("/sys/fs/cgroup/sandbox", 0755);
+  if (pids_max) {
+    int f = open("/sys/fs/cgroup/sandbox/pids.max", O_WRONLY | O_CLOEXEC);
+    if (f >= 0) {
+      const std::string v = std::to_string(pids_max);
+      (void)!write(f, v.data(), v.size());
+      close(f);
+    }
+  }
+  return open("/sys/fs/cgroup/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+}  // namespace
+
+void run_server(int ctl) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);  // a command's orphans come back to the agent, as in a container
+  uint8_t port = 0xff;
+  int boot = -1;
+  while (boot < 0) {
+    int fd = next_stream(ctl, &port);
+    if (port == proto::vmchan::kBootPort) boot = fd;
+    else close(fd);  // nothing is served before the configuration
+  }
+  proto::InitConfig cfg;
+  int stdio[3];
+  static int mount_fds[proto::kMaxMounts];
+  int toolkit = -1, denial_log = -1;
+  if (Status s = receive_config(boot, &cfg, stdio, mount_fds, &toolkit, &denial_log); !s.ok()) fail(boot, s);
+  if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit | proto::kInitHasFileRules))
+    fail(boot, make_status(SANDLET_INTERNAL, EINVAL, "configuration asks for what a microVM does not do"));
+  if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
+
+  static struct rlimit child_nofile = {1024, 65536};
+  InitFds fds;
+  fds.listener = ctl;
+  fds.listener_passes_fds = true;
+  fds.cgroup = sandbox_cgroup(cfg.pids_max);
+  std::string bpf = std::move(cfg.seccomp_bpf);
+  Server server(std::move(cfg), fds, &child_nofile);
+  if (Status s = server.init(); !s.ok()) fail(boot, s);
+  if (Status s = install_seccomp_counted(bpf, denial_log); !s.ok()) fail(boot, s);
+  if (!send_frame_blocking(boot, proto::InitMsg::kReady, std::string())) _exit(1);
+  close(boot);
+  server.warm_up();
+  server.run();
+}
+
+}  // namespace sandlet::guest::vm
