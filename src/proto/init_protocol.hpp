@@ -84,8 +84,8 @@ enum InitFlags : uint32_t {
   kInitHasToolkit = 256,        // kConfig only: one more SCM_RIGHTS fd, after the mounts: the toolkit's read-only mount
   kInitHasDenialLog = 512,      // kConfig only: one more SCM_RIGHTS fd, last: the seccomp denial log (denial_log.hpp)
   kInitResolverConf = 1024,     // kConfig only: /etc/resolv.conf names the sandbox's resolver (kResolverConf)
-  kInitHasPidsMax = 2048,       // kConfig only: InitConfig::pids_max binds the agent's commands (a microVM's
-                                // guest cgroup; a container's limit is on its host cgroup)
+  kInitGuestLimits = 2048,      // kConfig only: InitConfig::pids_max and memory_max bind the agent's commands
+                                // (a microVM's guest cgroup; a container's limits are on its host cgroup)
 };
 constexpr int kInitUpperFd = 1000;    // where the init keeps the writable layer's mount (close-on-exec)
 constexpr int kInitToolkitFd = 1001;  // where the init keeps the toolkit's mount root (close-on-exec)
@@ -139,7 +139,8 @@ struct InitConfig {
   RunOnce run_once;               // only with kInitRunOnce
   std::vector<InitMount> mounts;  // only with kInitHasMounts: 1..kMaxMounts
   std::vector<InitFileRule> file_rules;  // only with kInitHasFileRules: 1..kMaxFileRules
-  uint64_t pids_max = 0;          // only with kInitHasPidsMax: >= 1
+  uint64_t pids_max = 0;          // only with kInitGuestLimits: 0 = none
+  uint64_t memory_max = 0;        // only with kInitGuestLimits: bytes, 0 = none
 
   std::string encode() const {
     wire::Writer w;
@@ -157,7 +158,7 @@ struct InitConfig {
       w.u32(static_cast<uint32_t>(file_rules.size()));
       for (const InitFileRule& f : file_rules) { w.str(f.path); w.u32(static_cast<uint32_t>(f.access)); }
     }
-    if (flags & kInitHasPidsMax) w.u64(pids_max);
+    if (flags & kInitGuestLimits) { w.u64(pids_max); w.u64(memory_max); }
     return std::move(w.data());
   }
   static bool decode(std::string_view p, InitConfig* out) {
@@ -195,9 +196,9 @@ struct InitConfig {
         f.access = static_cast<FileRuleAccess>(a);
       }
     }
-    if (out->flags & kInitHasPidsMax) {
+    if (out->flags & kInitGuestLimits) {
       out->pids_max = r.u64();
-      if (out->pids_max == 0) return false;
+      out->memory_max = r.u64();
     }
     return r.ok() && r.at_end();
   }

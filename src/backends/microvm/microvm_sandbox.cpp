@@ -40,7 +40,8 @@ namespace sandlet::microvm {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kDefaultMemoryMiB = 512;
+constexpr uint64_t kDefaultMemoryMiB = 512;  // guest RAM without a memory limit
+constexpr uint64_t kGuestKernelMiB = 128;     // guest RAM beyond the limit: its kernel, page cache, agent
 // QEMU's own memory beside the guest's RAM (its code, the TCG translation cache of tb-size, device
 // buffers): what the jail's memory limit adds to the guest's.
 constexpr uint64_t kVmmOverheadMiB = 192;
@@ -116,8 +117,10 @@ std::string describe_exit(int pidfd) {
   }
 }
 
+// The guest's RAM: the sandbox's memory limit (which binds its commands through the guest's cgroup) plus
+// room for the guest kernel and the agent.
 uint64_t guest_memory_mib(const Limits& l) {
-  return l.memory ? (l.memory + kMiB - 1) / kMiB : kDefaultMemoryMiB;
+  return l.memory ? (l.memory + kMiB - 1) / kMiB + kGuestKernelMiB : kDefaultMemoryMiB;
 }
 uint32_t guest_vcpus(const Limits& l) {
   return l.cpus > 0 ? static_cast<uint32_t>(std::ceil(l.cpus)) : 1;
@@ -310,6 +313,7 @@ void MicrovmSandbox::launch(const Spec& spec) {
   struct stat kst;
   const bool kvm_group = cmd.kvm && ::stat("/dev/kvm", &kst) == 0 && (kvm_gid = kst.st_gid) != 0;
   const uid_t uid = state_.uid;
+  const bool owned = spec.lifetime == Lifetime::kOwned;
   std::vector<int> src;
   for (const auto& f : fds) src.push_back(f.get());
   fault_point("microvm.spawn");
@@ -326,6 +330,9 @@ void MicrovmSandbox::launch(const Spec& spec) {
     if (kvm_group ? ::setgroups(1, &kvm_gid) != 0 : ::setgroups(0, nullptr) != 0) _exit(122);
     if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) _exit(122);
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(122);
+    // An owned VM dies with its creator (set after the uid change, which would clear it); QEMU dies with
+    // the multiplexer (host_mux.cpp).
+    if (owned && ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) _exit(122);
     // Into place: copies up high first (no source is clobbered), then 0/1 from /dev/null, 2.. in order.
     std::vector<int>::size_type i = 0;
     int high[64];
@@ -360,8 +367,9 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
   config.max_lifetime_ms = static_cast<uint64_t>(std::llround(spec.max_lifetime_s * 1000));
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
   if (spec.on_expiry == OnExpiry::kKeep) config.keep_ms = static_cast<uint64_t>(std::llround(spec.keep_s * 1000));
-  config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp | proto::kInitHasPidsMax;
+  config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp | proto::kInitGuestLimits;
   config.pids_max = spec.limits.pids;
+  config.memory_max = spec.limits.memory;
 
   const uint64_t deadline = sys::now_monotonic_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
   sys::UniqueFd sock = sys::connect_unix(path("agent.sock"));

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/reboot.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -107,7 +108,7 @@ void run_pid1() {
   int ctl[2];
   if (syscall(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0)
     fail(errno_status(errno, "socketpair"));
-  const pid_t server = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+  const pid_t server = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD | CLONE_NEWPID | CLONE_NEWNS, 0, 0, 0, 0));
   if (server < 0) fail(errno_status(errno, "start the agent"));
   if (server == 0) {
     close(port);

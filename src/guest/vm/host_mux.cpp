@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -32,6 +33,7 @@ constexpr int kListenFd = 3, kQmpFd = 4, kConsoleFd = 5, kLastPassedFd = 63;
 pid_t start_qemu(char** argv, char** envp, int chan, int console) {
   const pid_t pid = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
   if (pid != 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);  // QEMU never outlives its multiplexer
   // Into place without clobbering: everything up high first.
   // 6 .. kLastPassedFd are the files QEMU opens as /dev/fd/N (kernel, initramfs, disks): they stay.
   int c = fcntl(chan, F_DUPFD, kLastPassedFd + 1), k = fcntl(console, F_DUPFD, kLastPassedFd + 1),

@@ -2,6 +2,7 @@
 // host sends on the boot port's stream instead of the container's set-up socket.
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -51,21 +52,22 @@ int next_stream(int ctl, uint8_t* port) {
   _exit(1);
 }
 
-// The sandbox's own cgroup, under which the agent makes one group per exec; its pids limit binds them.
-int sandbox_cgroup(uint64_t pids_max) {
-  int root = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
-  if (root >= 0) {
-    (void)!write(root, "+pids", 5);
-    close(root);
-  }
+void write_value(const char* path, const std::string& value) {
+  int f = open(path, O_WRONLY | O_CLOEXEC);
+  if (f < 0) return;
+  (void)!write(f, value.data(), value.size());
+  close(f);
+}
+
+// The sandbox's own cgroup, under which the agent makes one group per exec: its limits bind every command
+// (the guest kernel and the agent stay outside them).
+int sandbox_cgroup(uint64_t pids_max, uint64_t memory_max) {
+  write_value("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
   mkdir("/sys/fs/cgroup/sandbox", 0755);
-  if (pids_max) {
-    int f = open("/sys/fs/cgroup/sandbox/pids.max", O_WRONLY | O_CLOEXEC);
-    if (f >= 0) {
-      const std::string v = std::to_string(pids_max);
-      (void)!write(f, v.data(), v.size());
-      close(f);
-    }
+  if (pids_max) write_value("/sys/fs/cgroup/sandbox/pids.max", std::to_string(pids_max));
+  if (memory_max) {
+    write_value("/sys/fs/cgroup/sandbox/memory.max", std::to_string(memory_max));
+    write_value("/sys/fs/cgroup/sandbox/memory.swap.max", "0");
   }
   return open("/sys/fs/cgroup/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
@@ -73,7 +75,16 @@ int sandbox_cgroup(uint64_t pids_max) {
 }  // namespace
 
 void run_server(int ctl) {
-  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);  // a command's orphans come back to the agent, as in a container
+  // PID 1 of a pid namespace of its own, as in a container: the sandbox sees its processes only, orphans
+  // come back to the agent, and kill(-1) spares it.
+  mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
+  umount2("/proc", MNT_DETACH);
+  mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  // Commands without stdin inherit fd 0: /dev/null, not the guest's console.
+  if (int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+    dup2(null, 0);
+    close(null);
+  }
   uint8_t port = 0xff;
   int boot = -1;
   while (boot < 0) {
@@ -94,7 +105,7 @@ void run_server(int ctl) {
   InitFds fds;
   fds.listener = ctl;
   fds.listener_passes_fds = true;
-  fds.cgroup = sandbox_cgroup(cfg.pids_max);
+  fds.cgroup = sandbox_cgroup(cfg.pids_max, cfg.memory_max);
   std::string bpf = std::move(cfg.seccomp_bpf);
   Server server(std::move(cfg), fds, &child_nofile);
   if (Status s = server.init(); !s.ok()) fail(boot, s);
