@@ -119,4 +119,17 @@ fi
 "$here/scripts/fetch-vm-kernel.sh" ||
   echo "setup.sh: warning: not every kernel for the VM tests could be fetched; those tests will be skipped" >&2
 
+# The microvm backend's guest kernel kit (docs/backends/microvm.md): Debian bookworm's stock 6.1 kernel
+# (the fastest of the three to boot under TCG), unpacked above, made into vmlinux + the modules its init
+# loads; the backend uses .../microvm-kernel/default. Without it the backend reports itself unavailable.
+kit_root=${SANDLET_MICROVM_KERNEL_ROOT:-/var/cache/sandlet/microvm-kernel}
+vm_kernels=${SANDLET_VM_KERNEL_DIR:-/var/cache/sandlet/vm-kernel}
+if [[ -e $vm_kernels/bookworm/.complete ]]; then
+  "$here/scripts/microvm/make-kernel-kit.sh" "$vm_kernels/bookworm" "$kit_root/bookworm" &&
+    ln -sfn bookworm "$kit_root/default" ||
+    echo "setup.sh: warning: the microVM kernel kit could not be made; the microvm backend will be unavailable" >&2
+else
+  echo "setup.sh: warning: no bookworm kernel in $vm_kernels: the microvm backend will be unavailable" >&2
+fi
+
 echo "setup.sh: done"

@@ -70,10 +70,11 @@ struct Shape {
 // backend with kCapStoreLayers gets mounted directories (Spec::layers rewritten to them), one with
 // kCapLayerImages gets the images below (Spec::layers left as the store named them).
 struct LayerImage {
-  std::string digest;             // the layer's content digest ("sha256:...")
-  std::string meta_path;          // its EROFS image (metadata, and data unless `blobs`)
-  std::vector<std::string> blobs; // extra devices of a chunked image, in device order
+  std::string digest;             // the layer's content digest (64 hex); "" for a host directory
+  std::string meta_path;          // its EROFS image (metadata, and data unless `blobs`), verified
+  std::vector<std::string> blobs; // extra devices of a chunked image, in device order, verified
   bool lazy = false;              // blobs fill on first read (the node's loader)
+  std::string host_dir;           // a spec's host directory, as it named it (the backend packs it)
 };
 
 // The machine part of a snapshot (VM backends): memory and device state in files, pinned to what can
@@ -164,6 +165,9 @@ class BackendSandbox {
   virtual std::unique_ptr<BackendSandbox> fork(const BackendForkRequest& child);
   // Of a sandbox held still by snapshot(): its machine state into `dir` (kCapMachineState).
   virtual MachineState save_machine(const std::string& dir);
+  // kCapLayerImages: the spec's layers as images, lowest first, before finish() (Spec::layers then name
+  // them as the store does: digests, or host directories).
+  virtual void set_layer_images(std::vector<LayerImage> images) { unimplemented("layer images"); }
   // Changes a running sandbox's cpus, memory and pids limits (kCapSetLimits): what `limits` sets is
   // applied, what it leaves 0 goes back to unlimited. INVALID_ARGUMENT names a field the host refused.
   virtual void set_limits(const Limits& limits);

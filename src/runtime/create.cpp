@@ -52,11 +52,13 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   // (resolve mounts them); one that takes images (layer_images) gets them unmounted, from its first user on.
   Backend& backend = backend_for(requested);
   const uint32_t caps = backend.capabilities();
-  if (!(caps & kCapStoreLayers) && LayerUsage::has_store_refs(requested))
+  const bool images = caps & kCapLayerImages;
+  if (!(caps & kCapStoreLayers) && !images && LayerUsage::has_store_refs(requested))
     throw Error(Code::kUnimplemented, "layers of the layer store are not supported by the " + requested.backend + " backend");
   SandboxRecord resolution;
   std::vector<sys::UniqueFd> layer_holds;  // released when this create returns or fails
-  const Spec spec = layers_->resolve(requested, resolution, layer_holds);
+  std::vector<LayerImage> layer_images;
+  const Spec spec = layers_->resolve(requested, resolution, layer_holds, images ? &layer_images : nullptr);
   struct ReleaseOnFailure {
     LayerUsage& layers;
     SandboxRecord& resolution;
@@ -113,6 +115,7 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
 
   try {
     fault_point("runtime.prepared");
+    if (images) impl->set_layer_images(std::move(layer_images));
     impl->finish(spec, one_shot);
     fault_point("runtime.finished");
     check_transition(rec.id, rec.state, SandboxState::kRunning);

@@ -1,6 +1,8 @@
 // The runtime's side of layered environments: resolving a spec's environment and store references to
 // mounted layer directories at create, and unmounting layers once no live sandbox uses them.
 #include <algorithm>
+#include <mutex>
+#include <set>
 
 #include "common/error.hpp"
 #include "runtime/layers.hpp"
@@ -20,8 +22,41 @@ bool LayerUsage::has_store_refs(const Spec& spec) {
          std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) { return image::is_store_ref(l); });
 }
 
-Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds) {
-  if (!has_store_refs(spec)) return spec;
+Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds,
+                         std::vector<LayerImage>* images) {
+  if (!has_store_refs(spec)) {
+    if (images)
+      for (const auto& l : spec.layers) images->push_back(LayerImage{"", "", {}, false, l});
+    return spec;
+  }
+  // A store layer for a backend that mounts nothing itself: its images, verified once per process.
+  const auto use = [&](const std::string& digest) {
+    if (!images) {
+      holds.emplace_back();
+      return mounts_.acquire(digest, &holds.back());
+    }
+    const image::LayerInfo layer = store_.inspect(digest);
+    {
+      static std::mutex verified_mutex;
+      static std::set<std::string> verified;
+      std::lock_guard lock(verified_mutex);
+      if (!verified.count(digest)) {
+        store_.verify(layer);
+        verified.insert(digest);
+      }
+    }
+    LayerImage img;
+    img.digest = digest;
+    img.meta_path = store_.meta_path(digest);
+    for (const auto& b : layer.blobs) img.blobs.push_back(store_.blob_path(b));
+    img.lazy = !layer.store.empty();
+    images->push_back(std::move(img));
+    return "sha256:" + digest;
+  };
+  const auto host = [&](const std::string& dir) {
+    if (images) images->push_back(LayerImage{"", "", {}, false, dir});
+    return dir;
+  };
 
   Spec out = spec;
   std::vector<std::string> refs;
@@ -50,7 +85,7 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
     for (size_t i = 0; i < refs.size(); ++i) {
       const std::string& ref = refs[i];
       if (!image::is_store_ref(ref)) {
-        out.layers.push_back(ref);
+        out.layers.push_back(host(ref));
         rec.layers.push_back({ref, ""});
         continue;
       }
@@ -79,21 +114,19 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
           throw Error(Code::kInvalidArgument, "invalid spec field 'layers': more than 500 layers with the snapshot's chain");
         for (const auto& below : layer.stack) {
           if (!image::is_store_ref(below)) {
-            out.layers.push_back(below);
+            out.layers.push_back(host(below));
             rec.layers.push_back({below, ""});
             continue;
           }
-          holds.emplace_back();
-          out.layers.push_back(mounts_.acquire(below, &holds.back()));
+          out.layers.push_back(use(below));
           rec.layers.push_back({below, below});
         }
       }
       rec.layers.push_back({ref, digest});
-      holds.emplace_back();
-      out.layers.push_back(mounts_.acquire(digest, &holds.back()));
+      out.layers.push_back(use(digest));
     }
     // The toolkit: mounted like a layer and held for the create; the sandbox keeps its own clone of it.
-    if (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit)) {
+    if (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit) && !images) {
       image::LayerInfo layer;
       try {
         layer = store_.inspect(spec.toolkit);

@@ -1,6 +1,7 @@
 // The runtime's side of layered environments: resolving a spec's environment and store references to
 // mounted layer directories at create, and unmounting layers once no live sandbox uses them.
 #pragma once
+#include "backends/backend.hpp"
 #include <functional>
 #include <set>
 #include <string>
@@ -27,7 +28,10 @@ class LayerUsage final {
   static bool has_store_refs(const Spec& spec);
   // Resolves an environment and store references into mounted layer directories; fills rec.environment and
   // rec.layers. `holds` keep the layers mounted until the create is done (see LayerMounts::acquire).
-  Spec resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds);
+  // With `images` (a backend with kCapLayerImages), nothing is mounted: each layer's verified images are
+  // appended there instead (a host directory as such), and the spec's layers name the store's digests.
+  Spec resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds,
+               std::vector<LayerImage>* images = nullptr);
   // Store layers used by live sandboxes of this root (any process), from their records.
   std::set<std::string> in_use() const;
   // After a sandbox that used store layers is gone: unmounts those no live sandbox still uses. Never throws.

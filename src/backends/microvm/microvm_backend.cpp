@@ -19,7 +19,7 @@ class MicrovmBackend final : public Backend {
 
   const char* name() const override { return "microvm"; }
   // A VM boots at finish (its disks depend on the spec's layers): no warm pool yet.
-  uint32_t capabilities() const override { return kCapPause; }
+  uint32_t capabilities() const override { return kCapPause | kCapLayerImages; }
 
   void start(const BackendContext& context) override {
     node_->cgroups = sys::CgroupSystem::detect();

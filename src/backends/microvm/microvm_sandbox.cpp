@@ -174,10 +174,6 @@ std::string MicrovmSandbox::unsupported(const Spec& spec) {
   if (!spec.network.none)
     return "network: the microvm backend runs without a network in this version (\"none\")";
   if (spec.layers.empty()) return "layers: a microVM needs a root file system (a layer or an environment)";
-  if (static_cast<int>(spec.layers.size()) + 1 > kMaxDisks)
-    return "layers: a microVM takes at most " + std::to_string(kMaxDisks - 1) + " layers";
-  for (const auto& l : spec.layers)
-    if (l.empty() || l[0] != '/') return "layers: \"" + l + "\" is not a host directory";
   return "";
 }
 
@@ -274,13 +270,33 @@ void MicrovmSandbox::launch(const Spec& spec) {
   cmd.kernel_fd = 6;
   cmd.initrd_fd = 7;
   int next_fd = 8;
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const std::string image = path(("layer" + std::to_string(i) + ".erofs").c_str());
-    pack_directory(spec.layers[i], image);
-    fds.push_back(open_or_throw(image, O_RDONLY));
-    cmd.disks.push_back({next_fd++, true, "sl-layer" + std::to_string(i)});
+  // Each layer is a disk (a store layer's metadata image, and one more per data blob it has; a host
+  // directory packed into an image now), found by the guest by its serial.
+  size_t disks = 1;  // the writable one
+  for (const LayerImage& img : images_) disks += 1 + img.blobs.size();
+  if (disks > static_cast<size_t>(kMaxDisks))
+    throw Error(Code::kInvalidArgument, "layers: " + std::to_string(images_.size()) + " layers need " +
+                                            std::to_string(disks) + " disks, and a microVM takes at most " +
+                                            std::to_string(kMaxDisks) + " (merge layers, e.g. by a snapshot)");
+  for (size_t i = 0; i < images_.size(); ++i) {
+    const LayerImage& img = images_[i];
+    const std::string serial = "sl-layer" + std::to_string(i);
+    if (img.lazy)
+      throw Error(Code::kUnimplemented, "layers: lazy layer " + img.digest + " on the microvm backend: not in this "
+                                        "version (pull it eagerly)");
+    std::string meta = img.meta_path;
+    if (!img.host_dir.empty()) {
+      meta = path(("layer" + std::to_string(i) + ".erofs").c_str());
+      pack_directory(img.host_dir, meta);
+    }
+    fds.push_back(open_or_throw(meta, O_RDONLY));
+    cmd.disks.push_back({next_fd++, true, serial});
+    for (size_t b = 0; b < img.blobs.size(); ++b) {
+      fds.push_back(open_or_throw(img.blobs[b], O_RDONLY));
+      cmd.disks.push_back({next_fd++, true, serial + "-b" + std::to_string(b)});
+    }
   }
-  cmd.layers = static_cast<int>(spec.layers.size());
+  cmd.layers = static_cast<int>(images_.size());
   make_writable_disk(path("upper.img"), spec.limits.disk);
   if (::chown(path("upper.img").c_str(), state_.uid, state_.uid) != 0) throw_errno("chown the writable disk");
   fds.push_back(open_or_throw(path("upper.img"), O_RDWR));

@@ -29,6 +29,7 @@ class MicrovmSandbox final : public BackendSandbox {
   MicrovmSandbox(std::shared_ptr<MicrovmNode> node, std::string id, std::string dir, MicrovmState state);
   ~MicrovmSandbox() override;
 
+  void set_layer_images(std::vector<LayerImage> images) override { images_ = std::move(images); }
   void finish(const Spec& spec, OneShot* one_shot) override;
   boost::json::object state() const override { return state_.to_json(); }
   bool alive() const override;
@@ -54,6 +55,7 @@ class MicrovmSandbox final : public BackendSandbox {
   MicrovmState state_;
   bool starting_ = false;  // finish() began and has not succeeded: dropping this object undoes it
   sys::UniqueFd pidfd_;    // the multiplexer, our child (sandboxes started here)
+  std::vector<LayerImage> images_;  // the spec's layers (set_layer_images)
 };
 
 }  // namespace sandlet::microvm

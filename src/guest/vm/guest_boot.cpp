@@ -140,7 +140,18 @@ Status mount_root(int layers) {
     const std::string dev = disk_with_serial(serial);
     if (dev.empty()) return errno_statusf(ENODEV, "layer disk %s", serial);
     mkdir("/layers", 0755);
-    if (Status s = mount_at(("/dev/" + dev).c_str(), target, "erofs", MS_RDONLY, nullptr); !s.ok()) return s;
+    // A store layer's data blobs are EROFS's extra devices, in order.
+    std::string opts;
+    for (int b = 0;; ++b) {
+      char blob_serial[48];
+      std::snprintf(blob_serial, sizeof blob_serial, "%s-b%d", serial, b);
+      const std::string blob = disk_with_serial(blob_serial);
+      if (blob.empty()) break;
+      opts += (opts.empty() ? "device=/dev/" : ",device=/dev/") + blob;
+    }
+    if (Status s = mount_at(("/dev/" + dev).c_str(), target, "erofs", MS_RDONLY, opts.empty() ? nullptr : opts.c_str());
+        !s.ok())
+      return s;
     if (!lowerdir.empty()) lowerdir += ':';
     lowerdir += target;
   }

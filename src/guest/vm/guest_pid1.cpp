@@ -46,16 +46,29 @@ std::string read_line(const std::string& path) {
   return s;
 }
 
-// /dev/vportNpM of the port named kPortName (no udev here to make the by-name link).
+// /dev/vportNpM of the port named kPortName (no udev here to make the by-name link; N is the virtio
+// device's index among all virtio devices, so the directory is listed).
 int open_port() {
   for (int tries = 0; tries < 300; ++tries) {
-    for (int dev = 0; dev < 4; ++dev) {
-      for (int port = 0; port < 8; ++port) {
-        const std::string name = "vport" + std::to_string(dev) + "p" + std::to_string(port);
-        if (read_line("/sys/class/virtio-ports/" + name + "/name") != kPortName) continue;
-        int fd = open(("/dev/" + name).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0) return fd;
-      }
+    int dir = open("/sys/class/virtio-ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char buf[4096];
+    long n = dir >= 0 ? syscall(SYS_getdents64, dir, buf, sizeof buf) : -1;
+    if (dir >= 0) close(dir);
+    for (long off = 0; off < n;) {
+      struct Entry {
+        uint64_t ino;
+        int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[];
+      };
+      const Entry* e = reinterpret_cast<const Entry*>(buf + off);
+      off += e->reclen;
+      if (std::strncmp(e->name, "vport", 5) != 0) continue;
+      const std::string name = e->name;
+      if (read_line("/sys/class/virtio-ports/" + name + "/name") != kPortName) continue;
+      int fd = open(("/dev/" + name).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) return fd;
     }
     struct timespec ts = {0, 10 * 1000 * 1000};
     syscall(SYS_nanosleep, &ts, nullptr);
