@@ -36,6 +36,10 @@ void Spec::add_layer(const std::filesystem::path &dir) {
   check(sandlet_spec_add_layer(spec_, dir.c_str()), "sandlet_spec_add_layer(" + dir.string() + ")");
 }
 
+void Spec::set_backend(const std::string &name) {
+  check(sandlet_spec_set_backend(spec_, name.c_str()), "sandlet_spec_set_backend(" + name + ")");
+}
+
 void Spec::set_network_json(const std::string &json) {
   check(sandlet_spec_set_network_json(spec_, json.c_str()), "sandlet_spec_set_network_json(" + json + ")");
 }

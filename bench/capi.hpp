@@ -32,6 +32,7 @@ class Spec final {
   explicit Spec(const std::filesystem::path &rootfs);  // one read-only layer, defaults otherwise
   void add_layer(const std::filesystem::path &dir);   // one more, on top
   void set_network_json(const std::string &json);     // "none" or a policy object (docs/NETWORK.md)
+  void set_backend(const std::string &name);
   ~Spec() { sandlet_spec_delete(spec_); }
   Spec(const Spec &) = delete;
   Spec &operator=(const Spec &) = delete;

@@ -66,6 +66,9 @@ const std::vector<ScenarioInfo> &all_scenarios() {
        "without and with the batch class (label sandlet/priority=batch)"},
       {"session", scenario_session, 500,
        "N commands through one shell session; peers: a host sh over a pty with markers, a fresh exec sh -c (and with tty)"},
+      {"microvm", scenario_microvm, 5,
+       "microvm create -> first exec vs plain QEMU booting the same kernel, initramfs and disks to a marker; "
+       "exec p50 vs a container; host memory per idle VM vs plain QEMU"},
       {"copy", scenario_copy, 10,
        "a task directory of M MiB (default 64) copied into a sandbox and back out; peer: a tar stream through exec"},
       {"cold-start", scenario_cold_start, 32,

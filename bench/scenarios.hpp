@@ -26,6 +26,7 @@ boost::json::object scenario_pool(const Context &ctx);
 boost::json::object scenario_pause(const Context &ctx);
 boost::json::object scenario_qos(const Context &ctx);
 boost::json::object scenario_copy(const Context &ctx);
+boost::json::object scenario_microvm(const Context &ctx);
 boost::json::object scenario_session(const Context &ctx);
 
 struct ScenarioInfo {

@@ -115,6 +115,14 @@ void run_pid1() {
   if (Status s = mount_kernel_filesystems(); !s.ok()) fail(s);
   if (Status s = load_modules(); !s.ok()) fail(s);
   if (Status s = mount_root(static_cast<int>(cmdline_number("sandlet.layers", 0))); !s.ok()) fail(s);
+  // The benchmark's plain-QEMU peer (bench/scenarios_microvm.cpp) boots the same kernel, initramfs and
+  // disks to this point and stops here: 1 = power off, 2 = stay idle.
+  if (const long marker = cmdline_number("sandlet.marker", 0)) {
+    const char line[] = "SANDLET-MARKER\n";
+    (void)!write(2, line, sizeof line - 1);
+    if (marker == 1) power_off();
+    for (;;) pause();
+  }
   const int port = open_port();
   if (port < 0) fail(make_status(SANDLET_INTERNAL, ENODEV, "no virtio-serial port named sandlet.0"));
 

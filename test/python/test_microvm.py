@@ -1,0 +1,98 @@
+"""The microvm backend's own checks, beyond the conformance suite (which runs on it too): the jail QEMU
+runs in, seen from the host; the guest's isolation seen from inside; store layers as disks; refusals that
+name the field and leave nothing behind. Boots few VMs (each is seconds under TCG)."""
+from __future__ import annotations
+
+import os
+import platform
+
+import pytest
+
+import sandlet
+
+
+def microvm_or_skip(rt: sandlet.Runtime) -> None:
+    row = next(b for b in rt.backends() if b["name"] == "microvm")
+    if not row["available"]:
+        pytest.skip("the microvm backend is unavailable here: " + row["reason"])
+
+
+def status_fields(pid: int) -> dict:
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def jail_pids(sb: sandlet.Sandbox) -> list:
+    cg = sb.info()["backend_state"]["cgroup_v2"]
+    with open(os.path.join(cg, "cgroup.procs")) as f:
+        return [int(p) for p in f.read().split()]
+
+
+def test_qemu_runs_jailed_and_the_guest_sees_only_itself(rt: sandlet.Runtime, rootfs: str) -> None:
+    microvm_or_skip(rt)
+    with rt.create(backend="microvm", layers=[rootfs], limits={"memory": 128 << 20, "pids": 64}) as sb:
+        # From the host: the multiplexer and QEMU, both unprivileged, no_new_privs, in their own network
+        # namespace; QEMU under its seccomp filter.
+        pids = jail_pids(sb)
+        assert len(pids) == 2, pids
+        host_net = os.readlink("/proc/self/ns/net")
+        comms = []
+        for pid in pids:
+            st = status_fields(pid)
+            comms.append(open(f"/proc/{pid}/comm").read().strip())
+            assert st["Uid"].split()[0] != "0" and st["Uid"].split()[0] == st["Uid"].split()[1], st["Uid"]
+            assert st["NoNewPrivs"] == "1"
+            assert int(st["CapEff"], 16) == 0 and int(st["CapPrm"], 16) == 0
+            assert os.readlink(f"/proc/{pid}/ns/net") != host_net
+        qemu = [p for p, c in zip(pids, comms) if c.startswith("qemu")]
+        assert qemu and status_fields(qemu[0])["Seccomp"] == "2"
+        # From inside: its own kernel, its own processes only, root that cannot see the host's.
+        r = sb.exec(["/bin/sh", "-c", "uname -r; ls -d /proc/[0-9]* | wc -l; id -u"])
+        kernel, nprocs, uid = r.stdout.decode().split()
+        assert kernel != platform.release()
+        assert int(nprocs) < 10, r.stdout
+        assert uid == "0"
+        # Limits bind inside: pids.max and memory.max of the guest's sandbox group.
+        r = sb.exec(["/bin/sh", "-c", "cat /sys/fs/cgroup/sandbox/pids.max /sys/fs/cgroup/sandbox/memory.max"])
+        assert r.stdout.decode().split() == ["64", str(128 << 20)]
+    assert rt.list() == []
+
+
+def test_store_layers_attach_as_disks(rt: sandlet.Runtime, rootfs: str, tmp_path) -> None:
+    microvm_or_skip(rt)
+    extra = tmp_path / "extra"
+    (extra / "opt").mkdir(parents=True)
+    (extra / "opt" / "msg").write_text("from the store\n")
+    rt.layer_import(rootfs, name="vm-base")
+    rt.layer_import(str(extra), name="vm-extra")
+    rt.env_create("vm-env", ["vm-base", "vm-extra"], env={"FOO": "bar"})
+    with rt.create(backend="microvm", environment="vm-env") as sb:
+        r = sb.exec(["/bin/sh", "-c", "echo $FOO; cat /opt/msg"])
+        assert r.exit_code == 0 and r.stdout == b"bar\nfrom the store\n"
+    assert rt.list() == []
+
+
+@pytest.mark.parametrize("fields,named", [
+    ({"mounts": [{"source": "/tmp", "target": "/mnt"}]}, "mounts"),
+    ({"network": {"allow": [{"cidr": "127.0.0.1/32"}]}}, "network"),
+])
+def test_refusals_name_the_field_and_leave_nothing(rt: sandlet.Runtime, rootfs: str, fields: dict, named: str) -> None:
+    microvm_or_skip(rt)
+    with pytest.raises(sandlet.InvalidArgument, match=named):
+        rt.create(backend="microvm", layers=[rootfs], **fields)
+    assert rt.list() == []
+    assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
+
+
+def test_a_missing_kernel_is_named(root_dir: str, rootfs: str, monkeypatch) -> None:
+    monkeypatch.setenv("SANDLET_MICROVM_KERNEL", "/nonexistent/kit")
+    with sandlet.Runtime(root_dir) as rt:
+        row = next(b for b in rt.backends() if b["name"] == "microvm")
+        assert not row["available"] and "/nonexistent/kit" in row["reason"]
+        with pytest.raises(sandlet.Error, match="/nonexistent/kit"):
+            rt.create(backend="microvm", layers=[rootfs])
+        assert rt.list() == []
