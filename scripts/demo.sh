@@ -83,6 +83,12 @@ show sandlet run --env swe-task -- sh -c 'python3 -c "import calc; print(\"add(2
 
 echo "  -- a one-shot run (sandlet_run): the sandbox's init starts the command with the CLI's own stdio"
 show sandlet run --layer "$layer" --hostname cli-demo --memory 64M -- sh -c 'echo hello from $(hostname)'
+echo "  -- the same environment in a microVM (--backend microvm): a kernel of its own (the layers become disks)"
+if sandlet doctor 2>/dev/null | grep -q '^  microvm: available'; then
+  show sandlet run --backend microvm --env swe-task -- sh -c 'echo "guest kernel $(uname -r), host kernel '"$(uname -r)"'"; python3 --version'
+else
+  echo "    (skipped: $(sandlet doctor 2>/dev/null | grep '^  microvm:' | sed 's/^  microvm: //'))"
+fi
 
 echo "  -- a call (FnCall): a short stateless command in a pooled container, stdin in, output and exit status out"
 echo '  $ echo "print(sum(range(10)))" | sandlet call --env swe-task -- python3 -'

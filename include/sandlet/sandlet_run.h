@@ -44,7 +44,9 @@ typedef struct sandlet_run_options {
    sandlet_exec_result_delete) holds exit_code, signal, timed_out, run_ns and duration_ns; its stdout and
    stderr are empty (output went to the descriptors). A command that cannot be started is an error
    (NOT_FOUND / PERMISSION_DENIED), as with exec. Closing the runtime from another thread ends a run in
-   flight (UNAVAILABLE). Any thread but a completion callback's (the event-loop thread) may call it. */
+   flight (UNAVAILABLE). Any thread but a completion callback's (the event-loop thread) may call it. On a
+   backend without SANDLET_CAP_ONE_SHOT (microvm) the run is a create, one exec and a destroy: the same to
+   the caller, slower; sandlet_run_async there is UNIMPLEMENTED in this version. */
 SANDLET_API sandlet_error_t *sandlet_run(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
                                          const sandlet_run_options_t *opts, sandlet_exec_result_t **out);
 /* The same without blocking: the options are copied (the descriptors are used until the completion) and

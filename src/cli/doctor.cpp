@@ -73,7 +73,14 @@ int cmd_doctor(CommandContext& ctx, const std::vector<std::string>& args) {
     const boost::json::object& d = b.at("details").as_object();
     if (!text(d, "accelerator").empty())
       out += "    accelerator: " + text(d, "accelerator") + " (" + text(d, "accelerator_reason") + ")\n";
-    if (!text(d, "pools_on").empty()) out += "    pools run on: " + text(d, "pools_on") + "\n";
+    if (const auto* pools = d.if_contains("pools_on"); pools && pools->is_array()) {
+      std::string names;
+      for (const auto& n : pools->as_array())
+        if (n.is_string()) names += (names.empty() ? "" : ", ") + std::string(n.as_string());
+      out += "    pools run on: " + (names.empty() ? std::string("(none)") : names) + "\n";
+    }
+    if (!text(d, "kernel").empty())
+      out += "    guest kernel: " + text(d, "kernel") + (text(d, "kernel_release").empty() ? "" : " (" + text(d, "kernel_release") + ")") + "\n";
   }
   write_all(STDOUT_FILENO, out);
 

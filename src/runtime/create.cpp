@@ -91,7 +91,11 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
     rec = new_record(spec.backend, SandboxState::kCreating);
     fault_point("runtime.record");
     try {
-      impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, &spec.limits, Shape::of(spec.limits)});
+      // A FnCall pool's sandbox gets other limits per call (set_limits): it is prepared as a pooled one
+      // is, without knowing its limits, so that every controller's group exists (hybrid cgroup hosts).
+      const bool limits_change = spec.labels.count("sandlet.pool") && spec.labels.at("sandlet.pool") == "fncall";
+      impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, limits_change ? nullptr : &spec.limits,
+                              Shape::of(spec.limits)});
     } catch (...) {
       audit_create_failed(rec.id, spec, std::current_exception());
       abandon(rec, nullptr);

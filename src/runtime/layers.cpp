@@ -40,9 +40,10 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
       static std::mutex verified_mutex;
       static std::set<std::string> verified;
       std::lock_guard lock(verified_mutex);
-      if (!verified.count(digest)) {
+      const std::string key = store_.meta_path(digest);  // per store: one process may open several roots
+      if (!verified.count(key)) {
         store_.verify(layer);
-        verified.insert(digest);
+        verified.insert(key);
       }
     }
     LayerImage img;

@@ -105,7 +105,10 @@ Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
 
 ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
   check_not_on_loop("run");
-  if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot)) return run_via_agent(spec, params);
+  if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot)) {
+    (void)one_shot_of(spec, params);  // the same checks, naming the run's fields
+    return run_via_agent(spec, params);
+  }
   const uint64_t begin = sys::now_monotonic_ns();
   const double begin_wall = sys::now_unix_seconds();
   OneShot one_shot = one_shot_of(spec, params);

@@ -116,9 +116,9 @@ void Runtime::start_backends() {
     }
   }
   // A calls-only row (fncall) pools sandboxes of the backends that can prepare them ahead.
-  std::string pooled_on;
+  json::array pooled_on;
   for (const auto& st : statuses_)
-    if (st.available && (st.capabilities & kCapPrepareAhead)) pooled_on += (pooled_on.empty() ? "" : ", ") + st.name;
+    if (st.available && (st.capabilities & kCapPrepareAhead)) pooled_on.emplace_back(st.name);
   for (auto& st : statuses_) {
     const BackendEntry* entry = find_backend_entry(st.name);
     if (!entry || !entry->calls_only || !st.reason.empty()) continue;

@@ -22,10 +22,15 @@ def test_version_and_backends(rt: sandlet.Runtime) -> None:
     backends = {b["name"]: b for b in rt.backends()}
     assert backends["container"]["available"] is True
     assert {"prepare_ahead", "one_shot", "pause", "store_layers"} <= set(backends["container"]["capabilities"])
-    assert backends["microvm"]["capabilities"] == [] and backends["microvm"]["reason"]
-    assert backends["microvm"]["details"]["accelerator"] in ("kvm", "tcg")
+    vm = backends["microvm"]
+    assert vm["details"]["accelerator"] in ("kvm", "tcg")
+    if vm["available"]:
+        assert set(vm["capabilities"]) == {"pause", "layer_images"} and vm["details"]["kernel"]
+    else:
+        assert vm["capabilities"] == [] and vm["reason"]
+    assert backends["fullvm"]["capabilities"] == [] and "not built" in backends["fullvm"]["reason"]
     assert {"set_limits", "reuse_check"} <= set(backends["container"]["capabilities"])
-    assert backends["fncall"]["available"] and backends["fncall"]["details"]["pools_on"] == "container"
+    assert backends["fncall"]["available"] and backends["fncall"]["details"]["pools_on"] == ["container"]
     with pytest.raises(sandlet.InvalidArgument, match="sandlet_call"):
         rt.create({"layers": ["/"], "backend": "fncall"})
     assert rt.root and os.path.isdir(rt.root)

@@ -133,6 +133,8 @@ void set_running_limits(const sys::CgroupSystem& sys, const sys::CgroupPaths& pa
   const std::string quota = std::to_string(static_cast<uint64_t>(std::llround(limits.cpus * 100000)));
   if (sys.unified) {
     write_running(paths.v2, "memory.max", limits.memory ? std::to_string(limits.memory) : "max", "limits.memory", limits.memory != 0);
+    // As at create: no swap under a memory limit (the bound would otherwise be RAM + swap).
+    write_running(paths.v2, "memory.swap.max", limits.memory ? "0" : "max", "limits.memory", false);
     write_running(paths.v2, "pids.max", limits.pids ? std::to_string(limits.pids) : "max", "limits.pids", limits.pids != 0);
     write_running(paths.v2, "cpu.max", (limits.cpus > 0 ? quota : std::string("max")) + " 100000", "limits.cpus", limits.cpus > 0);
     return;

@@ -123,7 +123,7 @@ std::string initramfs_for(const KernelKit& kit, const std::string& cache_dir) {
     order += m + "\n";
   }
   w.file("modules/order", 0644, order);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = path + ".tmp." + sys::random_hex(8);
   sys::write_new_file(tmp, w.finish(), 0644);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
@@ -141,7 +141,7 @@ std::string vm_init_binary(const std::string& dir) {
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && !(st.st_mode & 022) &&
       static_cast<size_t>(st.st_size) == size)
     return path;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = path + ".tmp." + sys::random_hex(8);
   sys::write_new_file(tmp, vm_init_bytes(), 0555);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;

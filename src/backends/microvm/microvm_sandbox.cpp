@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -23,6 +24,7 @@
 #include "backends/microvm/qemu_command.hpp"
 #include "backends/microvm/qmp_client.hpp"
 #include "backends/microvm/vm_disks.hpp"
+#include "backends/microvm/vm_jail_root.hpp"
 #include "backends/vm_accel.hpp"
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
@@ -46,7 +48,8 @@ constexpr uint64_t kGuestKernelMiB = 128;     // guest RAM beyond the limit: its
 // buffers): what the jail's memory limit adds to the guest's.
 constexpr uint64_t kVmmOverheadMiB = 192;
 constexpr uint64_t kJailPids = 256;  // QEMU's threads and the multiplexer (the spec's pids bind the guest)
-constexpr size_t kConsoleMax = 1u << 20;
+constexpr size_t kConsoleMax = 1u << 20;  // bytes of the guest's console (and of QEMU's diagnostics) kept
+constexpr double kLifetimeGraceS = 30;    // past the lifetime, the host kills a VM whose agent did not end it
 constexpr int kExitWaitMs = 5000;
 constexpr int kQmpTimeoutMs = 10000;
 
@@ -112,6 +115,7 @@ std::string describe_exit(int pidfd) {
     case 121: return " (could not make its namespaces)";
     case 122: return " (could not drop to its uid)";
     case 123: return " (could not pass its descriptors)";
+    case 124: return " (could not build its root file system)";
     case 126: case 127: return " (could not start QEMU)";
     default: return " (exit status " + std::to_string(si.si_status) + ")";
   }
@@ -316,7 +320,10 @@ void MicrovmSandbox::launch(const Spec& spec) {
   const std::vector<int> v1_join = cgroup.v1_join_fds();
 
   // Everything the child needs is made before the fork: it only makes system calls.
-  std::vector<std::string> args = {"sandlet-vm-init", "host-mux", std::to_string(kConsoleMax), "--"};
+  // The host's backstop for the lifetime (the agent inside ends the VM itself, keep time included).
+  const double lifetime_s = spec.max_lifetime_s + (spec.on_expiry == OnExpiry::kKeep ? spec.keep_s : 0) + kLifetimeGraceS;
+  std::vector<std::string> args = {"sandlet-vm-init", "host-mux", std::to_string(kConsoleMax),
+                                   std::to_string(static_cast<uint64_t>(lifetime_s * 1000)), "--"};
   for (auto& a : qemu_argv(cmd)) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -330,10 +337,13 @@ void MicrovmSandbox::launch(const Spec& spec) {
   const bool kvm_group = cmd.kvm && ::stat("/dev/kvm", &kst) == 0 && (kvm_gid = kst.st_gid) != 0;
   const uid_t uid = state_.uid;
   const bool owned = spec.lifetime == Lifetime::kOwned;
+  sys::mkdir_p(path("jail"), 0755);
+  const JailRoot jail_root = JailRoot::plan(path("jail"), uid, cmd.kvm, cmd.qemu);
   std::vector<int> src;
   for (const auto& f : fds) src.push_back(f.get());
   fault_point("microvm.spawn");
 
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork the microVM's multiplexer");
   if (pid == 0) {
@@ -342,13 +352,16 @@ void MicrovmSandbox::launch(const Spec& spec) {
       if (::write(fd, "0", 1) != 1) _exit(120);
     if (::unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS) != 0) _exit(121);
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(121);
+    if (!jail_root.enter()) _exit(124);
+    const struct rlimit no_core = {0, 0};
+    if (::setrlimit(RLIMIT_CORE, &no_core) != 0) _exit(124);
     ::setsid();
     if (kvm_group ? ::setgroups(1, &kvm_gid) != 0 : ::setgroups(0, nullptr) != 0) _exit(122);
     if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) _exit(122);
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(122);
     // An owned VM dies with its creator (set after the uid change, which would clear it); QEMU dies with
     // the multiplexer (host_mux.cpp).
-    if (owned && ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) _exit(122);
+    if (owned && (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)) _exit(122);
     // Into place: copies up high first (no source is clobbered), then 0/1 from /dev/null, 2.. in order.
     std::vector<int>::size_type i = 0;
     int high[64];
@@ -388,7 +401,15 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
   config.memory_max = spec.limits.memory;
 
   const uint64_t deadline = sys::now_monotonic_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
-  sys::UniqueFd sock = sys::connect_unix(path("agent.sock"));
+  sys::UniqueFd sock;
+  try {
+    sock = sys::connect_unix(path("agent.sock"));
+  } catch (const Error&) {
+    // The multiplexer may have failed in its jail already: say how.
+    if (sys::pidfd_wait_exit(pidfd_.get(), 0))
+      throw Error(Code::kInternal, "sandbox " + id_ + ": the microVM ended while starting" + describe_exit(pidfd_.get()) + console_tail());
+    throw;
+  }
   const int flags = ::fcntl(sock.get(), F_GETFL);
   ::fcntl(sock.get(), F_SETFL, flags & ~O_NONBLOCK);
   std::string out(1, static_cast<char>(proto::vmchan::kBootPort));
@@ -426,9 +447,13 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
 std::string MicrovmSandbox::console_tail() const {
   std::string out;
   for (const char* name : {"qemu.log", "console.log"}) {
-    auto text = sys::read_file_if_exists(path(name), 1 << 20);
-    if (!text || text->empty()) continue;
-    std::string t = *text;
+    sys::UniqueFd fd(::open(path(name).c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st;
+    if (!fd || ::fstat(fd.get(), &st) != 0 || st.st_size == 0) continue;
+    std::string t(static_cast<size_t>(std::min<off_t>(st.st_size, 4096)), '\0');
+    const ssize_t n = ::pread(fd.get(), t.data(), t.size(), st.st_size - static_cast<off_t>(t.size()));
+    if (n <= 0) continue;
+    t.resize(static_cast<size_t>(n));
     while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
     size_t start = t.size();
     for (int lines = 0; lines < 6 && start > 0; ++lines) {

@@ -261,8 +261,10 @@ bool StreamMux::poll_once(std::vector<pollfd>& fds, size_t extra, int timeout_ms
   }
   // Hung up and read to its end: the local side is gone (a cancel when it went early; what the peer
   // still sends could not be delivered anyway).
+  // (On the host a hang-up is the client's cancel at once, read or not: a guest that withholds credit
+  // cannot keep a closed client's stream, or its descriptor, alive.)
   for (Stream* s : streams_)
-    if (s->fd >= 0 && s->hup && s->local_eof) drop(s, true);
+    if (s->fd >= 0 && s->hup && (s->local_eof || host_)) drop(s, true);
   // Streams that got credit may have data to send at once.
   for (Stream* s : streams_)
     if (s->fd >= 0 && !s->local_eof && s->send_credit > 0) read_local(s);

@@ -52,24 +52,30 @@ int next_stream(int ctl, uint8_t* port) {
   _exit(1);
 }
 
-void write_value(const char* path, const std::string& value) {
+Status write_value(const char* path, const std::string& value, const char* field) {
   int f = open(path, O_WRONLY | O_CLOEXEC);
-  if (f < 0) return;
-  (void)!write(f, value.data(), value.size());
+  if (f < 0) return errno_statusf(errno, "%s: open %s", field, path);
+  const ssize_t n = write(f, value.data(), value.size());
+  const int e = errno;
   close(f);
+  if (n != static_cast<ssize_t>(value.size())) return errno_statusf(e, "%s: write %s to %s", field, value.c_str(), path);
+  return Status::Ok();
 }
 
 // The sandbox's own cgroup, under which the agent makes one group per exec: its limits bind every command
-// (the guest kernel and the agent stay outside them).
-int sandbox_cgroup(uint64_t pids_max, uint64_t memory_max) {
-  write_value("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
-  mkdir("/sys/fs/cgroup/sandbox", 0755);
-  if (pids_max) write_value("/sys/fs/cgroup/sandbox/pids.max", std::to_string(pids_max));
+// (the guest kernel and the agent stay outside them). A limit that cannot be set fails the start.
+Status sandbox_cgroup(uint64_t pids_max, uint64_t memory_max, int* fd) {
+  if (Status s = write_value("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory", "limits"); !s.ok()) return s;
+  if (mkdir("/sys/fs/cgroup/sandbox", 0755) != 0) return errno_status(errno, "mkdir the sandbox's cgroup");
+  if (pids_max)
+    if (Status s = write_value("/sys/fs/cgroup/sandbox/pids.max", std::to_string(pids_max), "limits.pids"); !s.ok()) return s;
   if (memory_max) {
-    write_value("/sys/fs/cgroup/sandbox/memory.max", std::to_string(memory_max));
-    write_value("/sys/fs/cgroup/sandbox/memory.swap.max", "0");
+    if (Status s = write_value("/sys/fs/cgroup/sandbox/memory.max", std::to_string(memory_max), "limits.memory"); !s.ok())
+      return s;
+    (void)write_value("/sys/fs/cgroup/sandbox/memory.swap.max", "0", "limits.memory");  // no swap in the guest anyway
   }
-  return open("/sys/fs/cgroup/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  *fd = open("/sys/fs/cgroup/sandbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return *fd >= 0 ? Status::Ok() : errno_status(errno, "open the sandbox's cgroup");
 }
 
 }  // namespace
@@ -105,7 +111,7 @@ void run_server(int ctl) {
   InitFds fds;
   fds.listener = ctl;
   fds.listener_passes_fds = true;
-  fds.cgroup = sandbox_cgroup(cfg.pids_max, cfg.memory_max);
+  if (Status s = sandbox_cgroup(cfg.pids_max, cfg.memory_max, &fds.cgroup); !s.ok()) fail(boot, s);
   std::string bpf = std::move(cfg.seccomp_bpf);
   Server server(std::move(cfg), fds, &child_nofile);
   if (Status s = server.init(); !s.ok()) fail(boot, s);

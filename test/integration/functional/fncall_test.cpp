@@ -1,6 +1,7 @@
 // FnCall (sandlet_fncall.h): calls in pooled containers. Every isolation check runs two calls on the SAME
 // pool of max size 1, so the second one runs in the first one's container or in its replacement; whatever
 // the first left must not be seen by the second.
+#include <csignal>
 #include <atomic>
 #include <boost/json.hpp>
 #include <thread>
@@ -238,6 +239,32 @@ TEST_CASE("fncall: a call's own limits bind it and the pool's come back after it
   sandlet_exec_result_delete(r);
   auto after = c.ok(many);
   CHECK(after.out == "started\n");
+  h.check_no_leaks();
+}
+
+// A pool made without a memory limit takes one per call: on a hybrid-cgroup host that needs the memory v1
+// group, which a pool's sandboxes get even when created cold.
+TEST_CASE("fncall: a call's own memory limit binds it in a pool made without one", "[fncall][limits]") {
+  Harness h;
+  Caller c{h.rt().get(), Harness::spec().to_json()};
+  c.pool(1);
+  CHECK(c.ok("echo warm").out == "warm\n");
+  sandlet_call_options_t o = SANDLET_CALL_OPTIONS_INIT;
+  o.spec_json = c.spec_json.c_str();
+  o.script = "head -c 134217728 /dev/zero | tail -n 1 >/dev/null; echo \"tail: $?\"";
+  o.memory = 32ull << 20;
+  sandlet_exec_result_t* r = nullptr;
+  sandlet_error_t* e = sandlet_call(h.rt().get(), &o, &r);
+  INFO((e ? sandlet_error_message(e) : ""));
+  REQUIRE(e == nullptr);
+  size_t n = 0;
+  const char* text = sandlet_exec_result_stdout(r, &n);
+  const std::string out(text, n);
+  INFO("stdout: " << out << " exit " << sandlet_exec_result_exit_code(r) << " signal " << sandlet_exec_result_signal(r));
+  CHECK((out == "tail: 137\n" || sandlet_exec_result_signal(r) == SIGKILL));
+  sandlet_exec_result_delete(r);
+  // Without the call's limit the pool's (none) is back.
+  CHECK(c.ok("head -c 67108864 /dev/zero | tail -n 1 | wc -c").out == "67108864\n");
   h.check_no_leaks();
 }
 

@@ -231,7 +231,7 @@ TEST_CASE("backends report availability and reasons", "[backends]") {
     if (b.name == "fncall") {
       // A calls-only row: available where its pools can run, and says on which backends.
       fncall = b.available;
-      CHECK(b.details_json.find("\"pools_on\":\"container\"") != std::string::npos);
+      CHECK(b.details_json.find("\"pools_on\":[\"container\"") != std::string::npos);
       CHECK(b.capabilities == 0);
     }
     if (b.name == "microvm") CHECK(b.details_json.find("\"accelerator\"") != std::string::npos);
@@ -257,7 +257,7 @@ TEST_CASE("backends report availability and reasons", "[backends]") {
   std::tie(code, what) = refused("fncall");
   CHECK(code == SANDLET_INVALID_ARGUMENT);
   CHECK(what.find("sandlet_call") != std::string::npos);
-  std::tie(code, what) = refused("microvm");
+  std::tie(code, what) = refused("fullvm");
   CHECK(code == SANDLET_UNIMPLEMENTED);
   CHECK(what.find("not built") != std::string::npos);
   h.check_no_leaks();

@@ -41,11 +41,14 @@ def _decode(data: bytes) -> str:
 class SandletEnvironment(BaseEnvironment):
     """Extra options (``--ek key=value``): ``root`` (the runtime root; default $SANDLET_ROOT, else the
     library's), ``environment`` (a sandlet environment for every task, instead of its docker_image or
-    Dockerfile), ``network`` (a sandlet network value, instead of the task's network mode)."""
+    Dockerfile), ``network`` (a sandlet network value, instead of the task's network mode), ``backend``
+    ("container", the default, or "microvm": each trial in a VM with a kernel of its own)."""
 
     def __init__(self, *args: Any, root: Optional[str] = None, environment: Optional[str] = None,
-                 network: Union[str, Dict[str, Any], None] = None, **kwargs: Any) -> None:
+                 network: Union[str, Dict[str, Any], None] = None, backend: Optional[str] = None,
+                 **kwargs: Any) -> None:
         # (set before the base __init__, which validates the task through these)
+        self._backend = backend
         self._root = root if root is not None else os.environ.get("SANDLET_ROOT", "")
         self._environment = environment
         self._network_override = network
@@ -117,6 +120,8 @@ class SandletEnvironment(BaseEnvironment):
             "network": self._network(),
             "labels": {PROVIDER_LABEL: "sandlet", SESSION_LABEL: _label_value(self.session_id)},
         }
+        if self._backend:
+            spec["backend"] = self._backend
         if self.task_env_config.workdir:
             spec["workdir"] = self.task_env_config.workdir
         env = self._startup_env()

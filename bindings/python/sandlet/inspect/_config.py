@@ -21,6 +21,7 @@ class SandletServiceConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    backend: Optional[str] = None  # "container" (default) or "microvm": a kernel of its own
     environment: Optional[str] = None
     layers: List[str] = Field(default_factory=list)
     recipe: Optional[str] = None
@@ -49,7 +50,7 @@ class SandletServiceConfig(BaseModel):
     def spec_fields(self) -> Dict[str, Any]:
         """The sandbox spec's fields (sandlet.h's JSON schema), without the root filesystem's source."""
         doc: Dict[str, Any] = {}
-        for name in ("user", "workdir", "hostname", "network", "policy"):
+        for name in ("backend", "user", "workdir", "hostname", "network", "policy"):
             if getattr(self, name) is not None:
                 doc[name] = getattr(self, name)
         if self.env:
