@@ -64,7 +64,7 @@ std::string kernel_kit_location(const std::string& configured) {
   return kDefaultKit;
 }
 
-KernelKit find_kernel_kit(const std::string& configured) {
+KernelKit find_kernel_kit(const std::string& configured, bool modules) {
   const std::string where = kernel_kit_location(configured);
   const std::string setting = !configured.empty() ? "the runtime's microVM kernel"
                               : std::getenv("SANDLET_MICROVM_KERNEL") && *std::getenv("SANDLET_MICROVM_KERNEL")
@@ -81,6 +81,7 @@ KernelKit find_kernel_kit(const std::string& configured) {
     kit.release = *rel;
     while (!kit.release.empty() && kit.release.back() == '\n') kit.release.pop_back();
   }
+  if (!modules) return kit;
   if (auto order = sys::read_file_if_exists(where + "/modules/order", 1 << 16)) {
     size_t pos = 0;
     while (pos < order->size()) {

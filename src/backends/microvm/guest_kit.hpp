@@ -17,7 +17,8 @@ struct KernelKit {
 // Where the kit is: `configured` when not empty (a runtime's choice), else $SANDLET_MICROVM_KERNEL, else
 // /var/cache/sandlet/microvm-kernel/default. INVALID_ARGUMENT (naming the setting) or NOT_FOUND when it is
 // not a usable kit.
-KernelKit find_kernel_kit(const std::string& configured);
+// `modules`: read the module list too (the probe of every runtime open does not).
+KernelKit find_kernel_kit(const std::string& configured, bool modules = true);
 // Where it would be looked for, for messages and the backend list.
 std::string kernel_kit_location(const std::string& configured);
 

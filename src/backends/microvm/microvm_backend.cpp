@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <mutex>
+
 #include "backends/microvm/guest_kit.hpp"
 #include "backends/microvm/microvm_node.hpp"
 #include "backends/microvm/microvm_sandbox.hpp"
@@ -21,24 +23,18 @@ class MicrovmBackend final : public Backend {
   // A VM boots at finish (its disks depend on the spec's layers): no warm pool yet.
   uint32_t capabilities() const override { return kCapPause | kCapLayerImages; }
 
-  void start(const BackendContext& context) override {
-    node_->cgroups = sys::CgroupSystem::detect();
-    node_->cgroups.prepare();
-    // One slot table for the node (containers' and microVMs' uid ranges never overlap).
-    std::string slots =
-        context.node_state.empty() ? SlotTable::default_dir(context.root + "/slots") : context.node_state + "/slots";
-    sys::mkdir_p(slots, 0700);
-    node_->slots = std::make_unique<SlotTable>(slots);
-    node_->cache_dir = context.root + "/microvm";
-    node_->bin_dir = (context.node_state.empty() ? context.root + "/microvm" : context.node_state) + "/bin";
-  }
+  // Every runtime open starts every backend (the CLI opens one per command): the set-up waits for the
+  // first microVM (or record of one) this runtime sees.
+  void start(const BackendContext& context) override { context_ = context; }
 
   std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) override {
+    ready();
     return std::make_unique<MicrovmSandbox>(node_, request.id, request.dir, MicrovmState());
   }
 
   std::unique_ptr<BackendSandbox> adopt(const std::string& id, const std::string& dir,
                                         const boost::json::object& state) override {
+    ready();
     return std::make_unique<MicrovmSandbox>(node_, id, dir, MicrovmState::from_json(state));
   }
 
@@ -47,7 +43,23 @@ class MicrovmBackend final : public Backend {
   }
 
  private:
+  void ready() {
+    std::call_once(started_, [this] {
+      node_->cgroups = sys::CgroupSystem::detect();
+      node_->cgroups.prepare();
+      // One slot table for the node (containers' and microVMs' uid ranges never overlap).
+      std::string slots = context_.node_state.empty() ? SlotTable::default_dir(context_.root + "/slots")
+                                                      : context_.node_state + "/slots";
+      sys::mkdir_p(slots, 0700);
+      node_->slots = std::make_unique<SlotTable>(slots);
+      node_->cache_dir = context_.root + "/microvm";
+      node_->bin_dir = (context_.node_state.empty() ? context_.root + "/microvm" : context_.node_state) + "/bin";
+    });
+  }
+
   std::shared_ptr<MicrovmNode> node_;
+  BackendContext context_;
+  std::once_flag started_;
 };
 
 }  // namespace
@@ -61,9 +73,8 @@ BackendProbe probe() {
   if (::geteuid() != 0) return BackendProbe::no("the microvm backend needs root on the host (it jails QEMU)", details);
   if (accel.qemu.empty()) return BackendProbe::no("qemu-system-x86_64 is not on PATH", details);
   try {
-    const KernelKit kit = find_kernel_kit("");
+    const KernelKit kit = find_kernel_kit("", /*modules=*/false);
     details["kernel_release"] = kit.release;
-    (void)sys::CgroupSystem::detect();
   } catch (const Error& e) {
     return BackendProbe::no(e.what(), details);
   }

@@ -123,12 +123,12 @@ Status mount_root(int layers) {
   if (layers < 1 || layers > 64) return make_status(SANDLET_INTERNAL, EINVAL, "sandlet.layers out of range");
   // Disks appear as their drivers probe them: wait a little for the last one.
   std::string upper_dev;
-  for (int tries = 0; tries < 200; ++tries) {
+  for (int tries = 0; tries < 2000; ++tries) {
     upper_dev = disk_with_serial("sl-upper");
     char serial[32];
     std::snprintf(serial, sizeof serial, "sl-layer%d", layers - 1);
     if (!upper_dev.empty() && !disk_with_serial(serial).empty()) break;
-    struct timespec ts = {0, 10 * 1000 * 1000};
+    struct timespec ts = {0, 1000 * 1000};
     syscall(SYS_nanosleep, &ts, nullptr);
   }
   if (upper_dev.empty()) return make_status(SANDLET_INTERNAL, ENODEV, "the writable disk (serial sl-upper) is missing");

@@ -49,7 +49,7 @@ std::string read_line(const std::string& path) {
 // /dev/vportNpM of the port named kPortName (no udev here to make the by-name link; N is the virtio
 // device's index among all virtio devices, so the directory is listed).
 int open_port() {
-  for (int tries = 0; tries < 300; ++tries) {
+  for (int tries = 0; tries < 3000; ++tries) {
     int dir = open("/sys/class/virtio-ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char buf[4096];
     long n = dir >= 0 ? syscall(SYS_getdents64, dir, buf, sizeof buf) : -1;
@@ -70,7 +70,7 @@ int open_port() {
       int fd = open(("/dev/" + name).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
       if (fd >= 0) return fd;
     }
-    struct timespec ts = {0, 10 * 1000 * 1000};
+    struct timespec ts = {0, 1000 * 1000};
     syscall(SYS_nanosleep, &ts, nullptr);
   }
   return -1;
