@@ -193,14 +193,11 @@ typedef struct sandlet_backend_info {
   /* Added later: read only when SANDLET_HAS_FIELD(sandlet_backend_info_t, field, elem_size). */
   const char *summary;    /* one line: what the backend is for */
   const char *details_json; /* a JSON object of the backend's own facts: the VM backends' "accelerator"
-                               ("kvm" or "tcg"), "kvm" ("hardware", "pvm", "absent", "unusable") and
-                               "accelerator_reason", microvm's "kernel" (its kernel kit) and
-                               "kernel_release"; fncall's "pools_on" (an array: the backends its pools use) */
+                               ("kvm" or "tcg"), "kvm" ("hardware", "pvm", "absent", "unusable"),
+                               "accelerator_reason", "kernel", "kernel_release"; fncall's "pools_on" (array) */
 } sandlet_backend_info_t;
 #define SANDLET_CAP_PREPARE_AHEAD 0x01u /* prepares sandboxes ahead of a create (a warm pool) */
-#define SANDLET_CAP_ONE_SHOT 0x02u      /* sandlet_run starts the command without an agent round trip (every
-                                           backend runs sandlet_run; without this bit it is a create, one
-                                           exec and a destroy, and sandlet_run_async is UNIMPLEMENTED) */
+#define SANDLET_CAP_ONE_SHOT 0x02u      /* sandlet_run starts the command itself (else: sandlet_run.h) */
 #define SANDLET_CAP_PAUSE 0x04u         /* sandlet_sandbox_pause / _resume */
 #define SANDLET_CAP_SNAPSHOT 0x08u      /* snapshots (not in this version's C ABI yet) */
 #define SANDLET_CAP_FORK 0x10u          /* fork into children (not in this version's C ABI yet) */
