@@ -96,3 +96,26 @@ def test_a_missing_kernel_is_named(root_dir: str, rootfs: str, monkeypatch) -> N
         with pytest.raises(sandlet.Error, match="/nonexistent/kit"):
             rt.create(backend="microvm", layers=[rootfs])
         assert rt.list() == []
+
+
+def test_qemu_killed_leaves_nothing(rt: sandlet.Runtime, rootfs: str) -> None:
+    """kill -9 of QEMU from outside: the sandbox ends (its multiplexer sees the channel go), the runtime
+    reclaims it, and nothing of it is left on the host."""
+    import signal
+    import time
+    microvm_or_skip(rt)
+    sb = rt.create(backend="microvm", layers=[rootfs])
+    cg = sb.info()["backend_state"]["cgroup_v2"]
+    qemu = [p for p in jail_pids(sb) if open(f"/proc/{p}/comm").read().startswith("qemu")]
+    assert qemu
+    os.kill(qemu[0], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and rt.list():
+        time.sleep(0.1)
+    assert rt.list() == []
+    with pytest.raises(sandlet.Error):
+        sb.exec(["true"])
+    sb.close()
+    rt.gc()
+    assert not os.path.exists(cg)
+    assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
