@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "sys/sigpipe_block.hpp"
 
 namespace sandlet::store {
 
@@ -41,37 +42,8 @@ std::string ssl_errors() {
   return out.empty() ? "no OpenSSL error queued" : out;
 }
 
-// libssl writes with write(2), which raises SIGPIPE on a reset connection; a library must not change the
-// process's signal disposition, so the thread blocks SIGPIPE around the write and swallows one it raised.
-class SigpipeBlock final {
- public:
-  SigpipeBlock() {
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe, &old_);
-  }
-  ~SigpipeBlock() {
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    if (!was_pending_) {
-      const timespec zero{0, 0};
-      while (sigtimedwait(&pipe, nullptr, &zero) > 0) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
-
- private:
-  sigset_t old_;
-  bool was_pending_ = false;
-};
+// libssl writes with write(2), which raises SIGPIPE on a reset connection: sys::SigpipeBlock around it.
+using sys::SigpipeBlock;
 
 timeval to_timeval(double s) {
   timeval tv{};

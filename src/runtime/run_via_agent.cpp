@@ -15,6 +15,7 @@
 #include "common/error.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/sandbox.hpp"
+#include "sys/sigpipe_block.hpp"
 
 namespace sandlet {
 namespace {
@@ -130,7 +131,11 @@ ExecOutcome Runtime::run_via_agent(const Spec& spec, const RunOnceParams& params
       }
       for (int i = 0; i < 2; ++i) {
         if (!(p[2 + i].revents & (POLLOUT | POLLERR | POLLHUP))) continue;
-        ssize_t n = ::write(out_fd[i], pending[i].data(), std::min(pending[i].size(), kWriteChunk));
+        ssize_t n;
+        {
+          sys::SigpipeBlock quiet;  // a caller's reader that went away must not end the caller's process
+          n = ::write(out_fd[i], pending[i].data(), std::min(pending[i].size(), kWriteChunk));
+        }
         if (n > 0) pending[i].erase(0, static_cast<size_t>(n));
         else if (n < 0 && errno != EAGAIN && errno != EINTR) pending[i].clear();  // the reader went away
       }
