@@ -312,7 +312,8 @@ void MicrovmSandbox::launch(const Spec& spec) {
   jail.memory = (cmd.memory_mib + kVmmOverheadMiB) * kMiB;
   jail.cpus = spec.limits.cpus;
   jail.pids = kJailPids;
-  host::SandboxCgroup cgroup = host::SandboxCgroup::create(node_->cgroups, id_, state_.uid, &jail);
+  // Owned by root, not delegated: nothing in the jail makes groups (the child joins while still root).
+  host::SandboxCgroup cgroup = host::SandboxCgroup::create(node_->cgroups, id_, 0, &jail);
   cgroup.apply_limits(jail);
   state_.cgroups = cgroup.paths();
   sys::UniqueFd procs(::openat(cgroup.v2_fd(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
