@@ -212,11 +212,11 @@ void show_backends(sandlet::Runtime& rt, const std::vector<std::string>& layers)
     say("  %-10s %s%s", b.name.c_str(), b.available ? "available" : "not available: ", b.reason.c_str());
   // Asking for a missing backend is an ordinary, typed error.
   try {
-    rt.create(episode_spec(layers, "probe").backend("microvm"));
-    throw DemoFailure("a microvm sandbox was created although the backend is listed as unavailable");
+    rt.create(episode_spec(layers, "probe").backend("fullvm"));
+    throw DemoFailure("a fullvm sandbox was created although the backend is listed as unavailable");
   } catch (const sandlet::Error& e) {
     if (e.code() != SANDLET_UNIMPLEMENTED) throw;
-    say("  asking for microvm anyway -> %s (as expected)", e.code_name());
+    say("  asking for fullvm anyway -> %s (as expected)", e.code_name());
   }
 }
 
@@ -578,7 +578,7 @@ int main(int argc, char** argv) {
     }
     say("  %d episodes, %d solved, mean reward %.3f, total %.2f s", kEpisodes, solved, sum / kEpisodes,
         ms_since(start) / 1000);
-    say("  not yet available in this build: the microvm/fullvm backends");
+    say("  not yet available in this build: the fullvm backend");
     return 0;
   } catch (const sandlet::Error& e) {
     std::fprintf(stdout, "\nrollout: FAILED [%s] %s\n", e.code_name(), e.what());

@@ -139,11 +139,11 @@ async def show_backends(rt: sandlet.AsyncRuntime, layers: Sequence[str]) -> None
         say(f"  {b['name']:<10} {'available' if b['available'] else 'not available: '}{b['reason']}")
     # Asking for a missing backend is an ordinary, typed error.
     try:
-        sb = await rt.create(episode_spec(layers, "probe"), backend="microvm")
+        sb = await rt.create(episode_spec(layers, "probe"), backend="fullvm")
         sb.close()
-        raise DemoFailure("a microvm sandbox was created although the backend is listed as unavailable")
+        raise DemoFailure("a fullvm sandbox was created although the backend is listed as unavailable")
     except sandlet.Unimplemented as e:
-        say(f"  asking for microvm anyway -> {e.code_name} (as expected)")
+        say(f"  asking for fullvm anyway -> {e.code_name} (as expected)")
 
 
 async def create_episodes(rt: sandlet.AsyncRuntime, layers: Sequence[str], n: int) -> List[sandlet.AsyncSandbox]:
@@ -361,7 +361,7 @@ async def rollout(root: Path, base_layer: str, from_store: bool, n: int) -> int:
         solved = sum(1 for r in rewards if r == 1.0)
         say(f"  {n} episodes, {solved} solved, mean reward {sum(rewards) / n:.3f}, "
             f"total {(time.perf_counter() - start):.2f} s")
-        say("  not yet available in this build: lazy loading and the fncall/microvm/fullvm backends")
+        say("  not yet available in this build: the fullvm backend")
         return 0
     except sandlet.Error as e:
         say(f"\nrollout: FAILED [{e.code_name}] {e.message}")

@@ -198,7 +198,7 @@ def test_rollout(root: Path, busybox: str, layer_from: str) -> None:
     for title in ("1. runtime", "2. environment", "3. burst: 12 episodes", "4. one agent turn", "5. misbehaving",
                   "6. the trainer is preempted", "7. clean-up by label", "summary"):
         assert f"== {title}" in out, f"section {title!r} missing\n{explain(p)}"
-    assert "asking for microvm anyway -> UNIMPLEMENTED (as expected)" in out
+    assert "asking for fullvm anyway -> UNIMPLEMENTED (as expected)" in out
     if layer_from == "store":
         assert "content-addressed EROFS layer" in out
     # The scripted policy cycles through 8 rewrites: 12 episodes solve 6, mean reward 7/12.
