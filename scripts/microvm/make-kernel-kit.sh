@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Makes the microvm backend's guest kernel kit from an unpacked Debian kernel package (fetch-vm-kernel.sh):
 #   OUT/vmlinux   the uncompressed ELF kernel (QEMU boots it through its PVH entry: no in-guest unpacking)
-#   OUT/modules/  the modules the guest init loads (virtio-mmio, block, console, EROFS, OverlayFS, ext4 and
-#                 what they depend on), decompressed, with `order` listing them in load order
+#   OUT/modules/  the modules the guest init loads (virtio-mmio, block, console, network, EROFS, OverlayFS,
+#                 ext4 and what they depend on), decompressed, with `order` listing them in load order
 #   OUT/release   the kernel release
 # The library builds its initramfs from the kit at first use (docs/backends/microvm.md). Idempotent.
 #
@@ -11,7 +11,10 @@ set -euo pipefail
 kdir=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "make-kernel-kit.sh: $*" >&2; exit 1; }
-[[ -e $out/.complete ]] && { echo "make-kernel-kit.sh: $(cat "$out/release") already in $out"; exit 0; }
+wanted="virtio_mmio virtio_blk virtio_console virtio_net crc32c_generic erofs overlay ext4"
+# A kit made for another module list is made again.
+[[ -e $out/.complete && $(cat "$out/wanted" 2>/dev/null) == "$wanted" ]] &&
+  { echo "make-kernel-kit.sh: $(cat "$out/release") already in $out"; exit 0; }
 moddir=$(ls -d "$kdir"/{usr/,}lib/modules/* 2>/dev/null | head -1 || true)
 bz=$(ls "$kdir"/boot/vmlinuz-* "$moddir"/vmlinuz 2>/dev/null | head -1 || true)
 [[ -n $moddir && -n $bz ]] || die "no kernel and modules under $kdir"
@@ -44,7 +47,8 @@ add() {  # $1: a module name as depends= writes it ('-' and '_' alike); its depe
   done
   order+=("$name.ko")
 }
-for m in virtio_mmio virtio_blk virtio_console crc32c_generic erofs overlay ext4; do add "$m"; done
+for m in $wanted; do add "$m"; done
+echo "$wanted" > "$work/wanted"
 printf '%s\n' "${order[@]}" > "$work/modules/order"
 basename "$moddir" > "$work/release"
 date -u +%FT%TZ > "$work/.complete"

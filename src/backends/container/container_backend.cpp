@@ -8,6 +8,8 @@
 #include "backends/container/container_node.hpp"
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/kernel_support.hpp"
+#include "backends/container/container_state.hpp"
+#include "backends/host/net_gateway_reattach.hpp"
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
@@ -36,6 +38,12 @@ class ContainerBackend final : public Backend {
     // Where the node gateway connects out from: $SANDLET_NET_UPLINK_NETNS (a network namespace file), else
     // the host's namespace. Read when the runtime opens; a gateway already running keeps its own.
     if (const char* up = std::getenv("SANDLET_NET_UPLINK_NETNS"); up && *up) node_->net_uplink_netns = up;
+    // A gateway restarted by any backend's client attaches this backend's sandboxes again too.
+    register_gateway_members("container", [](const boost::json::object& o) -> std::optional<GatewayMember> {
+      const ContainerState st = ContainerState::from_json(o);
+      if (!st.net_gateway) return std::nullopt;
+      return GatewayMember{st.init_pid, st.init_start, st.cgroups.v2};
+    });
   }
 
   // The network namespace is the costliest part of a create and needs nothing else: made on a side thread.

@@ -1,9 +1,9 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
-#include "backends/container/dns_log.hpp"
+#include "backends/host/dns_log.hpp"
 #include "backends/host/memory_reclaim.hpp"
-#include "backends/container/net_gateway_reattach.hpp"
+#include "backends/host/net_gateway_reattach.hpp"
 #include "backends/host/netgw_counters.hpp"
 #include "backends/host/sandbox_net.hpp"
 
@@ -108,7 +108,7 @@ NetGatewayClient& ContainerNode::gateway() {
       static thread_local bool running = false;  // a gateway killed again during the re-attach
       if (running) return;
       running = true;
-      reattach_gateway_sandboxes(*this);
+      reattach_gateway_sandboxes(*netgw, root);
       running = false;
     };
   }

@@ -9,7 +9,7 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
-#include "backends/container/dns_log.hpp"
+#include "backends/host/dns_log.hpp"
 #include "backends/container/embedded_init.hpp"
 #include "backends/container/init_setup.hpp"
 #include "backends/container/kernel_support.hpp"

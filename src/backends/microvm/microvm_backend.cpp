@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "backends/microvm/guest_kit.hpp"
 #include "backends/microvm/microvm_node.hpp"
 #include "backends/microvm/microvm_sandbox.hpp"
+#include "backends/microvm/vm_network.hpp"
 #include "backends/vm_accel.hpp"
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
@@ -20,12 +22,19 @@ class MicrovmBackend final : public Backend {
   explicit MicrovmBackend(std::string root) : node_(std::make_shared<MicrovmNode>()) { node_->root = std::move(root); }
 
   const char* name() const override { return "microvm"; }
-  // A VM boots at finish (its disks depend on the spec's layers): no warm pool yet.
+  // A VM boots at finish (its disks depend on the spec's layers): no warm pool yet. Networks go through
+  // the node gateway, as a container's (vm_network.hpp).
   uint32_t capabilities() const override { return kCapPause | kCapLayerImages; }
 
   // Every runtime open starts every backend (the CLI opens one per command): the set-up waits for the
   // first microVM (or record of one) this runtime sees.
-  void start(const BackendContext& context) override { context_ = context; }
+  void start(const BackendContext& context) override {
+    context_ = context;
+    // Where the node gateway connects out from (as for containers): $SANDLET_NET_UPLINK_NETNS, else the
+    // host's namespace.
+    if (const char* up = std::getenv("SANDLET_NET_UPLINK_NETNS"); up && *up) node_->net_uplink_netns = up;
+    register_gateway_members();
+  }
 
   std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) override {
     ready();

@@ -25,6 +25,10 @@
 #include "backends/microvm/qmp_client.hpp"
 #include "backends/microvm/vm_disks.hpp"
 #include "backends/microvm/vm_jail_root.hpp"
+#include "backends/microvm/vm_network.hpp"
+#include "backends/host/dns_log.hpp"
+#include "backends/host/netgw_counters.hpp"
+#include "backends/host/sandbox_net.hpp"
 #include "backends/vm_accel.hpp"
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
@@ -136,7 +140,8 @@ json::object MicrovmState::to_json() const {
   json::array v1;
   for (const auto& p : cgroups.v1) v1.emplace_back(p);
   return {{"slot", slot},          {"uid", uid},           {"mux_pid", mux_pid},
-          {"mux_start", mux_start}, {"cgroup_v2", cgroups.v2}, {"cgroup_v1", std::move(v1)}};
+          {"mux_start", mux_start}, {"cgroup_v2", cgroups.v2}, {"cgroup_v1", std::move(v1)},
+          {"net_gateway", net_gateway}};
 }
 
 MicrovmState MicrovmState::from_json(const json::object& o) {
@@ -149,6 +154,7 @@ MicrovmState MicrovmState::from_json(const json::object& o) {
     s.mux_start = json::value_to<uint64_t>(o.at("mux_start"));
     s.cgroups.v2 = json::value_to<std::string>(o.at("cgroup_v2"));
     for (const auto& p : o.at("cgroup_v1").as_array()) s.cgroups.v1.push_back(json::value_to<std::string>(p));
+    if (const auto* g = o.if_contains("net_gateway")) s.net_gateway = g->as_bool();
   } catch (const std::exception& e) {
     throw Error(Code::kDataLoss, std::string("microVM record is malformed: ") + e.what());
   }
@@ -175,8 +181,6 @@ std::string MicrovmSandbox::unsupported(const Spec& spec) {
            "as a layer)";
   if (!spec.toolkit.empty()) return "toolkit: not available on the microvm backend in this version";
   if (!spec.policy.files.empty()) return "policy.files: file rules are not available on the microvm backend in this version";
-  if (!spec.network.none)
-    return "network: the microvm backend runs without a network in this version (\"none\")";
   if (spec.layers.empty()) return "layers: a microVM needs a root file system (a layer or an environment)";
   return "";
 }
@@ -230,6 +234,8 @@ void MicrovmSandbox::reclaim() {
     if (name == "upper.img" || (name.rfind("layer", 0) == 0 && name.size() > 6 && name.compare(name.size() - 6, 6, ".erofs") == 0))
       ::unlink((dir_ + "/" + name).c_str());
   if (state_.slot >= 0) node_->slots->release(state_.slot, dir_);
+  // The gateway drops a sandbox whose multiplexer has ended by itself; this only makes it prompt.
+  if (state_.net_gateway) node_->gateway().detach(id_);
 }
 
 void MicrovmSandbox::finish(const Spec& spec, OneShot* one_shot) {
@@ -319,6 +325,13 @@ void MicrovmSandbox::launch(const Spec& spec) {
   sys::UniqueFd procs(::openat(cgroup.v2_fd(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
   if (!procs) throw_errno("open the microVM's cgroup.procs");
   const std::vector<int> v1_join = cgroup.v1_join_fds();
+  // With a network policy: QEMU's namespace and the allowlist on its cgroup, before QEMU exists.
+  sys::UniqueFd netns;
+  if (!spec.network.none) {
+    netns = prepare_vm_network(cgroup.v2_fd(), spec.network);
+    for (auto& a : nic_args(spec.network)) cmd.extra.push_back(std::move(a));
+  }
+  const int netns_fd = netns ? netns.get() : -1;
 
   // Everything the child needs is made before the fork: it only makes system calls.
   // The host's backstop for the lifetime (the agent inside ends the VM itself, keep time included).
@@ -351,7 +364,8 @@ void MicrovmSandbox::launch(const Spec& spec) {
     if (::write(procs.get(), "0", 1) != 1) _exit(120);
     for (int fd : v1_join)
       if (::write(fd, "0", 1) != 1) _exit(120);
-    if (::unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS) != 0) _exit(121);
+    if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) _exit(121);
+    if (::unshare((netns_fd >= 0 ? 0 : CLONE_NEWNET) | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS) != 0) _exit(121);
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(121);
     if (!jail_root.enter()) _exit(124);
     const struct rlimit no_core = {0, 0};
@@ -385,6 +399,14 @@ void MicrovmSandbox::launch(const Spec& spec) {
   state_.mux_start = sys::process_start_time(pid).value_or(0);
   cgroup.release();  // kept: reclaim() removes it
   if (!pidfd_) throw_errno("pidfd_open of the microVM's multiplexer");
+  if (netns) {
+    // Connectivity through the node's gateway while the guest boots: nothing in it runs a command before
+    // configure() has its answer. (A failure: the destructor kills the VM; reclaim detaches it.)
+    state_.net_gateway = true;
+    sys::UniqueFd group(::open(state_.cgroups.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!group) throw_errno("open the microVM's cgroup");
+    attach_vm_gateway(*node_, id_, dir_, netns.get(), pidfd_.get(), group.get(), spec.network);
+  }
 }
 
 void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
@@ -398,6 +420,7 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
   if (spec.on_expiry == OnExpiry::kKeep) config.keep_ms = static_cast<uint64_t>(std::llround(spec.keep_s * 1000));
   config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp | proto::kInitGuestLimits;
+  if (!spec.network.none && !spec.network.dns.empty()) config.flags |= proto::kInitResolverConf;
   config.pids_max = spec.limits.pids;
   config.memory_max = spec.limits.memory;
 
@@ -468,6 +491,28 @@ std::string MicrovmSandbox::console_tail() const {
     out += std::string("; ") + name + " ends: " + tail;
   }
   return out;
+}
+
+// (The filter is found from the recorded group: a damaged record must not lead to another group's.)
+void MicrovmSandbox::check_own_cgroup() const {
+  if (state_.cgroups.v2 != sys::cgroup_paths_for(node_->cgroups, id_).v2)
+    throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
+}
+
+void MicrovmSandbox::net_update(const NetworkPolicy& policy) {
+  check_own_cgroup();
+  if (state_.net_gateway) node_->gateway().ensure_running();  // a killed gateway: back, with every sandbox
+  host::update_network_policy(state_.cgroups.v2, id_, policy, node_->net_uplink_netns);
+  if (state_.net_gateway) node_->gateway().update(id_, policy);
+}
+
+json::object MicrovmSandbox::net_stats() const {
+  check_own_cgroup();
+  if (state_.net_gateway) node_->gateway().ensure_running();
+  json::object o = host::network_counters(state_.cgroups.v2, id_);
+  o["dns"] = host::read_dns_log(dir_);
+  if (state_.net_gateway) o["gateway"] = host::read_netgw_counters(host::netgw_counters_path(dir_), false);
+  return o;
 }
 
 void MicrovmSandbox::pause() { qmp_command(path("qmp.sock"), "stop", kQmpTimeoutMs); }

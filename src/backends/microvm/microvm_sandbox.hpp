@@ -20,6 +20,7 @@ struct MicrovmState {
   pid_t mux_pid = 0;
   uint64_t mux_start = 0;
   sys::CgroupPaths cgroups;
+  bool net_gateway = false;  // the node gateway holds this sandbox (a network policy)
   boost::json::object to_json() const;
   static MicrovmState from_json(const boost::json::object& o);
 };
@@ -40,6 +41,8 @@ class MicrovmSandbox final : public BackendSandbox {
   void reclaim() override;
   void pause() override;
   void resume() override;
+  void net_update(const NetworkPolicy& policy) override;
+  boost::json::object net_stats() const override;
 
   // Why a spec cannot run as a microVM ("" when it can): names the field.
   static std::string unsupported(const Spec& spec);
@@ -48,6 +51,7 @@ class MicrovmSandbox final : public BackendSandbox {
   void launch(const Spec& spec);
   void configure(const Spec& spec, int timeout_ms);
   std::string console_tail() const;
+  void check_own_cgroup() const;
   std::string path(const char* name) const { return dir_ + "/" + name; }
 
   std::shared_ptr<MicrovmNode> node_;

@@ -33,6 +33,7 @@ std::vector<std::string> qemu_argv(const VmCommand& c) {
   a.insert(a.end(), {"-device", "virtio-serial-device,max_ports=2", "-chardev",
                      "socket,id=chan,fd=" + std::to_string(VmCommand::kChannelFd), "-device",
                      "virtserialport,chardev=chan,name=sandlet.0"});
+  a.insert(a.end(), c.extra.begin(), c.extra.end());
   return a;
 }
 

@@ -24,6 +24,7 @@ struct VmCommand {
   int kernel_fd = -1, initrd_fd = -1;
   std::vector<VmDisk> disks;       // layers (lowest first), then the writable disk
   int layers = 0;                  // how many of `disks` are layers
+  std::vector<std::string> extra;  // more devices (the NIC: vm_network.hpp)
   // Fixed descriptor numbers in QEMU (host_mux.cpp hands them over): the channel, the console, QMP.
   static constexpr int kChannelFd = 3, kConsoleFd = 4, kQmpFd = 5;
 };

@@ -15,6 +15,7 @@
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
+#include "guest/vm/guest_net.hpp"
 #include "guest/vm/guest_pid1.hpp"
 #include "proto/vm_channel.hpp"
 
@@ -106,6 +107,9 @@ void run_server(int ctl) {
   if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit | proto::kInitHasFileRules))
     fail(boot, make_status(SANDLET_INTERNAL, EINVAL, "configuration asks for what a microVM does not do"));
   if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
+  if (Status s = guest_network_up(); !s.ok()) fail(boot, s);
+  if (cfg.flags & proto::kInitResolverConf)
+    if (Status s = write_resolver_conf(); !s.ok()) fail(boot, s);
 
   static struct rlimit child_nofile = {1024, 65536};
   InitFds fds;

@@ -1,4 +1,4 @@
-#include "backends/container/dns_log.hpp"
+#include "backends/host/dns_log.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "common/error.hpp"
 #include "proto/dns_log.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 namespace {
 
 constexpr const char* kFile = "/dns-log";
@@ -85,4 +85,4 @@ boost::json::object read_dns_log(const std::string& dir, uint64_t after_seq) {
   return out;
 }
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host

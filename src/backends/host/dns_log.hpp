@@ -8,7 +8,7 @@
 
 #include "sys/fd.hpp"
 
-namespace sandlet::container {
+namespace sandlet::host {
 
 // `<dir>/dns-log`, zero-filled at its fixed size (`fresh`), or the existing one opened again for a
 // gateway that re-attaches the sandbox (made if missing). Read-write, for the gateway.
@@ -19,4 +19,4 @@ sys::UniqueFd open_dns_log(const std::string& dir, bool fresh);
 // after_seq]}. A missing or unwritten file reads as zeros and no records. Every field is range-checked.
 boost::json::object read_dns_log(const std::string& dir, uint64_t after_seq = 0);
 
-}  // namespace sandlet::container
+}  // namespace sandlet::host
