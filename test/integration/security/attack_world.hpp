@@ -67,9 +67,11 @@ inline std::string ns_of(pid_t pid, const char* ns) {
   return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/" + ns, ec).string();
 }
 
-// Host processes running as a uid of [base, base + 65536) that are not in the pid namespace `pidns`, each
-// described (name, state, pid namespace) so that a failure says what it found.
-inline std::vector<std::string> escaped_processes(uint32_t base, const std::string& pidns) {
+// Host processes running as a uid of [base, base + 65536) that are not in the pid namespace `pidns` (a
+// container's) or, with `jail` set, not in the cgroup whose path ends so (a microVM's QEMU and multiplexer
+// run in the host's pid namespace, jailed in the sandbox's cgroup), each described (name, state, pid
+// namespace) so that a failure says what it found.
+inline std::vector<std::string> escaped_processes(uint32_t base, const std::string& pidns, const std::string& jail = "") {
   std::vector<std::string> out;
   std::error_code ec;
   for (auto& e : fs::directory_iterator("/proc", ec)) {
@@ -85,7 +87,9 @@ inline std::vector<std::string> escaped_processes(uint32_t base, const std::stri
       // (A zombie runs nothing: an earlier sandbox's init that a PID 1 which never reaps, as on some CI
       // machines, keeps in the table.)
       if (state.rfind("\tZ", 0) == 0 || state.rfind("Z", 0) == 0) break;
-      if (uid >= base && uid < base + 65536ul && ns_of(std::stoi(name), "pid") != pidns && !pidns.empty())
+      const bool outside = jail.empty() ? ns_of(std::stoi(name), "pid") != pidns && !pidns.empty()
+                                        : slurp(e.path().string() + "/cgroup").find(jail + "\n") == std::string::npos;
+      if (uid >= base && uid < base + 65536ul && outside)
         out.push_back(name + " (uid " + std::to_string(uid) + ", pid ns '" + ns_of(std::stoi(name), "pid") + "', " +
                       comm + ", " + state + ", stat " + slurp(e.path().string() + "/stat").substr(0, 80) + ")");
       break;
@@ -184,9 +188,11 @@ inline std::vector<std::string> host_addresses() {
   return out;
 }
 
-inline std::string agent_socket_of(sandlet::Sandbox& sb) {
+// A container's records its agent socket; a microVM's is its multiplexer's, in the sandbox's directory.
+inline std::string agent_socket_of(sandlet::Sandbox& sb, const std::string& root = "") {
   const auto o = boost::json::parse(sb.info_json()).as_object();
-  return std::string(o.at("backend_state").at("agent_socket").as_string());
+  if (const auto* p = o.at("backend_state").as_object().if_contains("agent_socket")) return std::string(p->as_string());
+  return root + "/sandboxes/" + sb.id() + "/agent.sock";
 }
 inline pid_t init_pid_of(sandlet::Sandbox& sb) {
   const auto o = boost::json::parse(sb.info_json()).as_object();
@@ -197,11 +203,23 @@ class AttackWorld {
  public:
   static constexpr const char* kNeighbourFiles = "/tmp/secret /dev/shm/secret /home/sandbox/answer /etc/passwd";
 
-  AttackWorld() : sentinels_(0755), listeners_(sentinels_.path) {
+  // `backend`: where the attacker runs. A microVM takes no host mounts: the programs come in a layer.
+  explicit AttackWorld(const std::string& backend = "container") : sentinels_(0755), listeners_(sentinels_.path) {
     sentinels_.write("secret", std::string(kAttackMarker) + " host secret\n", 0, 0644);
     sentinels_.write("root-only", std::string(kAttackMarker) + " root only\n", 0, 0600);
     REQUIRE(fs::exists(std::string(SANDLET_ATTACKS_DIR) + "/attack-fs"));
-    attacker_ = h_.rt().create(Harness::spec().mount(SANDLET_ATTACKS_DIR, "/attacks").pids(512));
+    if (backend == "microvm") {
+      fs::create_directory(attack_layer_ / "attacks");
+      fs::copy(SANDLET_ATTACKS_DIR, attack_layer_ / "attacks", fs::copy_options::recursive);
+      attacker_ = h_.rt().create(Harness::spec().backend(backend).layer(attack_layer_.path).pids(512));
+      const auto o = boost::json::parse(attacker_.info_json()).as_object();
+      attacker_base_ = o.at("backend_state").at("uid").to_number<uint32_t>();
+      attacker_jail_ = "/" + attacker_.id();
+    } else {
+      attacker_ = h_.rt().create(Harness::spec().backend(backend).mount(SANDLET_ATTACKS_DIR, "/attacks").pids(512));
+      attacker_base_ = uid_base_of(attacker_);
+      attacker_pidns_ = ns_of(init_pid_of(attacker_), "pid");
+    }
     neighbour_ = h_.rt().create(Harness::spec());
     run_out(neighbour_, "echo neighbour-secret > /tmp/secret && echo shm-secret > /dev/shm/secret && "
                         "echo 42 > /home/sandbox/answer");
@@ -210,8 +228,6 @@ class AttackWorld {
       ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    attacker_base_ = uid_base_of(attacker_);
-    attacker_pidns_ = ns_of(init_pid_of(attacker_), "pid");
     snapshot();
   }
   ~AttackWorld() {
@@ -241,7 +257,7 @@ class AttackWorld {
     INFO("after " << after);
     CHECK(sentinel_state() == sentinel_files_);
     CHECK(::waitpid(sentinel_pid_, nullptr, WNOHANG) == 0);
-    CHECK(escaped_processes(attacker_base_, attacker_pidns_) == std::vector<std::string>{});
+    CHECK(escaped_processes(attacker_base_, attacker_pidns_, attacker_jail_) == std::vector<std::string>{});
     CHECK(listeners_.reached() == "");
     CHECK(host_mounts() == mounts_);
     auto sums = neighbour_.exec({"md5sum", "/tmp/secret", "/dev/shm/secret", "/home/sandbox/answer", "/etc/passwd"});
@@ -269,9 +285,11 @@ class AttackWorld {
   Harness h_;
   HostDir sentinels_;
   HostListeners listeners_;
+  HostDir attack_layer_;  // a microVM attacker's layer: the programs under /attacks
   sandlet::Sandbox attacker_, neighbour_;
   pid_t sentinel_pid_ = -1;
   uint32_t attacker_base_ = 0;
-  std::string attacker_pidns_;
+  std::string attacker_pidns_;  // a container's pid namespace ...
+  std::string attacker_jail_;   // ... or a microVM's cgroup (its path's end)
   std::string layer_, sentinel_files_, neighbour_sums_, mounts_;
 };
