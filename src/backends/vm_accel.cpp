@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/error.hpp"
+
 #include "sys/fd.hpp"
 
 namespace sandlet::vm_accel {
@@ -75,6 +77,16 @@ static Probe probe_now() {
 Probe probe() {
   static const Probe once = probe_now();
   return once;
+}
+
+std::string choose(const Probe& p, const std::string& requested, const std::string& setting) {
+  if (requested.empty() || requested == "auto") return p.accelerator;
+  if (requested == "tcg") return "tcg";
+  if (requested != "kvm")
+    throw Error(Code::kInvalidArgument, setting + ": \"" + requested + "\" is not an accelerator (auto, kvm or tcg)");
+  if (p.kvm != "hardware" && p.kvm != "pvm")
+    throw Error(Code::kFailedPrecondition, setting + " asks for kvm, and /dev/kvm here is " + p.kvm + ": " + p.why);
+  return "kvm";
 }
 
 }  // namespace sandlet::vm_accel

@@ -17,4 +17,10 @@ struct Probe {
 
 Probe probe();  // once per process
 
+// The accelerator a VM gets, "kvm" or "tcg", for the setting `requested` (named `setting` in errors):
+// "" or "auto" is the probe's choice for a stock kernel; "kvm" is KVM whatever serves /dev/kvm (for a guest
+// kernel built for it, e.g. a PVM guest kernel on a PVM host); "tcg" is emulation. Another value is
+// INVALID_ARGUMENT, "kvm" without a usable /dev/kvm FAILED_PRECONDITION, each naming the setting.
+std::string choose(const Probe& p, const std::string& requested, const std::string& setting);
+
 }  // namespace sandlet::vm_accel

@@ -64,6 +64,11 @@ std::string kernel_kit_location(const std::string& configured) {
   return kDefaultKit;
 }
 
+std::string accel_setting() {
+  const char* env = std::getenv("SANDLET_MICROVM_ACCEL");
+  return env ? env : "";
+}
+
 KernelKit find_kernel_kit(const std::string& configured, bool modules) {
   const std::string where = kernel_kit_location(configured);
   const std::string setting = !configured.empty() ? "the runtime's microVM kernel"

@@ -22,6 +22,11 @@ KernelKit find_kernel_kit(const std::string& configured, bool modules = true);
 // Where it would be looked for, for messages and the backend list.
 std::string kernel_kit_location(const std::string& configured);
 
+// $SANDLET_MICROVM_ACCEL ("" when unset): the accelerator asked for (vm_accel::choose). "kvm" goes with a
+// kernel kit built for the host's KVM (a PVM guest kernel where KVM is PVM, as on machines whose KVM
+// cannot boot a stock kernel).
+std::string accel_setting();
+
 // The initramfs for `kit` in `cache_dir` (made once; named by the SHA-256 of what it holds). Thread-safe
 // across processes (written under a temporary name, renamed into place).
 std::string initramfs_for(const KernelKit& kit, const std::string& cache_dir);

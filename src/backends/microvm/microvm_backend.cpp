@@ -81,6 +81,14 @@ BackendProbe probe() {
   details["kernel"] = kernel_kit_location("");
   if (::geteuid() != 0) return BackendProbe::no("the microvm backend needs root on the host (it jails QEMU)", details);
   if (accel.qemu.empty()) return BackendProbe::no("qemu-system-x86_64 is not on PATH", details);
+  if (!accel_setting().empty()) {
+    details["accelerator_setting"] = accel_setting();
+    try {
+      details["accelerator"] = vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL");
+    } catch (const Error& e) {
+      return BackendProbe::no(e.what(), details);
+    }
+  }
   try {
     const KernelKit kit = find_kernel_kit("", /*modules=*/false);
     details["kernel_release"] = kit.release;

@@ -250,6 +250,7 @@ void MicrovmSandbox::finish(const Spec& spec, OneShot* one_shot) {
 void MicrovmSandbox::launch(const Spec& spec) {
   const vm_accel::Probe accel = vm_accel::probe();
   if (accel.qemu.empty()) throw Error(Code::kUnavailable, "the microvm backend needs qemu-system-x86_64 on PATH");
+  (void)vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL");  // a bad setting: before anything is made
   state_.slot = node_->slots->claim(dir_);
   state_.uid = SlotTable::uid_base(state_.slot);
   const KernelKit kit = find_kernel_kit(node_->kernel);
@@ -273,7 +274,7 @@ void MicrovmSandbox::launch(const Spec& spec) {
 
   VmCommand cmd;
   cmd.qemu = accel.qemu;
-  cmd.kvm = accel.accelerator == "kvm";
+  cmd.kvm = vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL") == "kvm";
   if (!cmd.kvm) cmd.tsc_khz = host_tsc_khz();
   cmd.vcpus = guest_vcpus(spec.limits);
   cmd.memory_mib = guest_memory_mib(spec.limits);
@@ -346,9 +347,6 @@ void MicrovmSandbox::launch(const Spec& spec) {
   sys::UniqueFd exe(::open(vm_init_binary(node_->bin_dir).c_str(), O_PATH | O_CLOEXEC));
   if (!exe) throw_errno("open sandlet-vm-init");
   sys::UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  gid_t kvm_gid = 0;
-  struct stat kst;
-  const bool kvm_group = cmd.kvm && ::stat("/dev/kvm", &kst) == 0 && (kvm_gid = kst.st_gid) != 0;
   const uid_t uid = state_.uid;
   const bool owned = spec.lifetime == Lifetime::kOwned;
   sys::mkdir_p(path("jail"), 0755);
@@ -371,7 +369,7 @@ void MicrovmSandbox::launch(const Spec& spec) {
     const struct rlimit no_core = {0, 0};
     if (::setrlimit(RLIMIT_CORE, &no_core) != 0) _exit(124);
     ::setsid();
-    if (kvm_group ? ::setgroups(1, &kvm_gid) != 0 : ::setgroups(0, nullptr) != 0) _exit(122);
+    if (::setgroups(0, nullptr) != 0) _exit(122);
     if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) _exit(122);
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(122);
     // An owned VM dies with its creator (set after the uid change, which would clear it); QEMU dies with

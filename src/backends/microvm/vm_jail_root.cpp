@@ -42,7 +42,13 @@ JailRoot JailRoot::plan(const std::string& dir, uid_t uid, bool kvm, const std::
   j.ops_.push_back({Op::kMkdir, "", dir + "/dev"});
   for (const char* node : {"null", "zero", "urandom", "random"})
     j.ops_.push_back({Op::kBindDevice, std::string("/dev/") + node, dir + "/dev/" + node});
-  if (kvm) j.ops_.push_back({Op::kBindDevice, "/dev/kvm", dir + "/dev/kvm"});
+  // /dev/kvm as a node of the jail's own, owned by its uid: hosts differ in who may open the host's (root
+  // only, or a kvm group), and this one is reachable only from the jail's mount namespace.
+  if (kvm) {
+    struct stat kst;
+    if (::stat("/dev/kvm", &kst) != 0 || !S_ISCHR(kst.st_mode)) throw_errno("stat /dev/kvm");
+    j.ops_.push_back({Op::kOwnDevice, "", dir + "/dev/kvm", kst.st_rdev});
+  }
   j.ops_.push_back({Op::kSymlink, "/proc/self/fd", dir + "/dev/fd"});  // QEMU opens its files as /dev/fd/N
   j.ops_.push_back({Op::kMkdir, "", dir + "/proc"});
   j.ops_.push_back({Op::kProc, "", dir + "/proc"});
@@ -76,6 +82,13 @@ bool JailRoot::enter() const noexcept {
           return false;
         break;
       }
+      case Op::kOwnDevice:
+        // Made in the root's tmpfs (nodev), then bound onto itself as a mount that allows devices.
+        if (::mknod(b, S_IFCHR | 0600, op.rdev) != 0 || ::chown(b, uid_, uid_) != 0 ||
+            ::mount(b, b, nullptr, MS_BIND, nullptr) != 0 ||
+            ::mount(nullptr, b, nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC, nullptr) != 0)
+          return false;
+        break;
       case Op::kSymlink:
         if (::symlink(a, b) != 0) return false;
         break;

@@ -21,8 +21,9 @@ class JailRoot final {
 
  private:
   struct Op {
-    enum Kind { kTmpfs, kMkdir, kBindReadOnly, kBindDevice, kSymlink, kProc, kTmp, kSeal } kind;
+    enum Kind { kTmpfs, kMkdir, kBindReadOnly, kBindDevice, kOwnDevice, kSymlink, kProc, kTmp, kSeal } kind;
     std::string a, b;  // source / target, or link target / link path
+    dev_t rdev = 0;    // kOwnDevice: the device number
   };
   std::vector<Op> ops_;
   std::string dir_;
