@@ -236,6 +236,7 @@ class Backend {
     Shape shape;                      // the shape it will most likely be finished with (pooled: the last
                                       // create's); a backend whose shape is fixed at launch uses it, and
                                       // its fits() refuses a spec of another shape
+    const std::vector<LayerImage>* images = nullptr;  // kCapLayerImages with stage_for: its layers' images
   };
   // The spec-independent half of a start (the runtime may do it ahead of time, in a warm pool). Throws; on
   // failure nothing the backend made is left behind.

@@ -30,13 +30,22 @@ SandboxRecord Runtime::new_record(const std::string& backend, SandboxState state
 
 WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for, const Shape& shape,
                                         const std::vector<std::string>& digests) {
-  // Store layers of the key stay mounted while staging clones them (another process may unmount).
-  std::vector<sys::UniqueFd> holds(digests.size());
-  for (size_t i = 0; i < digests.size(); ++i) layer_mounts_->acquire(digests[i], &holds[i]);
+  // Store layers of the key stay mounted while staging clones them (another process may unmount); a
+  // backend that takes the layers' images gets those instead (the key's layers name the store's digests).
+  std::vector<sys::UniqueFd> holds;
+  std::vector<LayerImage> images;
+  const bool take_images = stage_for && (backend.capabilities() & kCapLayerImages);
+  if (take_images) {
+    SandboxRecord scratch;
+    layers_->resolve(*stage_for, scratch, holds, &images);
+  } else {
+    holds.resize(digests.size());
+    for (size_t i = 0; i < digests.size(); ++i) layer_mounts_->acquire(digests[i], &holds[i]);
+  }
   WarmPool::Entry e;
   e.record = new_record(backend.name(), SandboxState::kPooled);
   try {
-    e.impl = backend.prepare({e.record.id, dirs_->dir(e.record.id), stage_for, nullptr, shape});
+    e.impl = backend.prepare({e.record.id, dirs_->dir(e.record.id), stage_for, nullptr, shape, take_images ? &images : nullptr});
     e.record.backend_state = e.impl->state();
     dirs_->write(e.record);
   } catch (...) {

@@ -149,3 +149,47 @@ def test_qemu_killed_leaves_nothing(rt: sandlet.Runtime, rootfs: str) -> None:
     rt.gc()
     assert not os.path.exists(cg)
     assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
+
+
+def test_warm_pool_boots_ahead_and_hands_out_fresh_vms(rt: sandlet.Runtime, rootfs: str) -> None:
+    """From the second create of the same layers on, the warm pool launches microVMs ahead (staged for those
+    layers and the last shape); a create then only configures one. Each is a fresh VM; a spec of another
+    shape does not take one (its RAM and vCPUs are fixed at launch)."""
+    import time
+    microvm_or_skip(rt)
+    for i in range(2):
+        with rt.create(backend="microvm", layers=[rootfs]) as sb:
+            assert sb.exec(["sh", "-c", "test ! -e /tmp/mark && echo x > /tmp/mark"]).exit_code == 0
+    pool = rt.stats()["warm_pool"]
+    assert pool["staged"] and pool["backend"] == "microvm"
+    deadline = time.monotonic() + 120
+    while rt.stats()["warm_pool"]["ready"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    hits = rt.stats()["warm_pool"]["hits"]
+    with rt.create(backend="microvm", layers=[rootfs]) as sb:
+        assert rt.stats()["warm_pool"]["hits"] == hits + 1
+        assert sb.exec(["sh", "-c", "test ! -e /tmp/mark && echo fresh"]).stdout == b"fresh\n"
+        assert sb.info()["state"] == "running"
+    with rt.create(backend="microvm", layers=[rootfs], limits={"memory": 96 << 20}) as sb:
+        assert rt.stats()["warm_pool"]["hits"] == hits + 1  # another shape: launched for this create
+        mem = sb.exec(["cat", "/sys/fs/cgroup/sandbox/memory.max"]).stdout
+        assert mem == b"%d\n" % (96 << 20)
+
+
+def test_fncall_pool_of_microvms(root_dir: str, rootfs: str) -> None:
+    """FnCall on the microvm backend: the pool keeps VMs booted ahead (min_idle); each call gets a fresh one
+    (a VM has no host-side reuse check, so none goes back)."""
+    import time
+    with sandlet.Runtime(root_dir) as rt:
+        microvm_or_skip(rt)
+        assert "microvm" in next(b for b in rt.backends() if b["name"] == "fncall")["details"]["pools_on"]
+        rt.set_call_pool(backend="microvm", layers=[rootfs], min_idle=1, max_size=2)
+        r = rt.call(script="echo x > /tmp/leak; uname -r", backend="microvm", layers=[rootfs])
+        assert r.exit_code == 0 and r.stdout.strip() not in (b"", platform.release().encode())  # the guest's kernel
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and rt.call_stats()["pools"][0]["idle"] < 1:
+            time.sleep(0.2)
+        r = rt.call(script="test -e /tmp/leak || echo clean", backend="microvm", layers=[rootfs])
+        assert r.stdout == b"clean\n"
+        (pool,) = rt.call_stats()["pools"]
+        assert pool["handovers"] >= 1 and pool["reused"] == 0

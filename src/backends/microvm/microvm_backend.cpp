@@ -22,9 +22,10 @@ class MicrovmBackend final : public Backend {
   explicit MicrovmBackend(std::string root) : node_(std::make_shared<MicrovmNode>()) { node_->root = std::move(root); }
 
   const char* name() const override { return "microvm"; }
-  // A VM boots at finish (its disks depend on the spec's layers): no warm pool yet. Networks go through
-  // the node gateway, as a container's (vm_network.hpp).
-  uint32_t capabilities() const override { return kCapPause | kCapLayerImages; }
+  // A warm pool's VM is launched at prepare when the pool stages an environment (its disks depend on the
+  // layers): the boot overlaps the wait, and a create only configures it. A generic one launches at
+  // finish. Networks go through the node gateway, as a container's (vm_network.hpp).
+  uint32_t capabilities() const override { return kCapPrepareAhead | kCapPause | kCapLayerImages; }
 
   // Every runtime open starts every backend (the CLI opens one per command): the set-up waits for the
   // first microVM (or record of one) this runtime sees.
@@ -38,7 +39,9 @@ class MicrovmBackend final : public Backend {
 
   std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) override {
     ready();
-    return std::make_unique<MicrovmSandbox>(node_, request.id, request.dir, MicrovmState());
+    auto sb = std::make_unique<MicrovmSandbox>(node_, request.id, request.dir, MicrovmState());
+    if (request.stage_for && request.images) sb->launch_ahead(*request.stage_for, request.shape, *request.images);
+    return sb;
   }
 
   std::unique_ptr<BackendSandbox> adopt(const std::string& id, const std::string& dir,

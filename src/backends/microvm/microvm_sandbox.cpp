@@ -234,15 +234,40 @@ void MicrovmSandbox::reclaim() {
     if (name == "upper.img" || (name.rfind("layer", 0) == 0 && name.size() > 6 && name.compare(name.size() - 6, 6, ".erofs") == 0))
       ::unlink((dir_ + "/" + name).c_str());
   if (state_.slot >= 0) node_->slots->release(state_.slot, dir_);
+  state_.slot = -1;
+  starting_ = false;  // nothing left to unwind
   // The gateway drops a sandbox whose multiplexer has ended by itself; this only makes it prompt.
   if (state_.net_gateway) node_->gateway().detach(id_);
+}
+
+void MicrovmSandbox::launch_ahead(const Spec& staged, const Shape& shape, std::vector<LayerImage> images) {
+  if (!unsupported(staged).empty()) return;  // a create of it fails anyway: nothing to launch ahead
+  Spec spec = staged;
+  spec.limits.memory = shape.memory;
+  spec.limits.cpus = shape.cpus;
+  if (shape.disk) spec.limits.disk = shape.disk;
+  images_ = std::move(images);
+  starting_ = true;  // dropped unused (the pool discards it): killed and reclaimed
+  launch(spec);
+  launched_for_ = std::move(spec);
+}
+
+// What a launch fixes: the disks (layers, writable size), the shape, the NIC and its policy, the
+// parent-death tie and the host's lifetime backstop.
+bool MicrovmSandbox::fits(const Spec& spec) const {
+  if (!launched_for_) return true;
+  const Spec& l = *launched_for_;
+  return l.layers == spec.layers && Shape::of(l.limits) == Shape::of(spec.limits) && l.network == spec.network &&
+         l.lifetime == spec.lifetime && l.max_lifetime_s == spec.max_lifetime_s && l.on_expiry == spec.on_expiry &&
+         (l.on_expiry != OnExpiry::kKeep || l.keep_s == spec.keep_s);
 }
 
 void MicrovmSandbox::finish(const Spec& spec, OneShot* one_shot) {
   if (one_shot) unimplemented("one-shot runs");
   if (std::string why = unsupported(spec); !why.empty()) throw Error(Code::kInvalidArgument, why);
   starting_ = true;
-  launch(spec);
+  if (!launched_for_) launch(spec);
+  else if (!fits(spec)) throw Error(Code::kInternal, "sandbox " + id_ + ": a microVM launched ahead for another spec");
   configure(spec, boot_timeout_ms());
   starting_ = false;
 }

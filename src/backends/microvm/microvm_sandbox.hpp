@@ -5,6 +5,7 @@
 // the container's (same protocol), reached by a stream of the multiplexer per connection.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/backend.hpp"
@@ -30,7 +31,13 @@ class MicrovmSandbox final : public BackendSandbox {
   MicrovmSandbox(std::shared_ptr<MicrovmNode> node, std::string id, std::string dir, MicrovmState state);
   ~MicrovmSandbox() override;
 
-  void set_layer_images(std::vector<LayerImage> images) override { images_ = std::move(images); }
+  void set_layer_images(std::vector<LayerImage> images) override {
+    if (!launched_for_) images_ = std::move(images);
+  }
+  // A warm pool's VM: launched now for `staged` (its layers as `images`) in `shape`; finish() then only
+  // configures it, for a spec it fits().
+  void launch_ahead(const Spec& staged, const Shape& shape, std::vector<LayerImage> images);
+  bool fits(const Spec& spec) const override;
   void finish(const Spec& spec, OneShot* one_shot) override;
   boost::json::object state() const override { return state_.to_json(); }
   bool alive() const override;
@@ -60,6 +67,7 @@ class MicrovmSandbox final : public BackendSandbox {
   bool starting_ = false;  // finish() began and has not succeeded: dropping this object undoes it
   sys::UniqueFd pidfd_;    // the multiplexer, our child (sandboxes started here)
   std::vector<LayerImage> images_;  // the spec's layers (set_layer_images)
+  std::optional<Spec> launched_for_;  // launch_ahead(): what the VM was launched for
 };
 
 }  // namespace sandlet::microvm
