@@ -9,6 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
 #include "image/erofs_format.hpp"
@@ -46,6 +48,21 @@ std::string LayerMounts::acquire(const std::string& digest, sys::UniqueFd* hold)
   if (::flock(exclusive.get(), LOCK_SH) != 0) throw_errno("lock " + lock_path);  // downgrade: atomic
   *hold = std::move(exclusive);
   return target;
+}
+
+std::map<std::string, std::string> LayerMounts::attach_images(const LayerInfo& layer, sys::UniqueFd* hold) {
+  if (layer.store.empty())
+    throw Error(Code::kDataLoss, "layer " + layer.digest + ": a data blob is missing from " + store_.dir());
+  if (!lazy_.attach) throw Error(Code::kUnimplemented, "layer " + layer.digest + " is lazy and nothing here can load it");
+  const std::string lock_path = dir_ + "/" + layer.digest + ".lock";
+  sys::UniqueFd exclusive = sys::lock_file(lock_path, LOCK_EX);
+  std::map<std::string, std::string> cache = lazy_.attach(layer);  // (again for a mounted one: the same files)
+  const std::string marker = dir_ + "/" + layer.digest + kImagesMarker;
+  sys::UniqueFd m(::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  if (!m) throw_errno("create " + marker);
+  if (::flock(exclusive.get(), LOCK_SH) != 0) throw_errno("lock " + lock_path);  // downgrade: atomic
+  *hold = std::move(exclusive);
+  return cache;
 }
 
 namespace {
@@ -193,6 +210,16 @@ std::vector<std::string> LayerMounts::release_unused(const std::set<std::string>
                                                      const std::function<std::set<std::string>()>& in_use) {
   std::vector<std::string> released;
   for (const auto& name : sys::list_dir(dir_)) {
+    // A lazy layer attached for images (attach_images): detached once unused, unless a mount holds it.
+    if (name.size() == 64 + std::strlen(kImagesMarker) && name.compare(64, std::string::npos, kImagesMarker) == 0) {
+      const std::string digest = name.substr(0, 64);
+      if (candidates && !candidates->count(digest)) continue;
+      sys::UniqueFd lock = sys::lock_file(dir_ + "/" + digest + ".lock", LOCK_EX);
+      if (in_use().count(digest)) continue;
+      if (!is_mounted(digest) && lazy_.detach) lazy_.detach(digest);
+      ::unlink((dir_ + "/" + name).c_str());
+      continue;
+    }
     if (name.size() != 64 || (candidates && !candidates->count(name))) continue;
     // One layer at a time (creates take several shared locks in spec order: no lock ordering to keep).
     sys::UniqueFd lock = sys::lock_file(dir_ + "/" + name + ".lock", LOCK_EX);

@@ -34,11 +34,17 @@ class LayerMounts final {
   // sandboxes already holding clones keep working.
   std::vector<std::string> release_unused(const std::set<std::string>* candidates,
                                           const std::function<std::set<std::string>()>& in_use);
+  // A lazy layer for a backend that reads the layer's images itself (a VM's disks; nothing is mounted):
+  // attaches it to the loader and returns blob -> cache file for the blobs whose data the store lacks. A
+  // marker (<mount dir>/<digest>.images) stands for the attachment until release_unused finds the layer
+  // unused and detaches it. `hold` as for acquire().
+  std::map<std::string, std::string> attach_images(const LayerInfo& layer, sys::UniqueFd* hold);
   // Layers mounted now.
   std::vector<std::string> mounted() const;
   bool is_mounted(const std::string& digest) const;
 
   const std::string& dir() const { return dir_; }
+  static constexpr const char* kImagesMarker = ".images";
 
   // Lazy layers (LayerInfo::store set): `attach` makes the cache files of the blobs whose data is not in the
   // store ready to be mounted (returns blob -> cache file path; they are watched before it returns), and

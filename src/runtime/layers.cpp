@@ -1,6 +1,7 @@
 // The runtime's side of layered environments: resolving a spec's environment and store references to
 // mounted layer directories at create, and unmounting layers once no live sandbox uses them.
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -49,8 +50,18 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
     LayerImage img;
     img.digest = digest;
     img.meta_path = store_.meta_path(digest);
-    for (const auto& b : layer.blobs) img.blobs.push_back(store_.blob_path(b));
-    img.lazy = !layer.store.empty();
+    // A lazy layer's missing blobs are the loader's cache files, filled as the backend reads them.
+    std::map<std::string, std::string> cache;
+    for (const auto& b : layer.blobs)
+      if (!store_.has_blob_data(b)) img.lazy = true;
+    if (img.lazy) {
+      holds.emplace_back();
+      cache = mounts_.attach_images(layer, &holds.back());
+    }
+    for (const auto& b : layer.blobs) {
+      const auto it = cache.find(b);
+      img.blobs.push_back(it != cache.end() ? it->second : store_.blob_path(b));
+    }
     images->push_back(std::move(img));
     return "sha256:" + digest;
   };

@@ -317,9 +317,6 @@ void MicrovmSandbox::launch(const Spec& spec) {
   for (size_t i = 0; i < images_.size(); ++i) {
     const LayerImage& img = images_[i];
     const std::string serial = "sl-layer" + std::to_string(i);
-    if (img.lazy)
-      throw Error(Code::kUnimplemented, "layers: lazy layer " + img.digest + " on the microvm backend: not in this "
-                                        "version (pull it eagerly)");
     std::string meta = img.meta_path;
     if (!img.host_dir.empty()) {
       meta = path(("layer" + std::to_string(i) + ".erofs").c_str());
