@@ -151,29 +151,44 @@ def test_qemu_killed_leaves_nothing(rt: sandlet.Runtime, rootfs: str) -> None:
     assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
 
 
-def test_warm_pool_boots_ahead_and_hands_out_fresh_vms(rt: sandlet.Runtime, rootfs: str) -> None:
-    """From the second create of the same layers on, the warm pool launches microVMs ahead (staged for those
-    layers and the last shape); a create then only configures one. Each is a fresh VM; a spec of another
-    shape does not take one (its RAM and vCPUs are fixed at launch)."""
+def test_warm_pool_boots_ahead_and_hands_out_fresh_vms(rt: sandlet.Runtime, rootfs: str, tmp_path) -> None:
+    """From the second create of the same store layers on, the warm pool launches microVMs ahead (staged for
+    those layers and the last shape); a create then only configures one. Each is a fresh VM; a spec of
+    another shape does not take one (its RAM and vCPUs are fixed at launch), nor does a host directory
+    (packed at launch, it would be a stale copy)."""
     import time
     microvm_or_skip(rt)
+    digest = rt.layer_import(rootfs, name="vm-pool-base")["layers"][-1]["digest"]
     for i in range(2):
-        with rt.create(backend="microvm", layers=[rootfs]) as sb:
+        with rt.create(backend="microvm", layers=[digest]) as sb:
             assert sb.exec(["sh", "-c", "test ! -e /tmp/mark && echo x > /tmp/mark"]).exit_code == 0
     pool = rt.stats()["warm_pool"]
     assert pool["staged"] and pool["backend"] == "microvm"
     deadline = time.monotonic() + 120
     while rt.stats()["warm_pool"]["ready"] < 1 and time.monotonic() < deadline:
         time.sleep(0.2)
+    assert rt.stats()["warm_pool"]["ready"] >= 1
     hits = rt.stats()["warm_pool"]["hits"]
-    with rt.create(backend="microvm", layers=[rootfs]) as sb:
+    with rt.create(backend="microvm", layers=[digest]) as sb:
         assert rt.stats()["warm_pool"]["hits"] == hits + 1
         assert sb.exec(["sh", "-c", "test ! -e /tmp/mark && echo fresh"]).stdout == b"fresh\n"
         assert sb.info()["state"] == "running"
-    with rt.create(backend="microvm", layers=[rootfs], limits={"memory": 96 << 20}) as sb:
+    with rt.create(backend="microvm", layers=[digest], limits={"memory": 96 << 20}) as sb:
         assert rt.stats()["warm_pool"]["hits"] == hits + 1  # another shape: launched for this create
         mem = sb.exec(["cat", "/sys/fs/cgroup/sandbox/memory.max"]).stdout
         assert mem == b"%d\n" % (96 << 20)
+    # A host directory among the layers: what the create sees is the directory as it is then, never a copy
+    # packed earlier for the pool.
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "msg").write_text("one\n")
+    for _ in range(2):
+        with rt.create(backend="microvm", layers=[digest, str(extra)]) as sb:
+            assert sb.exec(["cat", "/msg"]).stdout == b"one\n"
+    time.sleep(1)
+    (extra / "msg").write_text("two\n")
+    with rt.create(backend="microvm", layers=[digest, str(extra)]) as sb:
+        assert sb.exec(["cat", "/msg"]).stdout == b"two\n"
 
 
 def test_fncall_pool_of_microvms(root_dir: str, rootfs: str) -> None:

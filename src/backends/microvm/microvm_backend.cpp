@@ -34,7 +34,7 @@ class MicrovmBackend final : public Backend {
     // Where the node gateway connects out from (as for containers): $SANDLET_NET_UPLINK_NETNS, else the
     // host's namespace.
     if (const char* up = std::getenv("SANDLET_NET_UPLINK_NETNS"); up && *up) node_->net_uplink_netns = up;
-    register_gateway_members();
+    register_vm_gateway_members();
   }
 
   std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) override {

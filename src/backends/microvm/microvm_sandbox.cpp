@@ -241,7 +241,12 @@ void MicrovmSandbox::reclaim() {
 }
 
 void MicrovmSandbox::launch_ahead(const Spec& staged, const Shape& shape, std::vector<LayerImage> images) {
-  if (!unsupported(staged).empty()) return;  // a create of it fails anyway: nothing to launch ahead
+  // Nothing is launched (the create launches its own) for a spec that fails anyway, for a host directory
+  // (packed at launch, it would be a stale copy by the create) or for published ports (the create takes
+  // them, as a container's; a pooled VM would hold them for nobody).
+  if (!unsupported(staged).empty() || !staged.network.publish.empty()) return;
+  for (const LayerImage& img : images)
+    if (!img.host_dir.empty()) return;
   Spec spec = staged;
   spec.limits.memory = shape.memory;
   spec.limits.cpus = shape.cpus;
@@ -268,6 +273,7 @@ void MicrovmSandbox::finish(const Spec& spec, OneShot* one_shot) {
   starting_ = true;
   if (!launched_for_) launch(spec);
   else if (!fits(spec)) throw Error(Code::kInternal, "sandbox " + id_ + ": a microVM launched ahead for another spec");
+  attach_gateway(spec);
   configure(spec, boot_timeout_ms());
   starting_ = false;
 }
@@ -275,7 +281,7 @@ void MicrovmSandbox::finish(const Spec& spec, OneShot* one_shot) {
 void MicrovmSandbox::launch(const Spec& spec) {
   const vm_accel::Probe accel = vm_accel::probe();
   if (accel.qemu.empty()) throw Error(Code::kUnavailable, "the microvm backend needs qemu-system-x86_64 on PATH");
-  (void)vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL");  // a bad setting: before anything is made
+  const bool kvm = vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL") == "kvm";  // before anything is made
   state_.slot = node_->slots->claim(dir_);
   state_.uid = SlotTable::uid_base(state_.slot);
   const KernelKit kit = find_kernel_kit(node_->kernel);
@@ -299,7 +305,7 @@ void MicrovmSandbox::launch(const Spec& spec) {
 
   VmCommand cmd;
   cmd.qemu = accel.qemu;
-  cmd.kvm = vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL") == "kvm";
+  cmd.kvm = kvm;
   if (!cmd.kvm) cmd.tsc_khz = host_tsc_khz();
   cmd.vcpus = guest_vcpus(spec.limits);
   cmd.memory_mib = guest_memory_mib(spec.limits);
@@ -349,12 +355,11 @@ void MicrovmSandbox::launch(const Spec& spec) {
   if (!procs) throw_errno("open the microVM's cgroup.procs");
   const std::vector<int> v1_join = cgroup.v1_join_fds();
   // With a network policy: QEMU's namespace and the allowlist on its cgroup, before QEMU exists.
-  sys::UniqueFd netns;
   if (!spec.network.none) {
-    netns = prepare_vm_network(cgroup.v2_fd(), spec.network);
+    netns_ = prepare_vm_network(cgroup.v2_fd(), spec.network);
     for (auto& a : nic_args(spec.network)) cmd.extra.push_back(std::move(a));
   }
-  const int netns_fd = netns ? netns.get() : -1;
+  const int netns_fd = netns_ ? netns_.get() : -1;
 
   // Everything the child needs is made before the fork: it only makes system calls.
   // The host's backstop for the lifetime (the agent inside ends the VM itself, keep time included).
@@ -419,14 +424,18 @@ void MicrovmSandbox::launch(const Spec& spec) {
   state_.mux_start = sys::process_start_time(pid).value_or(0);
   cgroup.release();  // kept: reclaim() removes it
   if (!pidfd_) throw_errno("pidfd_open of the microVM's multiplexer");
-  if (netns) {
-    // Connectivity through the node's gateway while the guest boots: nothing in it runs a command before
-    // configure() has its answer. (A failure: the destructor kills the VM; reclaim detaches it.)
-    state_.net_gateway = true;
-    sys::UniqueFd group(::open(state_.cgroups.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!group) throw_errno("open the microVM's cgroup");
-    attach_vm_gateway(*node_, id_, dir_, netns.get(), pidfd_.get(), group.get(), spec.network);
-  }
+}
+
+// Connectivity through the node's gateway, at the create (a VM launched ahead waits in the pool without it:
+// no host port is taken for it, and a gateway restarted meanwhile misses nothing); nothing in the guest runs
+// a command before configure() has its answer. A failure: the destructor kills the VM; reclaim detaches it.
+void MicrovmSandbox::attach_gateway(const Spec& spec) {
+  if (!netns_) return;
+  state_.net_gateway = true;
+  sys::UniqueFd group(::open(state_.cgroups.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!group) throw_errno("open the microVM's cgroup");
+  attach_vm_gateway(*node_, id_, dir_, netns_.get(), pidfd_.get(), group.get(), spec.network);
+  netns_.reset();
 }
 
 void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
@@ -440,6 +449,7 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
   config.idle_timeout_ms = static_cast<uint64_t>(std::llround(spec.idle_timeout_s * 1000));
   if (spec.on_expiry == OnExpiry::kKeep) config.keep_ms = static_cast<uint64_t>(std::llround(spec.keep_s * 1000));
   config.flags = proto::kInitHasCgroup | proto::kInitLoopbackUp | proto::kInitGuestLimits;
+  if (!spec.network.none) config.flags |= proto::kInitGuestNic;
   if (!spec.network.none && !spec.network.dns.empty()) config.flags |= proto::kInitResolverConf;
   config.pids_max = spec.limits.pids;
   config.memory_max = spec.limits.memory;

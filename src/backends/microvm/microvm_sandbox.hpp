@@ -56,6 +56,7 @@ class MicrovmSandbox final : public BackendSandbox {
 
  private:
   void launch(const Spec& spec);
+  void attach_gateway(const Spec& spec);
   void configure(const Spec& spec, int timeout_ms);
   std::string console_tail() const;
   void check_own_cgroup() const;
@@ -68,6 +69,7 @@ class MicrovmSandbox final : public BackendSandbox {
   sys::UniqueFd pidfd_;    // the multiplexer, our child (sandboxes started here)
   std::vector<LayerImage> images_;  // the spec's layers (set_layer_images)
   std::optional<Spec> launched_for_;  // launch_ahead(): what the VM was launched for
+  sys::UniqueFd netns_;               // QEMU's network namespace until the gateway has it (a policy)
 };
 
 }  // namespace sandlet::microvm

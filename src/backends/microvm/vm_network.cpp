@@ -1,6 +1,7 @@
 #include "backends/microvm/vm_network.hpp"
 
 #include <boost/json.hpp>
+#include <set>
 
 #include "backends/host/dns_log.hpp"
 #include "backends/host/net_gateway_client.hpp"
@@ -17,8 +18,10 @@ std::vector<std::string> nic_args(const NetworkPolicy& policy) {
   // The guest's own addresses (10.0.2.0/24, fec0::/64) are QEMU's defaults; its DNS proxy and its TFTP
   // and SMB services stay unused (the guest's resolver is the gateway's, reached like any destination).
   std::string netdev = "user,id=net0";
+  std::set<uint16_t> inside;  // two host ports may publish one port inside: one forward
   for (const NetPublish& p : policy.publish)
-    netdev += ",hostfwd=tcp:127.0.0.1:" + std::to_string(p.port) + "-:" + std::to_string(p.port);
+    if (inside.insert(p.port).second)
+      netdev += ",hostfwd=tcp:127.0.0.1:" + std::to_string(p.port) + "-:" + std::to_string(p.port);
   return {"-netdev", netdev, "-device", "virtio-net-device,netdev=net0"};
 }
 
@@ -36,7 +39,7 @@ void attach_vm_gateway(MicrovmNode& node, const std::string& id, const std::stri
                                counters.get());
 }
 
-void register_gateway_members() {
+void register_vm_gateway_members() {
   host::register_gateway_members("microvm", [](const boost::json::object& o) -> std::optional<host::GatewayMember> {
     const MicrovmState st = MicrovmState::from_json(o);
     if (!st.net_gateway) return std::nullopt;

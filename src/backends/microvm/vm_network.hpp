@@ -14,12 +14,9 @@ namespace sandlet::microvm {
 
 struct MicrovmNode;
 
-// The guest's side of QEMU's user-mode network (what the guest's init configures on eth0).
-inline constexpr const char* kGuestAddress = "10.0.2.15";
-inline constexpr const char* kGuestGateway = "10.0.2.2";
-
 // QEMU's arguments for the NIC of a sandbox with a network policy: user-mode networking, each published
-// port forwarded from 127.0.0.1 of QEMU's namespace (where the gateway connects it) into the guest.
+// port forwarded from 127.0.0.1 of QEMU's namespace (where the gateway connects it) into the guest (the
+// guest's side, 10.0.2.15/24 through 10.0.2.2, is guest/vm/guest_net.cpp's).
 std::vector<std::string> nic_args(const NetworkPolicy& policy);
 
 // Before QEMU runs: the namespace QEMU will join (loopback up, as a container's), and the allowlist filter
@@ -33,6 +30,6 @@ void attach_vm_gateway(MicrovmNode& node, const std::string& id, const std::stri
 
 // Lets a gateway restarted by any backend's client re-attach this backend's sandboxes (both backends call
 // it when they start, so that either client restores all).
-void register_gateway_members();
+void register_vm_gateway_members();
 
 }  // namespace sandlet::microvm

@@ -28,8 +28,13 @@ void set_in(struct sockaddr* sa, uint32_t host_order) {
 
 }  // namespace
 
-Status guest_network_up() {
-  if (access("/sys/class/net/eth0", F_OK) != 0) return Status::Ok();
+Status guest_network_up(bool expected) {
+  if (access("/sys/class/net/eth0", F_OK) != 0) {
+    if (!expected) return Status::Ok();
+    return make_status(SANDLET_FAILED_PRECONDITION, ENODEV,
+                       "network: the guest has no network interface (a kernel kit without virtio_net? make it again "
+                       "with scripts/microvm/make-kernel-kit.sh)");
+  }
   // Before the link comes up: an address is usable at once (no other host can claim it).
   if (int f = open("/proc/sys/net/ipv6/conf/eth0/accept_dad", O_WRONLY | O_CLOEXEC); f >= 0) {
     (void)!write(f, "0", 1);

@@ -99,8 +99,10 @@ int host_mux_main(int argc, char** argv, char** envp) {
     return static_cast<unsigned long>(ts.tv_sec) * 1000ul + static_cast<unsigned long>(ts.tv_nsec / 1000000);
   };
   // Counted from the configuration (the host's first stream to the boot port), so that a VM booted ahead
-  // for a warm pool gets its whole lifetime once it is handed out.
-  unsigned long deadline_ms = 0;
+  // for a warm pool gets its whole lifetime once it is handed out; until then the wait for it is bounded
+  // by one lifetime too (a pooled VM whose runtime crashed does not stay).
+  unsigned long deadline_ms = lifetime_ms ? now_ms() + lifetime_ms : 0;
+  bool configured = false;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
@@ -199,11 +201,16 @@ int host_mux_main(int argc, char** argv, char** envp) {
       uint8_t port = 0;
       ssize_t n = read(pending[i].fd, &port, 1);
       if (n == 1 && port <= proto::vmchan::kBootPort) {
-        if (port == proto::vmchan::kBootPort && lifetime_ms && !deadline_ms) deadline_ms = now_ms() + lifetime_ms;
+        if (port == proto::vmchan::kBootPort && !configured) {
+          configured = true;
+          if (lifetime_ms) deadline_ms = now_ms() + lifetime_ms;
+        }
         mux.open(pending[i].fd, port);
+      } else if (n < 0 && errno == EAGAIN) {
+        still.push_back(pending[i]);
+      } else {
+        close(pending[i].fd);
       }
-      else if (n < 0 && errno == EAGAIN) still.push_back(pending[i]);
-      else close(pending[i].fd);
     }
     pending.swap(still);
   }

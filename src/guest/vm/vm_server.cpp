@@ -107,7 +107,7 @@ void run_server(int ctl) {
   if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit | proto::kInitHasFileRules))
     fail(boot, make_status(SANDLET_INTERNAL, EINVAL, "configuration asks for what a microVM does not do"));
   if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
-  if (Status s = guest_network_up(); !s.ok()) fail(boot, s);
+  if (Status s = guest_network_up(cfg.flags & proto::kInitGuestNic); !s.ok()) fail(boot, s);
   if (cfg.flags & proto::kInitResolverConf)
     if (Status s = write_resolver_conf(); !s.ok()) fail(boot, s);
 

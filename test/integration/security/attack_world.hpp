@@ -211,7 +211,9 @@ class AttackWorld {
     if (backend == "microvm") {
       fs::create_directory(attack_layer_ / "attacks");
       fs::copy(SANDLET_ATTACKS_DIR, attack_layer_ / "attacks", fs::copy_options::recursive);
-      attacker_ = h_.rt().create(Harness::spec().backend(backend).layer(attack_layer_.path).pids(512));
+      // With a NIC (QEMU's user-mode network, an empty allowlist): its addresses are attacked too.
+      attacker_ = h_.rt().create(
+          Harness::spec().backend(backend).layer(attack_layer_.path).pids(512).network_json(R"({"allow": []})"));
       const auto o = boost::json::parse(attacker_.info_json()).as_object();
       attacker_base_ = o.at("backend_state").at("uid").to_number<uint32_t>();
       attacker_jail_ = "/" + attacker_.id();

@@ -137,11 +137,20 @@ static int icmp(int argc, char **argv) {
       h.un.echo.id = htons(77);
       h.checksum = htons(~((ICMP_ECHO << 8) + 77));
       if (sendto(s, &h, sizeof h, 0, (struct sockaddr *)&a, sizeof a) > 0) ++sent;
+      /* An echo reply from the address counts; a raw socket (root in a microVM has them) also sees every
+       * other ICMP packet, e.g. the unreachable error a refused echo comes back as. */
       struct pollfd p = {s, POLLIN, 0};
-      char reply[256];
-      if (poll(&p, 1, 300) == 1 && recv(s, reply, sizeof reply, 0) > 0) {
-        close(s);
-        return verdict(kEscaped, "an ICMP reply from %s", argv[i]);
+      unsigned char reply[256];
+      while (poll(&p, 1, 300) == 1) {
+        struct sockaddr_in from = {0};
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(s, reply, sizeof reply, 0, (struct sockaddr *)&from, &fl);
+        if (n <= 0) break;
+        size_t off = types[t][0] == SOCK_RAW ? (size_t)(reply[0] & 0x0f) * 4 : 0;
+        if ((size_t)n > off && reply[off] == ICMP_ECHOREPLY && from.sin_addr.s_addr == a.sin_addr.s_addr) {
+          close(s);
+          return verdict(kEscaped, "an ICMP echo reply from %s", argv[i]);
+        }
       }
     }
     close(s);
