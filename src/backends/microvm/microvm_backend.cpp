@@ -9,13 +9,23 @@
 #include "backends/microvm/guest_kit.hpp"
 #include "backends/microvm/microvm_node.hpp"
 #include "backends/microvm/microvm_sandbox.hpp"
-#include "backends/microvm/vm_network.hpp"
+#include "backends/host/net_gateway_reattach.hpp"
 #include "backends/vm_accel.hpp"
 #include "common/error.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet::microvm {
 namespace {
+
+// Lets a gateway restarted by any backend's client re-attach this backend's sandboxes (each backend
+// registers its reader when it starts, so that either client restores all).
+void register_vm_gateway_members() {
+  host::register_gateway_members("microvm", [](const boost::json::object& o) -> std::optional<host::GatewayMember> {
+    const MicrovmState st = MicrovmState::from_json(o);
+    if (!st.net_gateway) return std::nullopt;
+    return host::GatewayMember{st.mux_pid, st.mux_start, st.cgroups.v2};
+  });
+}
 
 class MicrovmBackend final : public Backend {
  public:

@@ -10,7 +10,6 @@
 #include "backends/host/netns_pool.hpp"
 #include "backends/host/sandbox_net.hpp"
 #include "backends/microvm/microvm_node.hpp"
-#include "backends/microvm/microvm_sandbox.hpp"
 
 namespace sandlet::microvm {
 
@@ -37,14 +36,6 @@ void attach_vm_gateway(MicrovmNode& node, const std::string& id, const std::stri
   const sys::UniqueFd counters = host::open_netgw_counters(dir, true);
   host::attach_network_gateway(node.gateway(), id, netns_fd, pidfd, cgroup_fd, policy, dns_log ? dns_log.get() : -1,
                                counters.get());
-}
-
-void register_vm_gateway_members() {
-  host::register_gateway_members("microvm", [](const boost::json::object& o) -> std::optional<host::GatewayMember> {
-    const MicrovmState st = MicrovmState::from_json(o);
-    if (!st.net_gateway) return std::nullopt;
-    return host::GatewayMember{st.mux_pid, st.mux_start, st.cgroups.v2};
-  });
 }
 
 host::NetGatewayClient& MicrovmNode::gateway() {

@@ -28,8 +28,4 @@ sys::UniqueFd prepare_vm_network(int cgroup_fd, const NetworkPolicy& policy);
 void attach_vm_gateway(MicrovmNode& node, const std::string& id, const std::string& dir, int netns_fd, int pidfd,
                        int cgroup_fd, const NetworkPolicy& policy);
 
-// Lets a gateway restarted by any backend's client re-attach this backend's sandboxes (both backends call
-// it when they start, so that either client restores all).
-void register_vm_gateway_members();
-
 }  // namespace sandlet::microvm
