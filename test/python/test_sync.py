@@ -25,12 +25,13 @@ def test_version_and_backends(rt: sandlet.Runtime) -> None:
     vm = backends["microvm"]
     assert vm["details"]["accelerator"] in ("kvm", "tcg")
     if vm["available"]:
-        assert set(vm["capabilities"]) == {"pause", "layer_images"} and vm["details"]["kernel"]
+        assert set(vm["capabilities"]) == {"prepare_ahead", "pause", "layer_images"} and vm["details"]["kernel"]
     else:
         assert vm["capabilities"] == [] and vm["reason"]
     assert backends["fullvm"]["capabilities"] == [] and "not built" in backends["fullvm"]["reason"]
     assert {"set_limits", "reuse_check"} <= set(backends["container"]["capabilities"])
-    assert backends["fncall"]["available"] and backends["fncall"]["details"]["pools_on"] == ["container"]
+    pools_on = ["container"] + (["microvm"] if vm["available"] else [])
+    assert backends["fncall"]["available"] and backends["fncall"]["details"]["pools_on"] == pools_on
     with pytest.raises(sandlet.InvalidArgument, match="sandlet_call"):
         rt.create({"layers": ["/"], "backend": "fncall"})
     assert rt.root and os.path.isdir(rt.root)
