@@ -50,6 +50,7 @@ class MicrovmBackend final : public Backend {
   std::unique_ptr<BackendSandbox> prepare(const PrepareRequest& request) override {
     ready();
     auto sb = std::make_unique<MicrovmSandbox>(node_, request.id, request.dir, MicrovmState());
+    sb->mark_prepared();
     if (request.stage_for && request.images) sb->launch_ahead(*request.stage_for, request.shape, *request.images);
     return sb;
   }

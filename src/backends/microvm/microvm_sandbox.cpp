@@ -187,6 +187,7 @@ std::string MicrovmSandbox::unsupported(const Spec& spec) {
 
 bool MicrovmSandbox::alive() const {
   if (pidfd_) return !sys::pidfd_wait_exit(pidfd_.get(), 0);
+  if (prepared_here_ && state_.mux_pid == 0) return true;  // prepared, launching at finish: nothing to die yet
   return state_.mux_pid > 0 && sys::process_alive(state_.mux_pid, state_.mux_start);
 }
 
@@ -434,7 +435,14 @@ void MicrovmSandbox::attach_gateway(const Spec& spec) {
   state_.net_gateway = true;
   sys::UniqueFd group(::open(state_.cgroups.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!group) throw_errno("open the microVM's cgroup");
-  attach_vm_gateway(*node_, id_, dir_, netns_.get(), pidfd_.get(), group.get(), spec.network);
+  try {
+    attach_vm_gateway(*node_, id_, dir_, netns_.get(), pidfd_.get(), group.get(), spec.network);
+  } catch (const Error&) {
+    // A VM that ended already (its jail or its boot failed): that is the news, not the gateway's answer.
+    if (sys::pidfd_wait_exit(pidfd_.get(), 0))
+      throw Error(Code::kInternal, "sandbox " + id_ + ": the microVM ended while starting" + describe_exit(pidfd_.get()) + console_tail());
+    throw;
+  }
   netns_.reset();
 }
 

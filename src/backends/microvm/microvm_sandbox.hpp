@@ -38,6 +38,8 @@ class MicrovmSandbox final : public BackendSandbox {
   // configures it, for a spec it fits().
   void launch_ahead(const Spec& staged, const Shape& shape, std::vector<LayerImage> images);
   bool fits(const Spec& spec) const override;
+  // Made by prepare() in this process (not adopted from a record): until it launches, it is alive.
+  void mark_prepared() { prepared_here_ = true; }
   void finish(const Spec& spec, OneShot* one_shot) override;
   boost::json::object state() const override { return state_.to_json(); }
   bool alive() const override;
@@ -70,6 +72,7 @@ class MicrovmSandbox final : public BackendSandbox {
   std::vector<LayerImage> images_;  // the spec's layers (set_layer_images)
   std::optional<Spec> launched_for_;  // launch_ahead(): what the VM was launched for
   sys::UniqueFd netns_;               // QEMU's network namespace until the gateway has it (a policy)
+  bool prepared_here_ = false;        // mark_prepared()
 };
 
 }  // namespace sandlet::microvm
