@@ -58,7 +58,7 @@ static Probe probe_now() {
     p.kvm = "pvm";
     p.accelerator = "tcg";
     p.why = "KVM here is PVM, which boots only kernels built as PVM guests: a stock kernel's CPU is emulated "
-            "(a PVM guest kernel would run under KVM: not yet an option of this version)";
+            "(a PVM guest kernel runs under KVM: its kit in $SANDLET_MICROVM_KERNEL with $SANDLET_MICROVM_ACCEL=kvm)";
     return p;
   }
   if (exists("/sys/module/kvm_intel") || exists("/sys/module/kvm_amd")) {

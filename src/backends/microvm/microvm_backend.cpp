@@ -99,6 +99,7 @@ BackendProbe probe() {
     details["accelerator_setting"] = accel_setting();
     try {
       details["accelerator"] = vm_accel::choose(accel, accel_setting(), "$SANDLET_MICROVM_ACCEL");
+      details["accelerator_reason"] = "$SANDLET_MICROVM_ACCEL=" + accel_setting() + "; the host: " + accel.why;
     } catch (const Error& e) {
       return BackendProbe::no(e.what(), details);
     }
