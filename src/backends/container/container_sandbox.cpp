@@ -1,10 +1,8 @@
 #include "backends/container/container_sandbox.hpp"
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
-#include "backends/host/dns_log.hpp"
 #include "backends/host/memory_reclaim.hpp"
 #include "backends/host/net_gateway_reattach.hpp"
-#include "backends/host/netgw_counters.hpp"
 #include "backends/host/sandbox_net.hpp"
 
 #include <signal.h>
@@ -102,16 +100,7 @@ void ContainerSandbox::reclaim() {
 
 NetGatewayClient& ContainerNode::gateway() {
   std::lock_guard<std::mutex> lk(netgw_mutex);
-  if (!netgw) {
-    netgw = std::make_unique<NetGatewayClient>(root, net_uplink_netns);
-    netgw->on_restart = [this] {
-      static thread_local bool running = false;  // a gateway killed again during the re-attach
-      if (running) return;
-      running = true;
-      reattach_gateway_sandboxes(*netgw, root);
-      running = false;
-    };
-  }
+  if (!netgw) netgw = make_node_gateway(root, net_uplink_netns);
   return *netgw;
 }
 
@@ -137,18 +126,15 @@ void ContainerSandbox::freeze(bool frozen) {
 void ContainerSandbox::net_update(const NetworkPolicy& policy) {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
-  if (state_.net_gateway) node_->gateway().ensure_running();  // a killed gateway: back, with every sandbox
-  update_network_policy(state_.cgroups.v2, id_, policy, node_->net_uplink_netns);
-  if (state_.net_gateway) node_->gateway().update(id_, policy);
+  update_sandbox_network(state_.net_gateway ? &node_->gateway() : nullptr, state_.cgroups.v2, id_, policy,
+                         node_->net_uplink_netns);
 }
 
 boost::json::object ContainerSandbox::net_stats() const {
   if (!ours(node_->cgroups, state_.cgroups.v2))
     throw Error(Code::kDataLoss, "sandbox " + id_ + ": its record names a cgroup outside sandlet's");
-  if (state_.net_gateway) node_->gateway().ensure_running();
-  boost::json::object o = network_counters(state_.cgroups.v2, id_);
-  o["dns"] = read_dns_log(dir_);
-  if (state_.net_gateway) o["gateway"] = read_netgw_counters(netgw_counters_path(dir_), false);
+  boost::json::object o =
+      sandbox_network_stats(state_.net_gateway ? &node_->gateway() : nullptr, state_.cgroups.v2, id_, dir_);
   // Sockets of a family the seccomp profile refuses (AF_VSOCK, AF_PACKET, ...): counted by the init.
   uint64_t sockets = 0;
   try {

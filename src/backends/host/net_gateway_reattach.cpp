@@ -79,4 +79,16 @@ void reattach_gateway_sandboxes(NetGatewayClient& gateway, const std::string& ro
   }
 }
 
+std::unique_ptr<NetGatewayClient> make_node_gateway(const std::string& root, const std::string& uplink_netns) {
+  auto gw = std::make_unique<NetGatewayClient>(root, uplink_netns);
+  gw->on_restart = [raw = gw.get(), root] {
+    static thread_local bool running = false;  // a gateway killed again during the re-attach
+    if (running) return;
+    running = true;
+    reattach_gateway_sandboxes(*raw, root);
+    running = false;
+  };
+  return gw;
+}
+
 }  // namespace sandlet::host

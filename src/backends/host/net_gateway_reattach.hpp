@@ -4,6 +4,7 @@
 #pragma once
 #include <boost/json/object.hpp>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -26,5 +27,9 @@ using GatewayMemberOf = std::function<std::optional<GatewayMember>(const boost::
 void register_gateway_members(const std::string& backend, GatewayMemberOf member_of);
 
 void reattach_gateway_sandboxes(NetGatewayClient& gateway, const std::string& root) noexcept;
+
+// A backend node's client of the root's gateway: one that restarts a killed gateway re-attaches every
+// live sandbox of every registered backend.
+std::unique_ptr<NetGatewayClient> make_node_gateway(const std::string& root, const std::string& uplink_netns);
 
 }  // namespace sandlet::host

@@ -37,6 +37,14 @@ void update_network_policy(const std::string& cgroup_v2, const std::string& id, 
 // sandbox runs.
 void attach_network_gateway(NetGatewayClient& gw, const std::string& id, int netns_fd, int pidfd, int cgroup_fd,
                             const NetworkPolicy& policy, int dns_log_fd = -1, int counters_fd = -1);
+// A running sandbox's `net update` (any backend): the kernel allowlist of its group `cgroup_v2`, then the
+// gateway's copy when it is attached (`gw`, null otherwise; a killed gateway is started again first).
+void update_sandbox_network(NetGatewayClient* gw, const std::string& cgroup_v2, const std::string& id,
+                            const NetworkPolicy& policy, const std::string& uplink_netns);
+// Its `net stats`: network_counters, the DNS log of its directory `dir`, and the gateway's counters when
+// attached (`gw`).
+boost::json::object sandbox_network_stats(NetGatewayClient* gw, const std::string& cgroup_v2, const std::string& id,
+                                          const std::string& dir);
 // Adds addresses resolved for the sandbox's rules by name (the node's resolver calls it; policy/net_resolved.hpp
 // for the bounds and expiry) and swaps in the new allowlist; expired addresses leave at the same time (an
 // empty `add` only prunes). Returns how many records could not be placed. Safe against concurrent updates

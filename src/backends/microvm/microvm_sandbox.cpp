@@ -26,8 +26,6 @@
 #include "backends/microvm/vm_disks.hpp"
 #include "backends/microvm/vm_jail_root.hpp"
 #include "backends/microvm/vm_network.hpp"
-#include "backends/host/dns_log.hpp"
-#include "backends/host/netgw_counters.hpp"
 #include "backends/host/sandbox_net.hpp"
 #include "backends/vm_accel.hpp"
 #include "common/error.hpp"
@@ -539,18 +537,13 @@ void MicrovmSandbox::check_own_cgroup() const {
 
 void MicrovmSandbox::net_update(const NetworkPolicy& policy) {
   check_own_cgroup();
-  if (state_.net_gateway) node_->gateway().ensure_running();  // a killed gateway: back, with every sandbox
-  host::update_network_policy(state_.cgroups.v2, id_, policy, node_->net_uplink_netns);
-  if (state_.net_gateway) node_->gateway().update(id_, policy);
+  host::update_sandbox_network(state_.net_gateway ? &node_->gateway() : nullptr, state_.cgroups.v2, id_, policy,
+                               node_->net_uplink_netns);
 }
 
 json::object MicrovmSandbox::net_stats() const {
   check_own_cgroup();
-  if (state_.net_gateway) node_->gateway().ensure_running();
-  json::object o = host::network_counters(state_.cgroups.v2, id_);
-  o["dns"] = host::read_dns_log(dir_);
-  if (state_.net_gateway) o["gateway"] = host::read_netgw_counters(host::netgw_counters_path(dir_), false);
-  return o;
+  return host::sandbox_network_stats(state_.net_gateway ? &node_->gateway() : nullptr, state_.cgroups.v2, id_, dir_);
 }
 
 void MicrovmSandbox::pause() { qmp_command(path("qmp.sock"), "stop", kQmpTimeoutMs); }

@@ -40,16 +40,7 @@ void attach_vm_gateway(MicrovmNode& node, const std::string& id, const std::stri
 
 host::NetGatewayClient& MicrovmNode::gateway() {
   std::lock_guard<std::mutex> lk(netgw_mutex);
-  if (!netgw) {
-    netgw = std::make_unique<host::NetGatewayClient>(root, net_uplink_netns);
-    netgw->on_restart = [this] {
-      static thread_local bool running = false;  // a gateway killed again during the re-attach
-      if (running) return;
-      running = true;
-      host::reattach_gateway_sandboxes(*netgw, root);
-      running = false;
-    };
-  }
+  if (!netgw) netgw = host::make_node_gateway(root, net_uplink_netns);
   return *netgw;
 }
 
