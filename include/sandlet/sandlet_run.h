@@ -46,7 +46,7 @@ typedef struct sandlet_run_options {
    (NOT_FOUND / PERMISSION_DENIED), as with exec. Closing the runtime from another thread ends a run in
    flight (UNAVAILABLE). Any thread but a completion callback's (the event-loop thread) may call it. On a
    backend without SANDLET_CAP_ONE_SHOT (microvm) the run is a create, one exec and a destroy: the same to
-   the caller, slower; sandlet_run_async there is UNIMPLEMENTED in this version. */
+   the caller, slower (sandlet_run_async there runs it on a thread of the library's). */
 SANDLET_API sandlet_error_t *sandlet_run(sandlet_runtime_t *rt, const sandlet_spec_t *spec,
                                          const sandlet_run_options_t *opts, sandlet_exec_result_t **out);
 /* The same without blocking: the options are copied (the descriptors are used until the completion) and

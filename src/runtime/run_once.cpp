@@ -154,9 +154,11 @@ ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
 }
 
 void Runtime::run_once_async(Spec spec, RunOnceParams params, RunDone done) {
-  if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot))
-    throw Error(Code::kUnimplemented, "asynchronous runs on the " + spec.backend +
-                                          " backend: not in this version (use sandlet_run, or create and exec)");
+  if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot)) {
+    (void)one_shot_of(spec, params);  // the same checks, naming the run's fields, before anything starts
+    validate_spec(spec);
+    return run_via_agent_async(std::move(spec), params, std::move(done));
+  }
   // What one asynchronous run needs until its completion; its descriptors are watched on the loop.
   struct State {
     State(asio::io_context& io, Spec s, OneShot o, RunDone d)

@@ -206,6 +206,14 @@ void Runtime::close() noexcept {
       }
     }
     for (auto& [rec, impl] : owned) reclaim(rec, impl);
+    // Runs through the agent in flight saw their sandbox end; their completions go to the loop, still running.
+    std::vector<LongCall> agent_runs;
+    {
+      std::lock_guard lock(close_mutex_);
+      agent_runs.swap(agent_runs_);
+    }
+    for (auto& c : agent_runs)
+      if (c.thread.joinable()) c.thread.join();
     loop_.post([this] { registry_.cancel_watchers(); });
     // One-shot runs in flight end (their callers see it; asynchronous ones conclude on the loop, which
     // cannot stop before they do).

@@ -115,6 +115,9 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // The same without blocking: `done` runs on the loop thread (invalid input throws here instead).
   using RunDone = std::function<void(std::exception_ptr, ExecOutcome)>;
   void run_once_async(Spec spec, RunOnceParams params, RunDone done);
+  // run_via_agent on a thread of its own (checked input); `done` runs on the loop thread. close() joins
+  // these threads once it has ended the owned sandboxes, which ends their runs.
+  void run_via_agent_async(Spec spec, RunOnceParams params, RunDone done);
   std::vector<ListedSandbox> list(const std::string& label_filter);
   // Sweeps what crashed or expired runs left (gc_verdict). `release_idle`: also node-level structures
   // kept between runtimes when nothing uses them (an explicit gc; the sweep at open keeps them).
@@ -290,6 +293,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
     std::shared_ptr<std::atomic<bool>> finished;
   };
   std::vector<LongCall> long_calls_;  // long_call threads (guarded by close_mutex_), joined by close()
+  std::vector<LongCall> agent_runs_;  // run_via_agent_async threads (guarded by close_mutex_)
   std::atomic<bool> closed_{false};
 };
 

@@ -208,3 +208,42 @@ def test_fncall_pool_of_microvms(root_dir: str, rootfs: str) -> None:
         assert r.stdout == b"clean\n"
         (pool,) = rt.call_stats()["pools"]
         assert pool["handovers"] >= 1 and pool["reused"] == 0
+
+
+def test_async_run_through_the_agent(root_dir: str, rootfs: str) -> None:
+    """A microVM cannot start a one-shot command itself, so an asynchronous run is a create, one exec and
+    a destroy on a thread of the library's: output reaches the caller's descriptor, the exit status comes
+    back, cancelling the awaiting task kills the run, and nothing is left behind."""
+    import asyncio
+
+    async def scenario() -> None:
+        async with sandlet.AsyncRuntime(root_dir, warm_pool=False) as art:
+            if not next(b for b in art.sync.backends() if b["name"] == "microvm")["available"]:
+                pytest.skip("the microvm backend is unavailable here")
+            r_fd, w_fd = os.pipe()
+            try:
+                res = await art.run(["sh", "-c", "echo out-$((6*7)); exit 3"], backend="microvm",
+                                    layers=[rootfs], stdout=w_fd)
+                os.close(w_fd)
+                w_fd = -1
+                assert res.exit_code == 3
+                assert os.read(r_fd, 100) == b"out-42\n"
+            finally:
+                os.close(r_fd)
+                if w_fd >= 0:
+                    os.close(w_fd)
+            task = asyncio.ensure_future(art.run(["sleep", "600"], backend="microvm", layers=[rootfs]))
+            await asyncio.sleep(1.0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            deadline = asyncio.get_running_loop().time() + 60
+            while art.sync.list() and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)  # the cancelled run destroys its sandbox on the library's thread
+            assert art.sync.list() == []
+
+    asyncio.run(scenario())
+    with sandlet.Runtime(root_dir) as rt:
+        rt.gc()
+        assert rt.list() == []
+        assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
