@@ -199,8 +199,8 @@ typedef struct sandlet_backend_info {
 #define SANDLET_CAP_PREPARE_AHEAD 0x01u /* prepares sandboxes ahead of a create (a warm pool) */
 #define SANDLET_CAP_ONE_SHOT 0x02u      /* sandlet_run starts the command itself (else: sandlet_run.h) */
 #define SANDLET_CAP_PAUSE 0x04u         /* sandlet_sandbox_pause / _resume */
-#define SANDLET_CAP_SNAPSHOT 0x08u      /* snapshots (not in this version's C ABI yet) */
-#define SANDLET_CAP_FORK 0x10u          /* fork into children (not in this version's C ABI yet) */
+#define SANDLET_CAP_SNAPSHOT 0x08u      /* snapshots and restores (sandlet_snapshot.h) */
+#define SANDLET_CAP_FORK 0x10u          /* forks: one snapshot and N restores (set wherever SANDLET_CAP_SNAPSHOT is) */
 #define SANDLET_CAP_STORE_LAYERS 0x20u  /* layers of the runtime's layer store (sandlet_spec_add_layer by name) */
 #define SANDLET_CAP_LAYER_IMAGES 0x40u  /* the store's layers, taken as images (VM block devices) */
 #define SANDLET_CAP_SET_LIMITS 0x80u    /* a running sandbox's cpus, memory and pids change in place (calls) */

@@ -30,7 +30,6 @@ uint64_t BackendSandbox::snapshot(const std::function<void(const WritableLayer&)
                                   const std::function<void(const WritableLayer&)>&) {
   unimplemented("snapshot");
 }
-std::unique_ptr<BackendSandbox> BackendSandbox::fork(const BackendForkRequest&) { unimplemented("fork"); }
 MachineState BackendSandbox::save_machine(const std::string&) { unimplemented("a machine-state snapshot"); }
 void BackendSandbox::set_limits(const Limits&) { unimplemented("changing a running sandbox's limits"); }
 std::unique_ptr<BackendSandbox::ReuseMark> BackendSandbox::reuse_mark() const { unimplemented("a reuse check"); }

@@ -25,12 +25,14 @@ enum Capability : uint32_t {
   kCapOneShot = 1u << 1,       // finish() can run one command itself and report its exit (run_once)
   kCapPause = 1u << 2,         // pause()/resume()
   kCapSnapshot = 1u << 3,      // snapshot()
-  kCapFork = 1u << 4,          // fork()
+  kCapFork = 1u << 4,          // never set by a backend: the runtime adds it to every backend with kCapSnapshot
+                               // (a fork is one snapshot and N restores, on every backend)
   kCapStoreLayers = 1u << 5,   // stacks the layer store's mounted EROFS layers (spec.layers as directories)
   kCapLayerImages = 1u << 6,   // takes the layers' EROFS images themselves (VMs: block devices)
   kCapSetLimits = 1u << 7,     // set_limits(): a running sandbox's cpus, memory and pids change in place
   kCapReuseCheck = 1u << 8,    // reuse_mark()/unchanged_since(): FnCall may give a sandbox to a next call
-  kCapMachineState = 1u << 9,  // save_machine(): snapshots carry memory and device state (VM backends)
+  kCapMachineState = 1u << 9,  // save_machine(), and prepare() resuming one: snapshots carry memory and device
+                               // state (VM backends)
 };
 // "prepare_ahead,one_shot,..." for messages and the backend list.
 std::string capability_names(uint32_t caps);
@@ -53,8 +55,6 @@ struct OneShot {
   int stdio[3] = {-1, -1, -1};   // the caller's descriptors (borrowed); -1 = /dev/null inside
   sys::UniqueFd report;          // filled by finish(): one kExit or kError frame arrives there
 };
-
-struct BackendForkRequest;
 
 // The shape a sandbox is prepared with: fixed at launch for a VM (its RAM, vCPUs and disk), applied at
 // finish for a container (whose fits() then ignores it). Part of the warm pool's key.
@@ -87,12 +87,6 @@ struct MachineState {
   std::string machine;     // the machine type and shape, e.g. "microvm,mem=512M,cpus=1"
   std::string dir;         // where its files are (owned by the snapshot)
   std::string sha256;      // of the files, in the backend's order
-};
-
-// What a snapshot hands back: the sandbox's file changes (always; packed by the runtime into a `diff`
-// layer) and, from backends with kCapMachineState, the machine state.
-struct SnapshotParts {
-  bool machine = false;    // ask for the machine state too
 };
 
 // A sandbox's changes since it started, as its backend hands them to a snapshot: a directory in the form
@@ -159,11 +153,10 @@ class BackendSandbox {
   // Returns how long the sandbox was held still, in nanoseconds.
   virtual uint64_t snapshot(const std::function<void(const WritableLayer&)>& running,
                             const std::function<void(const WritableLayer&)>& frozen);
-  // A new sandbox that carries on from this one, processes and memory included (kCapFork); without it a
-  // fork is a snapshot and N creates on its layers (the same for every backend). The child is prepared as
-  // by Backend::prepare for `child`.
-  virtual std::unique_ptr<BackendSandbox> fork(const BackendForkRequest& child);
-  // Of a sandbox held still by snapshot(): its machine state into `dir` (kCapMachineState).
+  // Of a sandbox held still by snapshot() (from its `frozen` call): its machine state into `dir`, an empty
+  // directory the runtime made and keeps with the snapshot (kCapMachineState). A snapshot is an artifact:
+  // its file changes (the writable layer above) and this; a restore resumes it through Backend::prepare
+  // (PrepareRequest::resume), and a fork is one snapshot and N restores.
   virtual MachineState save_machine(const std::string& dir);
   // kCapLayerImages: the spec's layers as images, lowest first, before finish() (Spec::layers then name
   // them as the store does: digests, or host directories).
@@ -193,11 +186,6 @@ class BackendSandbox {
   explicit BackendSandbox(std::string backend) : backend_(std::move(backend)) {}
   [[noreturn]] void unimplemented(const char* what) const;
   const std::string backend_;
-};
-
-struct BackendForkRequest {
-  std::string id;   // the child's id
-  std::string dir;  // its directory
 };
 
 // Whether this host can run a backend, and why not; `details` holds the backend's own facts (a VM
@@ -237,6 +225,10 @@ class Backend {
                                       // create's); a backend whose shape is fixed at launch uses it, and
                                       // its fits() refuses a spec of another shape
     const std::vector<LayerImage>* images = nullptr;  // kCapLayerImages with stage_for: its layers' images
+    // kCapMachineState: the machine state of a snapshot this sandbox resumes instead of starting fresh
+    // (written by this backend: MachineState::backend; never pooled). Hostile input: the backend checks
+    // its version, VMM, machine, checksum and every size before it uses it, and refuses what it cannot read.
+    const MachineState* resume = nullptr;
   };
   // The spec-independent half of a start (the runtime may do it ahead of time, in a warm pool). Throws; on
   // failure nothing the backend made is left behind.

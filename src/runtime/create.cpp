@@ -55,7 +55,7 @@ WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for,
   return e;
 }
 
-Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot) {
+Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot, const MachineState* resume) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   // Layers by capability: a backend with store_layers stacks the store's layers as mounted directories
   // (resolve mounts them); one that takes images (layer_images) gets them unmounted, from its first user on.
@@ -82,12 +82,15 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   validate_spec(spec);
   if (one_shot && !(caps & kCapOneShot))
     throw Error(Code::kUnimplemented, "one-shot runs are not supported by the " + spec.backend + " backend");
+  if (resume && (!(caps & kCapMachineState) || resume->backend != spec.backend))
+    throw Error(Code::kUnimplemented, "the " + spec.backend + " backend cannot resume a machine state of the " +
+                                          resume->backend + " backend");
 
   // The spec-independent half from the warm pool, or made now.
   SandboxRecord rec;
   std::unique_ptr<BackendSandbox> impl;
   std::optional<WarmPool::Entry> warm;
-  if (caps & kCapPrepareAhead) {
+  if ((caps & kCapPrepareAhead) && !resume) {
     std::vector<std::string> digests;
     for (const auto& l : resolution.layers)
       if (!l.digest.empty()) digests.push_back(l.digest);
@@ -103,8 +106,10 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
       // A FnCall pool's sandbox gets other limits per call (set_limits): it is prepared as a pooled one
       // is, without knowing its limits, so that every controller's group exists (hybrid cgroup hosts).
       const bool limits_change = spec.labels.count("sandlet.pool") && spec.labels.at("sandlet.pool") == "fncall";
-      impl = backend.prepare({rec.id, dirs_->dir(rec.id), nullptr, limits_change ? nullptr : &spec.limits,
-                              Shape::of(spec.limits)});
+      Backend::PrepareRequest request{rec.id, dirs_->dir(rec.id), nullptr, limits_change ? nullptr : &spec.limits,
+                                      Shape::of(spec.limits)};
+      request.resume = resume;
+      impl = backend.prepare(request);
     } catch (...) {
       audit_create_failed(rec.id, spec, std::current_exception());
       abandon(rec, nullptr);
@@ -160,8 +165,8 @@ void Runtime::audit_create_failed(const std::string& id, const Spec& spec, std::
   }
 }
 
-std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
-  Started started = start_sandbox(spec, nullptr);
+std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec, const MachineState* resume) {
+  Started started = start_sandbox(spec, nullptr, resume);
   auto sb = std::make_shared<Sandbox>(weak_from_this(), started.rec, started.impl, true);
   registry_.remember(started.rec.id, sb);
   watch_exit(started.rec, started.impl);
@@ -178,11 +183,12 @@ std::shared_ptr<Sandbox> Runtime::create_blocking(const Spec& spec) {
   return sb;
 }
 
-std::shared_ptr<Sandbox> Runtime::create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key) {
+std::shared_ptr<Sandbox> Runtime::create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key,
+                                                  const MachineState* resume) {
   metrics_->create_started(requested_ns, sys::now_monotonic_ns());
   std::shared_ptr<Sandbox> sb;
   try {
-    sb = create_blocking(spec);
+    sb = create_blocking(spec, resume);
   } catch (...) {
     metrics_->create_done(requested_ns, sys::now_monotonic_ns(), false, std::string());
     admitted(admission_key, std::string(), false);

@@ -53,6 +53,15 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
                                                  for (const auto& d : raw->pool_->kept_digests()) used.insert(d);
                                                return used;
                                              });
+  Snapshots::Wiring snapshot_wiring{*rt->layer_store_, *rt->layer_mounts_, *rt->layers_, *rt->dirs_, rt->audit_,
+                                    options.snapshot_max_depth, root + "/machines"};
+  snapshot_wiring.capabilities = [raw = rt.get()](const std::string& b) { return raw->backend_capabilities(b); };
+  snapshot_wiring.create = [raw = rt.get()](Spec spec, std::shared_ptr<const MachineState> resume, CreateDone done) {
+    raw->create_async_resuming(std::move(spec), std::move(resume), std::move(done));
+  };
+  snapshot_wiring.check_not_on_loop = [raw = rt.get()](const char* what) { raw->check_not_on_loop(what); };
+  snapshot_wiring.in_background = [raw = rt.get()](std::function<void()> fn) { raw->in_background(std::move(fn)); };
+  rt->snapshots_ = std::make_unique<Snapshots>(std::move(snapshot_wiring));
   // One descriptor per sandbox this process creates (its exit watcher) plus one per exec in flight: the
   // customary 1024 soft limit would cap a trainer at a few hundred sandboxes. Like the Go runtime, raise
   // the soft limit to the hard one.
@@ -109,7 +118,9 @@ void Runtime::start_backends() {
     try {
       it->second->start(context);
       st.available = true;
-      st.capabilities = it->second->capabilities();
+      st.capabilities = it->second->capabilities() & ~kCapFork;
+      // A fork is one snapshot and N restores: every backend that snapshots forks.
+      if (st.capabilities & kCapSnapshot) st.capabilities |= kCapFork;
     } catch (const std::exception& e) {
       st.reason = e.what();
       backends_.erase(it);
@@ -282,16 +293,18 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
   return future.get();
 }
 
-void Runtime::create_async(Spec spec, CreateDone done) {
+void Runtime::create_async(Spec spec, CreateDone done) { create_async_resuming(std::move(spec), nullptr, std::move(done)); }
+
+void Runtime::create_async_resuming(Spec spec, std::shared_ptr<const MachineState> resume, CreateDone done) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
   const std::string backend = spec.backend;
   const uint64_t requested = sys::now_monotonic_ns();
-  auto start = [this, requested](Spec spec, CreateDone done, std::string key) {
-    in_background([this, spec = std::move(spec), done = std::move(done), requested, key]() mutable {
+  auto start = [this, requested, resume](Spec spec, CreateDone done, std::string key) {
+    in_background([this, spec = std::move(spec), done = std::move(done), requested, key, resume]() mutable {
       std::exception_ptr error;
       std::shared_ptr<Sandbox> sb;
       try {
-        sb = create_measured(spec, requested, key);
+        sb = create_measured(spec, requested, key, resume.get());
       } catch (...) {
         error = std::current_exception();
       }
@@ -461,6 +474,23 @@ std::string Runtime::stats_json() const {
                             {"truncated", a.truncated},
                             {"last_error", a.last_error}};
   return boost::json::serialize(boost::json::object{{"warm_pool", std::move(pool)}, {"audit", std::move(audit)}});
+}
+
+SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) {
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  return snapshots_->take(rec, impl, options);
+}
+
+ForkResult Runtime::fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) {
+  return snapshots_->fork_from(parent, std::move(snap), options);
+}
+
+ForkResult Runtime::fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options) {
+  return snapshots_->fork_snapshot(layer, base, options);
+}
+
+void Runtime::restore_async(const SnapshotArtifact& artifact, Spec spec, CreateDone done) {
+  snapshots_->restore_async(artifact, std::move(spec), std::move(done));
 }
 
 }  // namespace sandlet

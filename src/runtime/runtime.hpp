@@ -32,6 +32,7 @@
 #include "runtime/sandbox.hpp"
 #include "runtime/sandbox_dirs.hpp"
 #include "runtime/sandbox_owner.hpp"
+#include "runtime/snapshot/snapshots.hpp"
 #include "runtime/state_dir.hpp"
 #include "runtime/warm_pool.hpp"
 #include "spec/spec.hpp"
@@ -176,11 +177,14 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // run in parallel; each one persists the record and is audited as "pause"/"resume".
   JobPauseResult pause_jobs(const std::string& selector, const std::vector<std::string>& ids, bool pause);
   void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) override;
+  // Snapshot, restore and fork: the snapshot service (runtime/snapshot/snapshots.hpp).
   SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) override;
   ForkResult fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) override;
   // n sandboxes restored from the snapshot `layer` (a store reference), each from `base` (its layers are
   // replaced by the snapshot's chain) with the child identity of sandlet.h; blocks until all are ready or failed.
   ForkResult fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options);
+  // A new sandbox from a snapshot's artifact (Snapshots::restore_async).
+  void restore_async(const SnapshotArtifact& artifact, Spec spec, CreateDone done);
 
  private:
   explicit Runtime(const RuntimeOptions& options);
@@ -194,12 +198,16 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
     SandboxRecord rec;
     std::shared_ptr<BackendSandbox> impl;
   };
-  Started start_sandbox(const Spec& spec, OneShot* one_shot);
+  // `resume`: a snapshot's machine state the backend resumes instead of starting fresh (never pooled).
+  Started start_sandbox(const Spec& spec, OneShot* one_shot, const MachineState* resume = nullptr);
+  // create_async's work; `resume` as start_sandbox's.
+  void create_async_resuming(Spec spec, std::shared_ptr<const MachineState> resume, CreateDone done);
   void audit_create_failed(const std::string& id, const Spec& spec, std::exception_ptr error) noexcept;
-  std::shared_ptr<Sandbox> create_blocking(const Spec& spec);
+  std::shared_ptr<Sandbox> create_blocking(const Spec& spec, const MachineState* resume = nullptr);
   // create_blocking, timed for the metrics from `requested_ns` (monotonic), when the caller asked.
   // `admission_key`: its node reservation ("" = none), released if the create fails.
-  std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key);
+  std::shared_ptr<Sandbox> create_measured(const Spec& spec, uint64_t requested_ns, const std::string& admission_key,
+                                           const MachineState* resume = nullptr);
   SandboxRecord new_record(const std::string& backend, SandboxState state);
   WarmPool::Entry prepare_pooled(Backend& backend, const Spec* stage_for, const Shape& shape,
                                  const std::vector<std::string>& digests);
@@ -226,12 +234,6 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
                       std::exception_ptr error) noexcept;
 
   std::string state_of(const SandboxRecord& rec, BackendSandbox* impl) const;
-  std::vector<std::string> flatten_if_deep(std::vector<std::string> stack, size_t max_depth, bool* flattened);  // snapshot.cpp
-  // fork.cpp: children of one snapshot.
-  void fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
-                     const ForkOptions& options, ForkResult& out);
-  void audit_fork(const std::string& parent_id, const std::map<std::string, std::string>& labels,
-                  const ForkResult& out) noexcept;
 
   RuntimeOptions options_;
   std::string root_;
@@ -245,6 +247,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::unique_ptr<lazy::LoaderClient> loader_;  // the node's loader of lazy layers (started on first use)
   void wire_lazy_layers();                      // store_ops.cpp
   std::unique_ptr<LayerUsage> layers_;
+  std::unique_ptr<Snapshots> snapshots_;
   EventLoop loop_;
   std::unique_ptr<boost::asio::thread_pool> workers_;  // started once the backends are (see open)
   Registry registry_;

@@ -307,7 +307,10 @@ SnapshotResult Sandbox::snapshot(const SnapshotOptions& options) {
 ForkResult Sandbox::fork(const ForkOptions& options) {
   auto owner = owner_checked();
   check_fork_count(options.n);  // before the snapshot: a bad count makes nothing
+  if (!(owner->backend_capabilities(record_.backend) & kCapFork))
+    throw Error(Code::kUnimplemented, "forks are not supported by the " + record_.backend + " backend");
   SnapshotOptions snap;
+  snap.machine = options.machine;
   snap.exclude = options.exclude;
   snap.default_excludes = false;  // a fork continues the trajectory: every file
   snap.max_depth = options.max_depth;

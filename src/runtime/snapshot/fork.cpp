@@ -1,14 +1,17 @@
-// Fork: one snapshot, then n sandboxes restored from it at once, each with a defined identity of its own
+// Restore and fork. A restore makes a new sandbox from a snapshot's artifact: its files by stacking the
+// snapshot's chain (the same create on every backend), its machine state by the backend that wrote it.
+// A fork is one snapshot, then n restores at once, each child with a defined identity of its own
 // (sandlet.h, "Fork children"): new id and hostname, the parent's labels plus lineage labels, a fresh
-// SANDLET_SEED and /etc/machine-id; spec, limits and network policy as the parent's. Files are forked,
-// processes are not (containers).
+// SANDLET_SEED and /etc/machine-id; spec, limits and network policy as the parent's. Files are forked;
+// processes and memory only with a machine state.
 #include <condition_variable>
 #include <mutex>
 
 #include <boost/json.hpp>
 
 #include "common/error.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/sandbox.hpp"
+#include "runtime/snapshot/snapshots.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -31,35 +34,58 @@ void check_fork_count(size_t n) {
                                             std::to_string(kMaxForkChildren) + ")");
 }
 
-ForkResult Runtime::fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) {
+void Snapshots::restore_async(const SnapshotArtifact& artifact, Spec spec, CreateDone done) {
+  if (artifact.layer.stack.empty())
+    throw Error(Code::kInvalidArgument, "restore: layer " + artifact.layer.digest + " is not a snapshot");
+  spec.environment.clear();
+  spec.layers = {artifact.layer.digest};  // restores its whole chain (runtime/layers.cpp)
+  std::shared_ptr<const MachineState> resume;
+  if (artifact.machine) {
+    const MachineState& m = *artifact.machine;
+    if (m.format_version != MachineState::kFormatVersion)
+      throw Error(Code::kInvalidArgument, "restore: machine state of format " + std::to_string(m.format_version) +
+                                              " (this version reads " + std::to_string(MachineState::kFormatVersion) + ")");
+    if (m.backend != spec.backend)
+      throw Error(Code::kInvalidArgument, "invalid spec field 'backend': the snapshot's machine state was written by the " +
+                                              m.backend + " backend, which alone resumes it");
+    if (!(w_.capabilities(spec.backend) & kCapMachineState))
+      throw Error(Code::kUnimplemented, "the " + spec.backend + " backend cannot resume a machine state here");
+    resume = std::make_shared<const MachineState>(m);
+  }
+  w_.create(std::move(spec), std::move(resume), std::move(done));
+}
+
+ForkResult Snapshots::fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) {
   ForkResult out;
   out.snapshot = std::move(snap);
   Spec base = parent.spec;  // as resolved at its create: the environment's defaults are in it
-  fork_children(out.snapshot.layer, base, parent.id, options, out);
+  fork_children(out.snapshot.artifact(), base, parent.id, options, out);
   audit_fork(parent.id, parent.spec.labels, out);
   return out;
 }
 
-ForkResult Runtime::fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options) {
-  check_not_on_loop("fork");
+ForkResult Snapshots::fork_snapshot(const std::string& layer, const Spec& base, const ForkOptions& options) {
+  w_.check_not_on_loop("fork");
   check_fork_count(options.n);
+  if (options.machine)
+    throw Error(Code::kInvalidArgument, "invalid fork field 'machine': a stored snapshot carries files only");
   ForkResult out;
   try {
-    out.snapshot.layer = layer_store_->inspect(layer);
+    out.snapshot.layer = w_.store.inspect(layer);
   } catch (const Error& e) {
     throw Error(e.code(), "fork: unknown snapshot '" + layer + "': " + e.what(), e.err_no());
   }
   if (out.snapshot.layer.stack.empty())
     throw Error(Code::kInvalidArgument, "fork: layer " + out.snapshot.layer.digest + " is not a snapshot");
   out.snapshot.existed = true;
-  fork_children(out.snapshot.layer, base, "", options, out);
+  fork_children(out.snapshot.artifact(), base, "", options, out);
   audit_fork("", base.labels, out);
   return out;
 }
 
 // One "fork" record on the parent (none when forked from a stored snapshot): the snapshot and the children;
 // each child also has its own create/running records.
-void Runtime::audit_fork(const std::string& parent_id, const std::map<std::string, std::string>& labels,
+void Snapshots::audit_fork(const std::string& parent_id, const std::map<std::string, std::string>& labels,
                          const ForkResult& out) noexcept {
   try {
     boost::json::array children;
@@ -68,7 +94,7 @@ void Runtime::audit_fork(const std::string& parent_id, const std::map<std::strin
       if (out.children[i]) children.push_back(boost::json::value(out.children[i]->id()));
       else ++failed;
     }
-    audit_->write("fork", parent_id, labels,
+    w_.audit->write("fork", parent_id, labels,
                   {{"snapshot", out.snapshot.layer.digest},
                    {"n", out.children.size()},
                    {"children", std::move(children)},
@@ -77,15 +103,16 @@ void Runtime::audit_fork(const std::string& parent_id, const std::map<std::strin
   }
 }
 
-void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, const std::string& parent_id,
-                            const ForkOptions& options, ForkResult& out) {
+void Snapshots::fork_children(const SnapshotArtifact& artifact, const Spec& base, const std::string& parent_id,
+                              const ForkOptions& options, ForkResult& out) {
   check_fork_count(options.n);
   const size_t n = options.n;
+  const image::LayerInfo& snap = artifact.layer;
   std::vector<Spec> specs(n, base);
   for (size_t i = 0; i < n; ++i) {
     Spec& s = specs[i];
     s.environment.clear();
-    s.layers = {snap.digest};  // restores its whole chain (runtime/layers.cpp)
+    s.layers = {snap.digest};  // what restore_async sets too: validated below as the children will be
     for (const auto& [k, v] : options.labels) spec_set_label(s, k, v);
     if (!parent_id.empty()) spec_set_label(s, "sandlet.parent", parent_id);
     spec_set_label(s, "sandlet.snapshot", snap.digest);
@@ -108,7 +135,7 @@ void Runtime::fork_children(const image::LayerInfo& snap, const Spec& base, cons
   };
   for (size_t i = 0; i < n; ++i) {
     try {
-      create_async(specs[i], [&, i](std::exception_ptr err, std::shared_ptr<Sandbox> sb) {
+      restore_async(artifact, specs[i], [&, i](std::exception_ptr err, std::shared_ptr<Sandbox> sb) {
         out.errors[i] = err;
         out.children[i] = std::move(sb);
         if (!out.children[i]) return finished();

@@ -1,4 +1,4 @@
-// Runtime::snapshot: a sandbox's changes as a store layer (pack_diff). The backend hands over its writable
+// Snapshots::take: a sandbox's changes as a store layer (pack_diff), and its machine state when asked. The backend hands over its writable
 // layer twice — while the sandbox runs, then frozen (BackendSandbox::snapshot); src/snapshot packs it into a
 // private staging tmpfs each time; the store imports the second pass's tree after the thaw. Per sandbox, the
 // last snapshot's manifest (what it saw) makes the next one incremental.
@@ -13,7 +13,7 @@
 
 #include "common/error.hpp"
 #include "image/store_files.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/snapshot/snapshots.hpp"
 #include "snapshot/pack.hpp"
 #include "sys/fs_util.hpp"
 #include "sys/mount_api.hpp"
@@ -55,17 +55,19 @@ sys::UniqueFd open_dir_at(int at, const char* name) {
 
 }  // namespace
 
-SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) {
-  check_not_on_loop("snapshot");
-  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+SnapshotResult Snapshots::take(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) {
+  w_.check_not_on_loop("snapshot");
   const uint64_t t0 = steady_ns();
   snapshot::check_excludes(options.exclude, "snapshot field 'exclude'");
   if (!options.name.empty()) image::check_layer_name(options.name, "snapshot field 'name'");
-  Backend* backend = backend_named(rec.backend);
-  if (!backend || !(backend->capabilities() & kCapSnapshot))
+  const uint32_t caps = w_.capabilities(rec.backend);
+  if (!(caps & kCapSnapshot))
     throw Error(Code::kUnimplemented, "snapshots are not supported by the " + rec.backend + " backend");
+  if (options.machine && !(caps & kCapMachineState))
+    throw Error(Code::kUnimplemented, "invalid snapshot field 'machine': the " + rec.backend +
+                                          " backend keeps no machine state (its snapshots carry files only)");
 
-  const std::string dir = dirs_->dir(rec.id);
+  const std::string dir = w_.dirs.dir(rec.id);
   // One snapshot of a sandbox at a time, from any thread or process (flock: each open is its own holder).
   image::FileLock one_at_a_time(dir + "/snapshot.lock");
 
@@ -81,7 +83,7 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
         // Damaged (or from another version): this snapshot is a full one and writes a new manifest.
       }
       if (m) {
-        if (auto last = layer_store_->find(m->layer)) {
+        if (auto last = w_.store.find(m->layer)) {
           stack = last->stack;
           stack.push_back(last->digest);
           previous = std::move(m);
@@ -90,7 +92,7 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
     }
   }
   SnapshotResult result;
-  stack = flatten_if_deep(std::move(stack), options.max_depth ? options.max_depth : options_.snapshot_max_depth,
+  stack = flatten_if_deep(std::move(stack), options.max_depth ? options.max_depth : w_.default_max_depth,
                           &result.flattened);
 
   snapshot::PackOptions pack;
@@ -99,6 +101,21 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
     pack.exclude.insert(pack.exclude.end(), default_snapshot_excludes().begin(), default_snapshot_excludes().end());
   pack.previous = previous ? &*previous : nullptr;
   pack.max_file_size = rec.spec.limits.disk;
+
+  // The machine state goes where the snapshot keeps it, made empty now and removed if the snapshot fails.
+  std::string machine_dir;
+  struct RemoveOnFailure {
+    std::string* dir;
+    bool done = false;
+    ~RemoveOnFailure() {
+      if (!done && !dir->empty()) sys::remove_tree(*dir);
+    }
+  } remove_machine_on_failure{&machine_dir};
+  if (options.machine) {
+    sys::mkdir_p(w_.machine_root, 0700);
+    machine_dir = w_.machine_root + "/" + sys::random_hex(8);
+    if (::mkdir(machine_dir.c_str(), 0700) != 0) throw_errno("snapshot: make " + machine_dir);
+  }
 
   sys::UniqueFd staging = staging_tmpfs(rec.spec.limits.disk);
   sys::UniqueFd running_dir = open_dir_at(staging.get(), "running");
@@ -115,6 +132,7 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
         static const snapshot::CopyIndex kNothingToReuse;
         final_pass = snapshot::pack_pass(layer.dir_fd, frozen_dir.get(), pack, running_dir.get(),
                                          layer.all_mapped ? &kNothingToReuse : &first.copied);
+        if (options.machine) result.machine = impl.save_machine(machine_dir);  // the same instant as the files
       });
   running_dir.reset();
 
@@ -124,7 +142,7 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   import.parent = stack.empty() || !image::is_store_ref(stack.back()) ? "" : stack.back();
   import.stack = stack;
   const std::string tree = "/proc/self/fd/" + std::to_string(staging.get()) + "/frozen";
-  result.layer = layer_store_->import_tree(tree, "snapshot of sandbox " + rec.id, import, &result.existed);
+  result.layer = w_.store.import_tree(tree, "snapshot of sandbox " + rec.id, import, &result.existed);
   result.entries = final_pass.entries;
   result.bytes = final_pass.bytes;
 
@@ -137,9 +155,10 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
   sys::write_file_atomic(dir + "/" + kHeadFile, result.layer.digest + "\n", 0600);
   // The staging tmpfs goes with its last descriptor; its dissolution waits for an RCU grace period.
   auto held = std::make_shared<sys::UniqueFd>(std::move(staging));
-  in_background([held] { held->reset(); });
+  w_.in_background([held] { held->reset(); });
+  remove_machine_on_failure.done = true;
   result.total_ns = steady_ns() - t0;
-  audit_->write("snapshot", rec.id, rec.spec.labels,
+  w_.audit->write("snapshot", rec.id, rec.spec.labels,
                 {{"layer", result.layer.digest},
                  {"name", options.name},
                  {"full", options.full},
@@ -147,18 +166,19 @@ SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl,
                  {"entries", result.entries},
                  {"bytes", result.bytes},
                  {"flattened", result.flattened},
+                 {"machine", result.machine ? boost::json::value(result.machine->machine) : boost::json::value(nullptr)},
                  {"frozen_ms", static_cast<double>(result.frozen_ns) / 1e6}});
   return result;
 }
 
 // Past `max_depth` snapshots stacked on each other, the snapshots of the chain are merged into
 // one layer (the store's merge: the same view), so a restore stacks few layers however long the chain.
-std::vector<std::string> Runtime::flatten_if_deep(std::vector<std::string> stack, size_t max_depth, bool* flattened) {
+std::vector<std::string> Snapshots::flatten_if_deep(std::vector<std::string> stack, size_t max_depth, bool* flattened) {
   size_t first_snapshot = stack.size();
   while (first_snapshot > 0) {
     const std::string& ref = stack[first_snapshot - 1];
     if (!image::is_store_ref(ref)) break;
-    auto l = layer_store_->find(ref);
+    auto l = w_.store.find(ref);
     if (!l || l->stack.empty()) break;
     --first_snapshot;
   }
@@ -170,12 +190,12 @@ std::vector<std::string> Runtime::flatten_if_deep(std::vector<std::string> stack
   merged_opts.role = "diff";
   merged_opts.stack = base;
   std::vector<sys::UniqueFd> holds;
-  image::LayerInfo merged = layer_store_->merge(chain, merged_opts, [&](const std::string& digest) {
+  image::LayerInfo merged = w_.store.merge(chain, merged_opts, [&](const std::string& digest) {
     holds.emplace_back();
-    return layer_mounts_->acquire(digest, &holds.back());
+    return w_.mounts.acquire(digest, &holds.back());
   });
   holds.clear();
-  layers_->release_unused();
+  w_.layers.release_unused();
   base.push_back(merged.digest);
   *flattened = true;
   return base;

@@ -1,14 +1,17 @@
-// What snapshot, restore and fork take and give (runtime/snapshot/snapshot.cpp, runtime/snapshot/fork.cpp; the packing itself is
-// src/snapshot). A snapshot is an ordinary store layer of role "diff" whose `stack` lists the layers it goes
-// on, lowest first: naming it as the lowest layer of a spec restores it (the runtime stacks its chain).
+// What snapshot, restore and fork take and give (runtime/snapshot/snapshots.hpp; the packing itself is
+// src/snapshot). A snapshot's artifact is an ordinary store layer of role "diff" whose `stack` lists the
+// layers it goes on, lowest first (naming it as the lowest layer of a spec restores its files: the runtime
+// stacks its chain), and, from a backend with kCapMachineState, that sandbox's machine state.
 #pragma once
 #include <cstdint>
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/backend.hpp"
 #include "image/layer_store.hpp"
 
 namespace sandlet {
@@ -32,6 +35,16 @@ struct SnapshotOptions {
   bool full = false;
   std::string name;  // names the layer ("" = unnamed)
   uint32_t max_depth = 0;  // 0 = RuntimeOptions::snapshot_max_depth
+  // Also the machine state (memory and devices) while the sandbox is held still: backends with
+  // kCapMachineState only (UNIMPLEMENTED elsewhere, before anything is made).
+  bool machine = false;
+};
+
+// What a restore takes: the files (a `diff` layer with its chain) and, when the snapshot carried it, the
+// machine state, which only the backend that wrote it resumes.
+struct SnapshotArtifact {
+  image::LayerInfo layer;
+  std::optional<MachineState> machine;
 };
 
 struct SnapshotResult {
@@ -42,6 +55,8 @@ struct SnapshotResult {
   uint64_t entries = 0;    // files, directories, links, whiteouts packed
   uint64_t bytes = 0;      // file data packed
   bool flattened = false;  // the chain below was merged into one layer (it had reached max depth)
+  std::optional<MachineState> machine;  // with SnapshotOptions::machine
+  SnapshotArtifact artifact() const { return {layer, machine}; }
 };
 
 struct ForkOptions {
@@ -51,13 +66,14 @@ struct ForkOptions {
   bool copy_secrets = false;                   // children get the parent's secrets too
   bool detached = false;                       // children outlive this process, whatever the parent's lifetime
   uint32_t max_depth = 0;                      // as SnapshotOptions::max_depth
+  bool machine = false;                        // children resume the parent's machine state (kCapMachineState)
 };
 constexpr size_t kMaxForkChildren = 1024;
 // INVALID_ARGUMENT unless 1 <= n <= kMaxForkChildren.
 void check_fork_count(size_t n);
 
 struct ForkResult {
-  SnapshotResult snapshot;                          // the one snapshot the children start from
+  SnapshotResult snapshot;                          // the one snapshot the children are restored from
   std::vector<std::shared_ptr<Sandbox>> children;   // n entries; null where that child failed
   std::vector<std::exception_ptr> errors;           // n entries; set where that child failed
 };
