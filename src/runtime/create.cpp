@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/fault_point.hpp"
 #include "runtime/audit/audit_records.hpp"
+#include "runtime/metrics/admission_gate.hpp"
 #include "runtime/metrics/metrics.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
@@ -191,11 +192,11 @@ std::shared_ptr<Sandbox> Runtime::create_measured(const Spec& spec, uint64_t req
     sb = create_blocking(spec, resume);
   } catch (...) {
     metrics_->create_done(requested_ns, sys::now_monotonic_ns(), false, std::string());
-    admitted(admission_key, std::string(), false);
+    admission_->admitted(admission_key, std::string(), false);
     throw;
   }
   metrics_->create_done(requested_ns, sys::now_monotonic_ns(), true, sb->id());
-  admitted(admission_key, sb->id(), true);
+  admission_->admitted(admission_key, sb->id(), true);
   return sb;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/fault_point.hpp"
 #include "runtime/audit/audit_records.hpp"
+#include "runtime/metrics/admission_gate.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/metrics/metrics.hpp"
 #include "sys/fs_util.hpp"
@@ -26,7 +27,7 @@ void Runtime::end(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox
   if (std::strcmp(reason, end_reason::kExited) == 0) reason = inferred_exit_reason(claimed, sys::now_unix_seconds());
   retire(claimed, *obj, reason);
   metrics_->sandbox_ended(claimed.id, sys::now_monotonic_ns());
-  release_admission(claimed.id);
+  admission_->release(claimed.id);
   in_background([this, claimed, obj] { reclaim(claimed, obj); });
 }
 
@@ -97,7 +98,7 @@ void Runtime::retire(const SandboxRecord& rec, BackendSandbox& impl, const char*
     audit_seccomp_denials(*audit_, *metrics_, rec, impl, audit_extra);
     audit_network_denials(*audit_, *metrics_, rec, impl, audit_extra);
     const bool expired = std::strcmp(reason, end_reason::kMaxLifetime) == 0 || std::strcmp(reason, end_reason::kIdleTimeout) == 0;
-    if (expired && rec.spec.on_expiry == OnExpiry::kKeepLogs) keep_expired_logs(rec, reason);
+    if (expired && rec.spec.on_expiry == OnExpiry::kKeepLogs) expired_->keep(rec, reason);
   }
   dirs_->retire(rec.id);
   forget_record(rec.id);

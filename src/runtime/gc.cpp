@@ -119,7 +119,7 @@ size_t Runtime::gc(bool release_idle) {
     } catch (const Error&) {
     }
   }
-  sweep_expired_logs(now);  // tombstones past their keep_until (not sandboxes: not counted)
+  expired_->sweep(now);  // tombstones past their keep_until (not sandboxes: not counted)
   // Layer mounts no live sandbox uses (their sandboxes crashed or were destroyed by another process).
   layers_->release_unused();
   // A loader no mounted layer needs any more goes with an explicit gc (the next lazy mount starts one).

@@ -11,7 +11,8 @@
 #include "backends/registry.hpp"
 #include "common/error.hpp"
 #include "runtime/audit/audit_records.hpp"
-#include "runtime/metrics/admission.hpp"
+#include "runtime/metrics/admission_gate.hpp"
+#include "runtime/metrics/metrics_publisher.hpp"
 #include "runtime/metrics/metrics.hpp"
 #include "sys/fs_util.hpp"
 
@@ -32,6 +33,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
 
   std::shared_ptr<Runtime> rt(new Runtime(options));
   rt->root_ = root;
+  rt->admission_ = std::make_unique<AdmissionGate>(root, *rt->metrics_);
   // First thing, before the runtime's own threads start: a caller about to create gets the slowest part
   // of it (a container's network namespace) made while the open does its file-system work.
   rt->open_backends(options.create_soon);
@@ -53,6 +55,16 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
                                                  for (const auto& d : raw->pool_->kept_digests()) used.insert(d);
                                                return used;
                                              });
+  rt->expired_ = std::make_unique<ExpiredLogs>(root, *rt->dirs_, rt->audit_, [raw = rt.get()](const SandboxRecord& rec) {
+    std::shared_ptr<BackendSandbox> impl;
+    if (Backend* backend = raw->backend_named(rec.backend)) {
+      try {
+        impl = backend->adopt(rec.id, raw->dirs_->dir(rec.id), rec.backend_state);
+      } catch (const Error&) {
+      }
+    }
+    return raw->state_of(rec, impl.get());
+  });
   Snapshots::Wiring snapshot_wiring{*rt->layer_store_, *rt->layer_mounts_, *rt->layers_, *rt->dirs_, rt->audit_,
                                     options.snapshot_max_depth, root + "/machines"};
   snapshot_wiring.capabilities = [raw = rt.get()](const std::string& b) { return raw->backend_capabilities(b); };
@@ -83,7 +95,9 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
         });
       });
   rt->loop_.start();
-  rt->start_metrics_publishing();
+  rt->publisher_ = std::make_unique<MetricsPublisher>(root, *rt->metrics_, rt->loop_.io(),
+                                                      [raw = rt.get()] { return raw->closed_.load(); });
+  rt->publisher_->start();
   if (options.gc_on_open) rt->gc(/*release_idle=*/false);
   return rt;
 }
@@ -188,7 +202,7 @@ void Runtime::close() noexcept {
   try {
     if (pool_) pool_->stop();
     // Creates waiting for node admission give up now (their long calls are joined next).
-    if (std::shared_ptr<NodeAdmission> a = admission()) a->cancel();
+    admission_->cancel_waiting();
     // Long calls (snapshots, forks) end first: they may wait for creates on the workers and the loop.
     std::vector<LongCall> long_calls;
     {
@@ -229,14 +243,15 @@ void Runtime::close() noexcept {
     // One-shot runs in flight end (their callers see it; asynchronous ones conclude on the loop, which
     // cannot stop before they do).
     for (auto& [rec, impl] : registry_.live(/*one_shots=*/true)) impl->kill();
-    stop_metrics_publishing();
+    // An armed publish is cancelled: the loop would otherwise run (and close wait) until its timer fired.
+    if (publisher_) publisher_->stop();
     loop_.stop();
     registry_.wait_one_shots_done();
     registry_.close_watchers();
     // Layer mounts nobody uses any more (this process's sandboxes are gone; other processes' records count).
     if (layers_) layers_->release_unused();
     release_state_if_empty(state_);
-    unpublish_metrics();
+    if (publisher_) publisher_->unpublish();
     // Node-level structures (the container backend's "sandlet" parent cgroups) stay for the next runtime,
     // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go
     // with the Runtime object: a call on another thread that began before this close may still use them.
@@ -280,7 +295,7 @@ std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
   std::promise<std::shared_ptr<Sandbox>> promise;
   auto future = promise.get_future();
   const uint64_t requested = sys::now_monotonic_ns();
-  const std::string key = admit(spec);  // waits here, not on a worker: workers reclaim what frees room
+  const std::string key = admission_->admit(spec);  // waits here, not on a worker: workers reclaim what frees room
   in_background([this, &spec, &promise, requested, &key] {
     try {
       promise.set_value(create_measured(spec, requested, key));
@@ -312,11 +327,11 @@ void Runtime::create_async_resuming(Spec spec, std::shared_ptr<const MachineStat
       loop_.post([done = std::move(done), error, sb = std::move(sb)]() mutable { done(error, std::move(sb)); });
     });
   };
-  if (admission()) {
+  if (admission_->current()) {
     // Waiting for room takes a thread of its own (never a worker, nor the loop).
     auto shared_spec = std::make_shared<Spec>(std::move(spec));
     auto shared_done = std::make_shared<CreateDone>(std::move(done));
-    long_call([this, shared_spec] { return admit(*shared_spec); },
+    long_call([this, shared_spec] { return admission_->admit(*shared_spec); },
               [start, shared_spec, shared_done](std::exception_ptr error, std::string key) {
                 if (error) return (*shared_done)(error, nullptr);
                 start(std::move(*shared_spec), std::move(*shared_done), std::move(key));
@@ -475,6 +490,13 @@ std::string Runtime::stats_json() const {
                             {"last_error", a.last_error}};
   return boost::json::serialize(boost::json::object{{"warm_pool", std::move(pool)}, {"audit", std::move(audit)}});
 }
+
+std::string Runtime::output_log_path(const std::string& id) const { return expired_->output_log_path(id); }
+std::string Runtime::logs_json(const std::string& id) { return expired_->logs_json(id); }
+std::string Runtime::expired_json() { return expired_->expired_json(); }
+void Runtime::forget_expired(const std::string& id) { expired_->forget(id); }
+
+void Runtime::set_admission(const AdmissionOptions& options) { admission_->set(options); }
 
 SnapshotResult Runtime::snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) {
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");

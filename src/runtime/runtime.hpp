@@ -25,6 +25,7 @@
 #include "lazy/loader_client.hpp"
 #include "lazy/loader_settings.hpp"
 #include "runtime/audit/audit_log.hpp"
+#include "runtime/audit/expired_logs.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/layers.hpp"
 #include "runtime/record.hpp"
@@ -41,7 +42,8 @@ namespace sandlet {
 
 class Metrics;  // runtime/metrics/metrics.hpp
 struct MetricFamily;
-class NodeAdmission;  // runtime/metrics/admission.hpp
+class AdmissionGate;  // runtime/metrics/admission_gate.hpp
+class MetricsPublisher;  // runtime/metrics/metrics_publisher.hpp
 struct AdmissionOptions;
 
 struct RuntimeOptions {
@@ -128,7 +130,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // Platform metrics (runtime/metrics/metrics_view.cpp; formats in sandlet_metrics.h): this runtime's counters and
   // histograms, its warm pool, and the root's sandboxes of every process by state and label.
   // `node`: this runtime's counters and histograms summed with those every other live runtime on the root
-  // published (runtime/metrics/metrics_publish.cpp: each writes its own at most once a second).
+  // published (runtime/metrics/metrics_publisher.hpp: each writes its own at most once a second).
   std::vector<MetricFamily> metrics_families(bool node = false);
   std::string metrics_text(bool node = false);
   std::string metrics_json(bool node = false);
@@ -153,7 +155,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // The store URL to use: `given`, else the runtime's, else $SANDLET_STORE; INVALID_ARGUMENT when none or bad.
   std::string store_url(const std::string& given) const;
 
-  // Logs kept of sandboxes (runtime/expired_logs.cpp; JSON documented in sandlet.h at sandlet_runtime_logs):
+  // Logs kept of sandboxes (runtime/audit/expired_logs.hpp; JSON documented in sandlet.h at sandlet_runtime_logs):
   // those of a live sandbox or of one that expired under on_expiry "keep_logs" (NOT_FOUND for neither);
   // the summaries of the expired ones still kept; forget_expired drops one's (NOT_FOUND when none).
   std::string logs_json(const std::string& id);
@@ -220,10 +222,6 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void retire(const SandboxRecord& rec, BackendSandbox& impl, const char* reason,
               boost::json::object audit_extra = {});
   bool reclaim(const SandboxRecord& rec, const std::shared_ptr<BackendSandbox>& impl) noexcept;  // -> reclaimed
-  // The tombstone of a sandbox that expired under on_expiry "keep_logs" (before its directory goes);
-  // gc's removal of those past their keep_until.
-  void keep_expired_logs(const SandboxRecord& rec, const char* reason) noexcept;
-  size_t sweep_expired_logs(double now) noexcept;
   // A create that failed: drops what the backend made, removes the directory, releases layers.
   void abandon(const SandboxRecord& rec, std::unique_ptr<BackendSandbox> impl) noexcept;
 
@@ -248,29 +246,15 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   void wire_lazy_layers();                      // store_ops.cpp
   std::unique_ptr<LayerUsage> layers_;
   std::unique_ptr<Snapshots> snapshots_;
+  std::unique_ptr<ExpiredLogs> expired_;  // logs kept of sandboxes that expired (runtime/audit/expired_logs.hpp)
   EventLoop loop_;
   std::unique_ptr<boost::asio::thread_pool> workers_;  // started once the backends are (see open)
   Registry registry_;
   std::unique_ptr<WarmPool> pool_;
   std::unique_ptr<Metrics> metrics_;  // made by the constructor
-  // Publishing this runtime's counters under <root>/metrics (runtime/metrics/metrics_publish.cpp).
-  void start_metrics_publishing();
-  void publish_metrics() noexcept;
-  void unpublish_metrics() noexcept;
-  // Cancels an armed publish: the loop would otherwise run (and close wait) until its timer fired.
-  void stop_metrics_publishing() noexcept;
-  std::mutex publish_mutex_;
-  std::weak_ptr<boost::asio::steady_timer> publish_timer_;  // the armed publish, if any
-  void add_published_metrics(std::vector<MetricFamily>& into);
-  std::string metrics_file_;  // <root>/metrics/<pid>-<start>-<n>.json
-  // Admission (runtime/metrics/admission_wiring.cpp): the node budget, and the reservation key of each sandbox.
-  std::shared_ptr<NodeAdmission> admission() const;
-  std::string admit(const Spec& spec);  // blocks; returns the reservation key ("" when admission is off)
-  void admitted(const std::string& key, const std::string& id, bool ok);  // the create ended
-  void release_admission(const std::string& id);
-  mutable std::mutex admission_mutex_;
-  std::shared_ptr<NodeAdmission> admission_;
-  std::map<std::string, std::string> admission_keys_;  // sandbox id -> reservation key
+  // This runtime's counters under <root>/metrics, for the node-wide view (runtime/metrics/metrics_publisher.hpp).
+  std::unique_ptr<MetricsPublisher> publisher_;
+  std::unique_ptr<AdmissionGate> admission_;  // node admission of this runtime's creates (made with metrics_)
   std::mutex persist_mutex_;
   // record_paused's memo per sandbox: the record file as last read (it is only ever replaced by rename, so
   // a new write is a new inode and times) and whether it said "paused": an unchanged file is not parsed again.

@@ -30,6 +30,8 @@ def test_version_and_backends(rt: sandlet.Runtime) -> None:
         assert vm["capabilities"] == [] and vm["reason"]
     assert backends["fullvm"]["capabilities"] == [] and "not built" in backends["fullvm"]["reason"]
     assert {"set_limits", "reuse_check"} <= set(backends["container"]["capabilities"])
+    # A fork is one snapshot and N restores: the runtime reports it wherever snapshots are.
+    assert {"snapshot", "fork"} <= set(backends["container"]["capabilities"]) and "fork" not in vm["capabilities"]
     pools_on = ["container"] + (["microvm"] if vm["available"] else [])
     assert backends["fncall"]["available"] and backends["fncall"]["details"]["pools_on"] == pools_on
     with pytest.raises(sandlet.InvalidArgument, match="sandlet_call"):

@@ -1,7 +1,7 @@
 // The last output of a sandbox whose spec keeps it at its expiry (on_expiry "keep_logs" or "keep"): each
 // completed exec appends one line to <sandbox dir>/output.jsonl — the exec's audit fields (argv, exit
 // status, byte counts, ...) and the tail of its stdout and stderr — so that what the agent saw last
-// survives the sandbox's end (the expiry tombstone, runtime/expired_logs.cpp, takes the last records).
+// survives the sandbox's end (the expiry tombstone, runtime/audit/expired_logs.hpp, takes the last records).
 // The file is the host's (nothing inside the sandbox can reach it); its lines are still checked on read.
 #pragma once
 #include <boost/json/array.hpp>

@@ -91,7 +91,7 @@ class Metrics final {
   void append_families(std::vector<MetricFamily>& out, uint64_t now_ns) const;
 
   // Called (outside the lock) on the first change after mark_published: the runtime publishes its counters
-  // for `sandlet metrics` in other processes (runtime/metrics/metrics_publish.cpp).
+  // for `sandlet metrics` in other processes (runtime/metrics/metrics_publisher.hpp).
   void set_on_change(std::function<void()> fn);
   void mark_published();
 

@@ -11,6 +11,8 @@
 #include "proto/netgw_counters.hpp"
 #include "runtime/metrics/metrics.hpp"
 #include "runtime/metrics/admission.hpp"
+#include "runtime/metrics/admission_gate.hpp"
+#include "runtime/metrics/metrics_publisher.hpp"
 #include "runtime/runtime.hpp"
 #include "sys/fd.hpp"
 #include "sys/fs_util.hpp"
@@ -127,11 +129,11 @@ void append_gateway_families(const std::string& root, std::vector<MetricFamily>&
 std::vector<MetricFamily> Runtime::metrics_families(bool node) {
   std::vector<MetricFamily> out;
   metrics_->append_families(out, sys::now_monotonic_ns());
-  if (node) add_published_metrics(out);
+  if (node && publisher_) publisher_->add_others(out);
   append_pool_families(pool_ ? pool_->stats() : WarmPool::Stats(), out);
   append_record_families(list(""), LabelBounds{}, out);
   append_gateway_families(root_, out);
-  if (std::shared_ptr<NodeAdmission> a = admission()) {
+  if (std::shared_ptr<NodeAdmission> a = admission_->current()) {
     MetricFamily used{"sandlet_admission_in_use", "Node admission: what the root's processes hold now, by resource.", "gauge", {}};
     for (const auto& [resource, n] : a->usage())
       used.samples.push_back({used.name, {{"resource", resource}}, static_cast<double>(n)});

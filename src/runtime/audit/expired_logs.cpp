@@ -1,8 +1,5 @@
-// What stays of a sandbox that expired under on_expiry "keep_logs": a tombstone <root>/expired/<id>.json
-// with its identity, why and when it ended, until when it is kept, and the last output of its commands
-// (runtime/agent/output_log.hpp). Its audit trail stays in the root's audit log, as every sandbox's does; `logs`
-// joins the two. The file's mtime is its keep_until, so that gc (which runs at every runtime open) finds
-// the ones to remove with a stat each; forget_expired removes one at once.
+// ExpiredLogs (expired_logs.hpp). The tombstone's mtime is its keep_until, so that gc (which runs at every
+// runtime open) finds the ones to remove with a stat each; forget removes one at once.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +15,7 @@
 #include "runtime/audit/audit_records.hpp"
 #include "runtime/audit/audit_text.hpp"
 #include "runtime/agent/output_log.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/audit/expired_logs.hpp"
 #include "sys/fs_util.hpp"
 
 namespace json = boost::json;
@@ -80,11 +77,11 @@ std::vector<std::string> tombstone_ids(const std::string& root) {
 
 }  // namespace
 
-std::string Runtime::output_log_path(const std::string& id) const {
-  return dirs_->dir(id) + "/" + output_log::kFileName;
+std::string ExpiredLogs::output_log_path(const std::string& id) const {
+  return dirs_.dir(id) + "/" + output_log::kFileName;
 }
 
-void Runtime::keep_expired_logs(const SandboxRecord& rec, const char* reason) noexcept {
+void ExpiredLogs::keep(const SandboxRecord& rec, const char* reason) noexcept {
   try {
     const double now = sys::now_unix_seconds();
     json::object t;
@@ -111,7 +108,7 @@ void Runtime::keep_expired_logs(const SandboxRecord& rec, const char* reason) no
   }
 }
 
-size_t Runtime::sweep_expired_logs(double now) noexcept {
+size_t ExpiredLogs::sweep(double now) noexcept {
   size_t removed = 0;
   for (const std::string& id : tombstone_ids(root_)) {
     const std::string path = tombstone_path(root_, id);
@@ -121,20 +118,12 @@ size_t Runtime::sweep_expired_logs(double now) noexcept {
   return removed;
 }
 
-std::string Runtime::logs_json(const std::string& id) {
+std::string ExpiredLogs::logs_json(const std::string& id) const {
   if (!SandboxDirs::valid_id(id)) throw Error(Code::kInvalidArgument, "invalid sandbox id '" + id + "'");
   json::object out;
-  if (std::optional<SandboxRecord> rec = dirs_->load(id)) {
-    Backend* backend = backend_named(rec->backend);
-    std::shared_ptr<BackendSandbox> impl;
-    if (backend) {
-      try {
-        impl = backend->adopt(id, dirs_->dir(id), rec->backend_state);
-      } catch (const Error&) {
-      }
-    }
+  if (std::optional<SandboxRecord> rec = dirs_.load(id)) {
     out["id"] = id;
-    out["state"] = state_of(*rec, impl.get());
+    out["state"] = live_state_(*rec);
     out["backend"] = rec->backend;
     out["environment"] = rec->environment;
     out["labels"] = labels_object(rec->spec.labels);
@@ -169,7 +158,7 @@ std::string Runtime::logs_json(const std::string& id) {
   return json::serialize(out);
 }
 
-std::string Runtime::expired_json() {
+std::string ExpiredLogs::expired_json() const {
   json::array out;
   const double now = sys::now_unix_seconds();
   for (const std::string& id : tombstone_ids(root_)) {
@@ -185,7 +174,7 @@ std::string Runtime::expired_json() {
   return json::serialize(out);
 }
 
-void Runtime::forget_expired(const std::string& id) {
+void ExpiredLogs::forget(const std::string& id) {
   if (!SandboxDirs::valid_id(id)) throw Error(Code::kInvalidArgument, "invalid sandbox id '" + id + "'");
   if (::unlink(tombstone_path(root_, id).c_str()) != 0) {
     if (errno == ENOENT) throw Error(Code::kNotFound, "no logs kept of a sandbox '" + id + "' under " + root_);

@@ -1,5 +1,6 @@
-// The runtime's side of node admission (admission.hpp): which budget, what a spec asks for, and the
-// reservation each sandbox holds until it ends.
+// AdmissionGate: a runtime's use of the node's admission budget (admission_gate.hpp).
+#include "runtime/metrics/admission_gate.hpp"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -7,25 +8,24 @@
 #include "common/error.hpp"
 #include "runtime/metrics/admission.hpp"
 #include "runtime/metrics/metrics.hpp"
-#include "runtime/runtime.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
 
-void Runtime::set_admission(const AdmissionOptions& options) {
+void AdmissionGate::set(const AdmissionOptions& options) {
   std::shared_ptr<NodeAdmission> a;
   if (options.enabled()) a = std::make_shared<NodeAdmission>(root_ + "/admission.json", options);
-  std::lock_guard lock(admission_mutex_);
+  std::lock_guard lock(mutex_);
   admission_ = std::move(a);
 }
 
-std::shared_ptr<NodeAdmission> Runtime::admission() const {
-  std::lock_guard lock(admission_mutex_);
+std::shared_ptr<NodeAdmission> AdmissionGate::current() const {
+  std::lock_guard lock(mutex_);
   return admission_;
 }
 
-std::string Runtime::admit(const Spec& spec) {
-  std::shared_ptr<NodeAdmission> a = admission();
+std::string AdmissionGate::admit(const Spec& spec) {
+  std::shared_ptr<NodeAdmission> a = current();
   if (!a) return "";
   AdmissionRequest req;
   req.key = std::to_string(::getpid()) + "-" + sys::random_hex(8);
@@ -33,13 +33,13 @@ std::string Runtime::admit(const Spec& spec) {
   req.pids = spec.limits.pids;
   req.cpu_millis = static_cast<uint64_t>(std::llround(spec.limits.cpus * 1000));
   req.priority = spec_priority(spec) == SpecPriority::kLatency ? AdmissionPriority::kLatency : AdmissionPriority::kBatch;
-  metrics_->admission_wait(a->admit(req));
+  metrics_.admission_wait(a->admit(req));
   return req.key;
 }
 
-void Runtime::admitted(const std::string& key, const std::string& id, bool ok) {
+void AdmissionGate::admitted(const std::string& key, const std::string& id, bool ok) {
   if (key.empty()) return;
-  std::shared_ptr<NodeAdmission> a = admission();
+  std::shared_ptr<NodeAdmission> a = current();
   if (!a) return;
   try {
     if (!ok) {
@@ -47,26 +47,33 @@ void Runtime::admitted(const std::string& key, const std::string& id, bool ok) {
       return;
     }
     a->initialised(key);
-    std::lock_guard lock(admission_mutex_);
-    admission_keys_[id] = key;
+    std::lock_guard lock(mutex_);
+    keys_[id] = key;
   } catch (...) {  // the file could not be updated: a dead process's entries are dropped by the next reader
   }
 }
 
-void Runtime::release_admission(const std::string& id) {
+void AdmissionGate::release(const std::string& id) noexcept {
   std::string key;
   std::shared_ptr<NodeAdmission> a;
   {
-    std::lock_guard lock(admission_mutex_);
-    auto it = admission_keys_.find(id);
-    if (it == admission_keys_.end()) return;
+    std::lock_guard lock(mutex_);
+    auto it = keys_.find(id);
+    if (it == keys_.end()) return;
     key = it->second;
-    admission_keys_.erase(it);
+    keys_.erase(it);
     a = admission_;
   }
   if (!a) return;
   try {
     a->release(key);
+  } catch (...) {
+  }
+}
+
+void AdmissionGate::cancel_waiting() noexcept {
+  try {
+    if (std::shared_ptr<NodeAdmission> a = current()) a->cancel();
   } catch (...) {
   }
 }

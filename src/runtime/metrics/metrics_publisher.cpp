@@ -1,17 +1,15 @@
-// Publishing a runtime's counters and histograms for the other processes on its root: `sandlet metrics`
-// runs in a process of its own, so what each runtime counted in memory is written (at most once a second,
-// by a timer on its loop, after a change) to <root>/metrics/<pid>-<start>-<n>.json, and a node-wide view
-// sums the files of live processes (those of dead ones are removed by whoever reads them).
+// MetricsPublisher (metrics_publisher.hpp): this runtime's counters out, the other runtimes' in.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 
 #include "runtime/metrics/metrics.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/metrics/metrics_publisher.hpp"
 #include "sys/fs_util.hpp"
 
 namespace sandlet {
@@ -31,53 +29,56 @@ bool parse_name(const std::string& name, pid_t* pid, uint64_t* start) {
 }
 }  // namespace
 
-void Runtime::start_metrics_publishing() {
+MetricsPublisher::MetricsPublisher(std::string root, Metrics& metrics, boost::asio::io_context& io,
+                                   std::function<bool()> closed)
+    : root_(std::move(root)), metrics_(metrics), io_(io), closed_(std::move(closed)) {
   static std::atomic<uint64_t> runtimes{0};  // several runtimes of one process publish apart
-  metrics_file_ = root_ + "/metrics/" + std::to_string(::getpid()) + "-" + std::to_string(sys::own_start_time()) + "-" +
-                  std::to_string(runtimes++) + ".json";
-  metrics_->set_on_change([this] {
-    if (closed_) return;
+  file_ = root_ + "/metrics/" + std::to_string(::getpid()) + "-" + std::to_string(sys::own_start_time()) + "-" +
+          std::to_string(runtimes++) + ".json";
+}
+
+void MetricsPublisher::start() {
+  metrics_.set_on_change([this] {
+    if (closed_()) return;
     // Any thread; each change after a publish arms one timer, so a burst costs one write.
-    auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io(), kPublishDelay);
+    auto timer = std::make_shared<boost::asio::steady_timer>(io_, kPublishDelay);
     {
-      std::lock_guard lock(publish_mutex_);
-      publish_timer_ = timer;
+      std::lock_guard lock(mutex_);
+      timer_ = timer;
     }
     timer->async_wait([this, timer](boost::system::error_code ec) {
-      if (!ec) publish_metrics();
+      if (!ec) publish();
     });
   });
 }
 
-void Runtime::publish_metrics() noexcept {
+void MetricsPublisher::publish() noexcept {
   try {
-    metrics_->mark_published();  // first: a change while writing arms the next publish
+    metrics_.mark_published();  // first: a change while writing arms the next publish
     std::vector<MetricFamily> own;
-    metrics_->append_families(own, sys::now_monotonic_ns());
+    metrics_.append_families(own, sys::now_monotonic_ns());
     ::mkdir((root_ + "/metrics").c_str(), 0700);
-    sys::write_file_atomic(metrics_file_, render_metrics_json(own));
+    sys::write_file_atomic(file_, render_metrics_json(own));
   } catch (...) {  // best effort: the node-wide view misses this runtime until the next publish
   }
 }
 
-void Runtime::stop_metrics_publishing() noexcept {
-  metrics_->set_on_change(nullptr);
+void MetricsPublisher::stop() noexcept {
+  metrics_.set_on_change(nullptr);
   std::weak_ptr<boost::asio::steady_timer> armed;
   {
-    std::lock_guard lock(publish_mutex_);
-    armed = publish_timer_;
+    std::lock_guard lock(mutex_);
+    armed = timer_;
   }
   // On the loop's thread, as every other use of the timer.
-  loop_.post([armed] {
+  boost::asio::post(io_, [armed] {
     if (auto timer = armed.lock()) timer->cancel();
   });
 }
 
-void Runtime::unpublish_metrics() noexcept {
-  if (!metrics_file_.empty()) ::unlink(metrics_file_.c_str());
-}
+void MetricsPublisher::unpublish() noexcept { ::unlink(file_.c_str()); }
 
-void Runtime::add_published_metrics(std::vector<MetricFamily>& into) {
+void MetricsPublisher::add_others(std::vector<MetricFamily>& into) const {
   const std::string dir = root_ + "/metrics";
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
@@ -85,7 +86,7 @@ void Runtime::add_published_metrics(std::vector<MetricFamily>& into) {
   while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
   ::closedir(d);
   size_t sets = 1;
-  const std::string own = metrics_file_.substr(metrics_file_.rfind('/') + 1);
+  const std::string own = file_.substr(file_.rfind('/') + 1);
   for (const std::string& name : names) {
     pid_t pid = 0;
     uint64_t start = 0;
