@@ -10,6 +10,7 @@
 #include "backends/container/container_starting.hpp"
 #include "backends/container/denial_log.hpp"
 #include "backends/host/dns_log.hpp"
+#include "backends/host/init_file_policy.hpp"
 #include "backends/container/embedded_init.hpp"
 #include "backends/container/init_setup.hpp"
 #include "backends/container/kernel_support.hpp"
@@ -46,19 +47,6 @@ std::vector<sys::UniqueFd> clone_mounts(const Spec& spec, int userns_fd, proto::
   }
   if (!fds.empty()) config.flags |= proto::kInitHasMounts;
   return fds;
-}
-
-// The spec's policy for the init: file rules and the kernel-file masks (guest/file_rules.hpp).
-void add_file_policy(const Policy& policy, proto::InitConfig& config) {
-  static_assert(proto::kMaxFileRules == kMaxFileRules, "the spec's limit (spec/policy_spec.hpp)");
-  if (policy.mask_kernel_files) config.flags |= proto::kInitMaskKernelFiles;
-  for (const FileRule& r : policy.files) {
-    const proto::FileRuleAccess a = r.access == FileAccess::kHidden     ? proto::FileRuleAccess::kHidden
-                                    : r.access == FileAccess::kWritable ? proto::FileRuleAccess::kWritable
-                                                                        : proto::FileRuleAccess::kReadOnly;
-    config.file_rules.push_back({r.path, a});
-  }
-  if (!config.file_rules.empty()) config.flags |= proto::kInitHasFileRules;
 }
 
 // The toolkit (a host directory, or a store layer's mounted directory once the runtime resolved it) as a
@@ -197,7 +185,7 @@ void ContainerSandbox::finish(const Spec& spec, OneShot* one_shot) {
   if (spec.lifetime == Lifetime::kDetached) config.flags |= proto::kInitDetached;
   const std::vector<sys::UniqueFd> mounts = clone_mounts(spec, s.userns.get(), config);
   const sys::UniqueFd toolkit = clone_toolkit(spec, s.userns.get(), config);
-  add_file_policy(spec.policy, config);
+  host::add_file_policy(spec.policy, config);
   sys::UniqueFd denial_log;  // denials counted by the init (guest/seccomp_notify.hpp)
   if (!config.seccomp_bpf.empty()) {
     denial_log = make_denial_log(dir_);

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/host/init_file_policy.hpp"
 #include "backends/host/sandbox_cgroup.hpp"
 #include "backends/microvm/guest_kit.hpp"
 #include "backends/microvm/qemu_command.hpp"
@@ -178,7 +179,6 @@ std::string MicrovmSandbox::unsupported(const Spec& spec) {
     return "mounts: a microVM does not take host directories (copy files in with the file calls, or pack them "
            "as a layer)";
   if (!spec.toolkit.empty()) return "toolkit: not available on the microvm backend in this version";
-  if (!spec.policy.files.empty()) return "policy.files: file rules are not available on the microvm backend in this version";
   if (spec.layers.empty()) return "layers: a microVM needs a root file system (a layer or an environment)";
   return "";
 }
@@ -459,6 +459,7 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
   if (!spec.network.none && !spec.network.dns.empty()) config.flags |= proto::kInitResolverConf;
   config.pids_max = spec.limits.pids;
   config.memory_max = spec.limits.memory;
+  host::add_file_policy(spec.policy, config);  // applied by the guest's init before anything of the sandbox runs
 
   const uint64_t deadline = sys::now_monotonic_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
   sys::UniqueFd sock;

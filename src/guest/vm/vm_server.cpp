@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "guest/file_rules.hpp"
 #include "guest/seccomp_notify.hpp"
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
@@ -104,8 +105,14 @@ void run_server(int ctl) {
   static int mount_fds[proto::kMaxMounts];
   int toolkit = -1, denial_log = -1;
   if (Status s = receive_config(boot, &cfg, stdio, mount_fds, &toolkit, &denial_log); !s.ok()) fail(boot, s);
-  if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit | proto::kInitHasFileRules))
+  if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit))
     fail(boot, make_status(SANDLET_INTERNAL, EINVAL, "configuration asks for what a microVM does not do"));
+  // The file policy, as in a container: mounts of PID 1's namespace, before anything of the sandbox runs;
+  // the seccomp filter below denies the mount family to every command.
+  if (cfg.flags & proto::kInitMaskKernelFiles)
+    if (Status s = mask_kernel_files(); !s.ok()) fail(boot, s);
+  if (cfg.flags & proto::kInitHasFileRules)
+    if (Status s = apply_file_rules(cfg.file_rules); !s.ok()) fail(boot, s);
   if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
   if (Status s = guest_network_up(cfg.flags & proto::kInitGuestNic); !s.ok()) fail(boot, s);
   if (cfg.flags & proto::kInitResolverConf)
