@@ -36,15 +36,20 @@ WarmPool::Entry Runtime::prepare_pooled(Backend& backend, const Spec* stage_for,
   std::vector<sys::UniqueFd> holds;
   std::vector<LayerImage> images;
   const bool take_images = stage_for && (backend.capabilities() & kCapLayerImages);
+  std::vector<LayerUse> scratch_layers;
   if (take_images) {
     SandboxRecord scratch;
     layers_->resolve(*stage_for, scratch, holds, &images);
+    scratch_layers = std::move(scratch.layers);
   } else {
     holds.resize(digests.size());
     for (size_t i = 0; i < digests.size(); ++i) layer_mounts_->acquire(digests[i], &holds[i]);
   }
   WarmPool::Entry e;
   e.record = new_record(backend.name(), SandboxState::kPooled);
+  // A VM launched ahead already reads its layers' images: its record names them, so that another
+  // process's gc (which reads records) does not detach a lazy one under it.
+  if (take_images) e.record.layers = scratch_layers;
   try {
     e.impl = backend.prepare({e.record.id, dirs_->dir(e.record.id), stage_for, nullptr, shape, take_images ? &images : nullptr});
     e.record.backend_state = e.impl->state();
