@@ -75,6 +75,7 @@ struct LayerImage {
   std::vector<std::string> blobs; // extra devices of a chunked image, in device order, verified
   bool lazy = false;              // blobs fill on first read (the node's loader)
   std::string host_dir;           // a spec's host directory, as it named it (the backend packs it)
+  bool toolkit = false;           // the spec's toolkit (last of the list, never part of the root)
 };
 
 // The machine part of a snapshot (VM backends): memory and device state in files, pinned to what can
@@ -159,7 +160,7 @@ class BackendSandbox {
   // (PrepareRequest::resume), and a fork is one snapshot and N restores.
   virtual MachineState save_machine(const std::string& dir);
   // kCapLayerImages: the spec's layers as images, lowest first, before finish() (Spec::layers then name
-  // them as the store does: digests, or host directories).
+  // them as the store does: digests, or host directories), then its toolkit's (LayerImage::toolkit).
   virtual void set_layer_images(std::vector<LayerImage> images) { unimplemented("layer images"); }
   // Changes a running sandbox's cpus, memory and pids limits (kCapSetLimits): what `limits` sets is
   // applied, what it leaves 0 goes back to unlimited. INVALID_ARGUMENT names a field the host refused.

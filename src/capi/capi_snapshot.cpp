@@ -1,4 +1,4 @@
-// C shims for snapshots and forks (runtime/snapshot/snapshot.cpp, runtime/snapshot/fork.cpp).
+// C shims for snapshots and forks (the Snapshots service, runtime/snapshot/snapshots.hpp).
 #include <boost/json.hpp>
 
 #include "capi/handles.hpp"

@@ -42,6 +42,9 @@ Status write_resolver_conf();
 // Raises (true) the mount-namespace counter for the configuration's own detached mounts, or sets it to 0
 // for good (false; call before anything of the sandbox runs).
 Status allow_detached_mounts(bool allow);
+// The per-user-namespace counters of every namespace type set to 0: no process may make one (the mount
+// counter stays writable for allow_detached_mounts until that is called with false).
+Status forbid_new_namespaces();
 
 // Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
 // the filter, which typically forbids mount and the like.

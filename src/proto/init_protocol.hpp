@@ -87,6 +87,7 @@ enum InitFlags : uint32_t {
   kInitGuestLimits = 2048,      // kConfig only: InitConfig::pids_max and memory_max bind the agent's commands
                                 // (a microVM's guest cgroup; a container's limits are on its host cgroup)
   kInitGuestNic = 4096,         // kConfig only: a microVM launched with a NIC, which the guest must bring up
+  kInitToolkitDisk = 8192,      // kConfig only: a microVM's toolkit is its disk of serial sl-toolkit (no fd)
 };
 constexpr int kInitUpperFd = 1000;    // where the init keeps the writable layer's mount (close-on-exec)
 constexpr int kInitToolkitFd = 1001;  // where the init keeps the toolkit's mount root (close-on-exec)

@@ -88,9 +88,11 @@ Runtime::Started Runtime::start_sandbox(const Spec& requested, OneShot* one_shot
   validate_spec(spec);
   if (one_shot && !(caps & kCapOneShot))
     throw Error(Code::kUnimplemented, "one-shot runs are not supported by the " + spec.backend + " backend");
-  if (resume && (!(caps & kCapMachineState) || resume->backend != spec.backend))
-    throw Error(Code::kUnimplemented, "the " + spec.backend + " backend cannot resume a machine state of the " +
-                                          resume->backend + " backend");
+  if (resume && resume->backend != spec.backend)
+    throw Error(Code::kInvalidArgument, "invalid spec field 'backend': a machine state of the " + resume->backend +
+                                            " backend, which alone resumes it");
+  if (resume && !(caps & kCapMachineState))
+    throw Error(Code::kUnimplemented, "the " + spec.backend + " backend cannot resume a machine state here");
 
   // The spec-independent half from the warm pool, or made now.
   SandboxRecord rec;

@@ -26,8 +26,10 @@ bool LayerUsage::has_store_refs(const Spec& spec) {
 Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::UniqueFd>& holds,
                          std::vector<LayerImage>* images) {
   if (!has_store_refs(spec)) {
-    if (images)
+    if (images) {
       for (const auto& l : spec.layers) images->push_back(LayerImage{"", "", {}, false, l});
+      if (!spec.toolkit.empty()) images->push_back(LayerImage{"", "", {}, false, spec.toolkit, true});
+    }
     return spec;
   }
   // A store layer for a backend that mounts nothing itself: its images, verified once per process.
@@ -138,15 +140,23 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
       out.layers.push_back(use(digest));
     }
     // The toolkit: mounted like a layer and held for the create; the sandbox keeps its own clone of it.
-    if (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit) && !images) {
+    // A backend that takes images gets the toolkit's last, flagged (a host directory as such).
+    if (!spec.toolkit.empty() && image::is_store_ref(spec.toolkit)) {
       image::LayerInfo layer;
       try {
         layer = store_.inspect(spec.toolkit);
       } catch (const Error& e) {
         throw Error(spec_code(e), "invalid spec field 'toolkit': " + std::string(e.what()), e.err_no());
       }
-      holds.emplace_back();
-      out.toolkit = mounts_.acquire(layer.digest, &holds.back());
+      if (images) {
+        use(layer.digest);
+        images->back().toolkit = true;
+      } else {
+        holds.emplace_back();
+        out.toolkit = mounts_.acquire(layer.digest, &holds.back());
+      }
+    } else if (!spec.toolkit.empty() && images) {
+      images->push_back(LayerImage{"", "", {}, false, spec.toolkit, true});
     }
   } catch (...) {
     holds.clear();

@@ -102,9 +102,11 @@ ExecOutcome Runtime::run_via_agent(const Spec& spec, const RunOnceParams& params
         }
       });
     }
-    // Output to the caller, the cancel descriptor, the end.
+    // Output to the caller, the cancel descriptor, the end. Once the runtime closes, output the caller has
+    // not taken is dropped (truncated): close() must not wait on a reader.
     std::string pending[2];
     bool cancelled = false;
+    bool closing = false;
     for (;;) {
       bool finished;
       {
@@ -115,12 +117,22 @@ ExecOutcome Runtime::run_via_agent(const Spec& spec, const RunOnceParams& params
         }
         finished = st->done;
       }
+      if (closing)
+        for (int i = 0; i < 2; ++i)
+          if (!pending[i].empty()) {
+            pending[i].clear();
+            std::lock_guard lock(st->mu);
+            st->truncated[i] = true;
+          }
       if (finished && pending[0].empty() && pending[1].empty()) break;
-      pollfd p[4] = {{st->wake[0], POLLIN, 0},
+      if (closing && !finished) break;  // the loop that would complete the exec may be stopping
+      pollfd p[5] = {{st->wake[0], POLLIN, 0},
                      {cancelled ? -1 : params.cancel_fd, POLLIN, 0},
                      {pending[0].empty() ? -1 : out_fd[0], POLLOUT, 0},
-                     {pending[1].empty() ? -1 : out_fd[1], POLLOUT, 0}};
-      if (::poll(p, 4, -1) < 0 && errno != EINTR) throw_errno("poll a run's descriptors");
+                     {pending[1].empty() ? -1 : out_fd[1], POLLOUT, 0},
+                     {closing ? -1 : closing_.get(), POLLIN, 0}};
+      if (::poll(p, 5, -1) < 0 && errno != EINTR) throw_errno("poll a run's descriptors");
+      if (p[4].revents) closing = true;
       if (p[0].revents) {
         char drain[64];
         while (::read(st->wake[0], drain, sizeof drain) > 0) {}
@@ -144,6 +156,7 @@ ExecOutcome Runtime::run_via_agent(const Spec& spec, const RunOnceParams& params
     if (feeder.joinable()) feeder.join();
     std::lock_guard lock(st->mu);
     if (cancelled) throw Error(Code::kCancelled, "cancelled by the caller");
+    if (!st->done) throw Error(Code::kUnavailable, "the runtime closed during the run");
     if (st->error) std::rethrow_exception(st->error);
     out = std::move(st->out);
     out.stdout_truncated = out.stdout_truncated || st->truncated[0];
@@ -156,7 +169,7 @@ ExecOutcome Runtime::run_via_agent(const Spec& spec, const RunOnceParams& params
   try {
     sb->destroy();
   } catch (...) {
-    if (!error) error = std::current_exception();
+    if (!error && !closed_) error = std::current_exception();  // a closed runtime ended it already
   }
   if (error) std::rethrow_exception(error);
   return out;

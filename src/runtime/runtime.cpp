@@ -1,5 +1,6 @@
 #include "runtime/runtime.hpp"
 
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +21,10 @@ namespace json = boost::json;
 
 namespace sandlet {
 
-Runtime::Runtime(const RuntimeOptions& options) : options_(options), metrics_(std::make_unique<Metrics>()) {}
+Runtime::Runtime(const RuntimeOptions& options)
+    : options_(options), metrics_(std::make_unique<Metrics>()), closing_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!closing_) throw_errno("eventfd");
+}
 
 std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const RuntimeOptions& options) {
   std::string root = root_arg;
@@ -202,15 +206,14 @@ void Runtime::close() noexcept {
   try {
     if (pool_) pool_->stop();
     // Creates waiting for node admission give up now (their long calls are joined next).
-    admission_->cancel_waiting();
+    if (admission_) admission_->cancel_waiting();
     // Long calls (snapshots, forks) end first: they may wait for creates on the workers and the loop.
     std::vector<LongCall> long_calls;
     {
       std::lock_guard lock(close_mutex_);
       long_calls.swap(long_calls_);
     }
-    for (auto& c : long_calls)
-      if (c.thread.joinable()) c.thread.join();
+    join_all(long_calls);
     // Creates and reclaims in flight finish first, while the loop still runs their completions; from here
     // on, work handed to the workers runs on the caller's thread.
     {
@@ -226,19 +229,25 @@ void Runtime::close() noexcept {
       SandboxRecord claimed;
       std::shared_ptr<BackendSandbox> obj;
       if (rec.spec.lifetime == Lifetime::kOwned && registry_.begin_end(rec.id, &claimed, &obj)) {
-        retire(claimed, *obj, end_reason::kRuntimeClosed);
+        try {
+          retire(claimed, *obj, end_reason::kRuntimeClosed);
+        } catch (...) {
+          obj->kill();  // its record stays for gc; nothing of it may run on
+        }
         owned.emplace_back(std::move(claimed), std::move(obj));
       }
     }
     for (auto& [rec, impl] : owned) reclaim(rec, impl);
-    // Runs through the agent in flight saw their sandbox end; their completions go to the loop, still running.
+    // Runs through the agent in flight saw their sandbox end; they stop waiting for their caller to take
+    // output, and their completions go to the loop, still running.
+    const uint64_t one = 1;
+    (void)!::write(closing_.get(), &one, sizeof one);
     std::vector<LongCall> agent_runs;
     {
       std::lock_guard lock(close_mutex_);
       agent_runs.swap(agent_runs_);
     }
-    for (auto& c : agent_runs)
-      if (c.thread.joinable()) c.thread.join();
+    join_all(agent_runs);
     loop_.post([this] { registry_.cancel_watchers(); });
     // One-shot runs in flight end (their callers see it; asynchronous ones conclude on the loop, which
     // cannot stop before they do).
@@ -256,6 +265,26 @@ void Runtime::close() noexcept {
     // as a container engine's do; an explicit gc removes them when idle. The backend objects themselves go
     // with the Runtime object: a call on another thread that began before this close may still use them.
   } catch (...) {
+    // Whatever failed above, no thread of ours may outlive the runtime.
+    const uint64_t one = 1;
+    (void)!::write(closing_.get(), &one, sizeof one);
+    std::vector<LongCall> left;
+    {
+      std::lock_guard lock(close_mutex_);
+      left.swap(long_calls_);
+      for (auto& c : agent_runs_) left.push_back(std::move(c));
+      agent_runs_.clear();
+    }
+    join_all(left);
+  }
+}
+
+void Runtime::join_all(std::vector<LongCall>& calls) noexcept {
+  for (auto& c : calls) {
+    try {
+      if (c.thread.joinable()) c.thread.join();
+    } catch (...) {
+    }
   }
 }
 

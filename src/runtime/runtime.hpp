@@ -281,6 +281,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   };
   std::vector<LongCall> long_calls_;  // long_call threads (guarded by close_mutex_), joined by close()
   std::vector<LongCall> agent_runs_;  // run_via_agent_async threads (guarded by close_mutex_)
+  // Readable once close() has ended the owned sandboxes: runs through the agent stop waiting for their
+  // caller to take output (runtime/run_via_agent.cpp), so that close() can join them.
+  sys::UniqueFd closing_;
+  static void join_all(std::vector<LongCall>& calls) noexcept;
   std::atomic<bool> closed_{false};
 };
 

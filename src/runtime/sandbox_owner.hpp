@@ -44,7 +44,7 @@ class SandboxOwner {
   virtual void long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) = 0;
   // The Capability bits of the backend named `name` (0 when it is not available here).
   virtual uint32_t backend_capabilities(const std::string& name) const = 0;
-  // Snapshot and fork of this sandbox (runtime/snapshot/snapshot.cpp, runtime/snapshot/fork.cpp).
+  // Snapshot and fork of this sandbox (the Snapshots service, runtime/snapshot/snapshots.hpp).
   virtual SnapshotResult snapshot(const SandboxRecord& rec, BackendSandbox& impl, const SnapshotOptions& options) = 0;
   // The children of a fork of `parent`, from the snapshot just taken of it.
   virtual ForkResult fork_from(const SandboxRecord& parent, SnapshotResult snap, const ForkOptions& options) = 0;

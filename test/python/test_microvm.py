@@ -106,6 +106,21 @@ def test_file_rules_inside_the_guest(root_dir: str, rootfs: str) -> None:
             r = sb.exec("id -u; mount -o remount,rw /etc || umount -l /etc || echo refused")
             assert r.stdout.split()[0] == b"0" and b"refused" in r.stdout
             assert sb.exec("echo x > /etc/passwd").exit_code != 0
+            # Guest root cannot get around them through the guest kernel: no disk or memory node, no mknod,
+            # /proc/sys and /sys read-only, no new namespaces.
+            names = sb.exec("ls /dev").stdout.split()
+            assert b"null" in names and not any(n.startswith(b"vd") or n in (b"mem", b"kmem", b"port") for n in names)
+            disks = sb.exec("ls /sys/block").stdout.split()
+            for d in disks[:2]:
+                n = sb.exec(f"cat /sys/block/{d.decode()}/dev").stdout.decode().strip()
+                major, minor = n.split(":")
+                r = sb.exec(f"mknod /tmp/{d.decode()} b {major} {minor} && head -c 64 /tmp/{d.decode()} && echo READ")
+                assert r.exit_code != 0 and b"READ" not in r.stdout
+            for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/sys/kernel/uevent_helper"):
+                r = sb.exec(f"echo '|/tmp/x' > {path} && echo WROTE")
+                assert b"WROTE" not in r.stdout, path
+            assert sb.exec("unshare -m true || echo refused").stdout.strip().endswith(b"refused")
+            assert sb.exec("echo ok > /dev/null && head -c 4 /dev/urandom | wc -c").stdout.strip() == b"4"
         with pytest.raises(sandlet.InvalidArgument, match=r"policy\.files\[0\]\.path /nonexistent"):
             rt.create(backend="microvm", layers=[rootfs],
                       policy={"files": [{"path": "/nonexistent", "access": "read-only"}]})
@@ -114,6 +129,27 @@ def test_file_rules_inside_the_guest(root_dir: str, rootfs: str) -> None:
         while os.listdir(os.path.join(rt.root, "sandboxes")) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
+
+
+def test_toolkit_as_a_disk(rt: sandlet.Runtime, rootfs: str, tmp_path) -> None:
+    """A toolkit in a microVM: its own read-only disk, mounted by the guest's init at the toolkit's path;
+    toolkit execs resolve there whatever the image's /bin became (a host directory, and a store layer)."""
+    import shutil
+    microvm_or_skip(rt)
+    tk = tmp_path / "toolkit"
+    (tk / "bin").mkdir(parents=True)
+    shutil.copy(os.path.join(rootfs, "bin", "busybox"), tk / "bin" / "busybox")
+    (tk / "bin" / "sh").symlink_to("busybox")
+    digest = rt.layer_import(str(tk), name="vm-toolkit")["layers"][0]["digest"]
+    for toolkit in (str(tk), "vm-toolkit"):
+        with rt.create(backend="microvm", layers=[rootfs], toolkit=toolkit) as sb:
+            assert sb.exec(["/bin/busybox", "sh", "-c", "busybox rm /bin/sh; busybox printf '#!/bin/busybox sh\\necho "
+                            "pwned\\n' > /bin/sh; busybox chmod 755 /bin/sh"]).ok
+            assert sb.exec("echo ok").stdout == b"pwned\n"
+            assert sb.exec("echo ok", toolkit=True).stdout == b"ok\n"
+            r = sb.exec(["/bin/busybox", "sh", "-c", "busybox touch /.sandlet/toolkit/x || busybox echo refused"])
+            assert r.stdout.strip().endswith(b"refused")
+    assert digest and rt.list() == []
 
 
 def test_a_missing_kernel_is_named(root_dir: str, rootfs: str, monkeypatch) -> None:
@@ -276,3 +312,4 @@ def test_async_run_through_the_agent(root_dir: str, rootfs: str) -> None:
         rt.gc()
         assert rt.list() == []
         assert os.listdir(os.path.join(rt.root, "sandboxes")) == []
+

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <future>
 #include <set>
@@ -87,7 +88,7 @@ TEST_CASE("snapshot contract: artifacts restore, forks are restores, machine sta
     Error e = expect_error([&] { parent->snapshot(so); });
     CHECK(e.code() == Code::kUnimplemented);
     CHECK(std::string(e.what()).find("'machine'") != std::string::npos);
-    CHECK(entries_in(rt.root() + "/machines") == 0);
+    CHECK(::access((rt.root() + "/machines").c_str(), F_OK) != 0);  // nothing was made for it
     ForkOptions fo;
     fo.machine = true;
     CHECK(expect_error([&] { parent->fork(fo); }).code() == Code::kUnimplemented);

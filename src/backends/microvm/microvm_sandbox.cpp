@@ -178,7 +178,6 @@ std::string MicrovmSandbox::unsupported(const Spec& spec) {
   if (!spec.mounts.empty())
     return "mounts: a microVM does not take host directories (copy files in with the file calls, or pack them "
            "as a layer)";
-  if (!spec.toolkit.empty()) return "toolkit: not available on the microvm backend in this version";
   if (spec.layers.empty()) return "layers: a microVM needs a root file system (a layer or an environment)";
   return "";
 }
@@ -245,7 +244,7 @@ void MicrovmSandbox::launch_ahead(const Spec& staged, const Shape& shape, std::v
   // them, as a container's; a pooled VM would hold them for nobody).
   if (!unsupported(staged).empty() || !staged.network.publish.empty()) return;
   for (const LayerImage& img : images)
-    if (!img.host_dir.empty()) return;
+    if (!img.host_dir.empty() || img.toolkit) return;  // a toolkit: its disk is attached by the create's launch
   Spec spec = staged;
   spec.limits.memory = shape.memory;
   spec.limits.cpus = shape.cpus;
@@ -261,7 +260,8 @@ void MicrovmSandbox::launch_ahead(const Spec& staged, const Shape& shape, std::v
 bool MicrovmSandbox::fits(const Spec& spec) const {
   if (!launched_for_) return true;
   const Spec& l = *launched_for_;
-  return l.layers == spec.layers && Shape::of(l.limits) == Shape::of(spec.limits) && l.network == spec.network &&
+  return l.layers == spec.layers && l.toolkit == spec.toolkit && Shape::of(l.limits) == Shape::of(spec.limits) &&
+         l.network == spec.network &&
          l.lifetime == spec.lifetime && l.max_lifetime_s == spec.max_lifetime_s && l.on_expiry == spec.on_expiry &&
          (l.on_expiry != OnExpiry::kKeep || l.keep_s == spec.keep_s);
 }
@@ -319,12 +319,16 @@ void MicrovmSandbox::launch(const Spec& spec) {
     throw Error(Code::kInvalidArgument, "layers: " + std::to_string(images_.size()) + " layers need " +
                                             std::to_string(disks) + " disks, and a microVM takes at most " +
                                             std::to_string(kMaxDisks) + " (merge layers, e.g. by a snapshot)");
+  int layers = 0;
   for (size_t i = 0; i < images_.size(); ++i) {
     const LayerImage& img = images_[i];
-    const std::string serial = "sl-layer" + std::to_string(i);
+    // The toolkit is a disk of its own (the guest's init mounts it read-only at the toolkit's path).
+    if (img.toolkit && img.lazy)
+      throw Error(Code::kInvalidArgument, "toolkit: a lazily pulled layer cannot be a microVM's toolkit (pull it whole)");
+    const std::string serial = img.toolkit ? std::string("sl-toolkit") : "sl-layer" + std::to_string(layers++);
     std::string meta = img.meta_path;
     if (!img.host_dir.empty()) {
-      meta = path(("layer" + std::to_string(i) + ".erofs").c_str());
+      meta = path(((img.toolkit ? std::string("layer-toolkit") : "layer" + std::to_string(i)) + ".erofs").c_str());
       pack_directory(img.host_dir, meta);
     }
     fds.push_back(open_or_throw(meta, O_RDONLY));
@@ -334,7 +338,7 @@ void MicrovmSandbox::launch(const Spec& spec) {
       cmd.disks.push_back({next_fd++, true, serial + "-b" + std::to_string(b)});
     }
   }
-  cmd.layers = static_cast<int>(images_.size());
+  cmd.layers = layers;
   make_writable_disk(path("upper.img"), spec.limits.disk);
   if (::chown(path("upper.img").c_str(), state_.uid, state_.uid) != 0) throw_errno("chown the writable disk");
   fds.push_back(open_or_throw(path("upper.img"), O_RDWR));
@@ -460,6 +464,7 @@ void MicrovmSandbox::configure(const Spec& spec, int timeout_ms) {
   config.pids_max = spec.limits.pids;
   config.memory_max = spec.limits.memory;
   host::add_file_policy(spec.policy, config);  // applied by the guest's init before anything of the sandbox runs
+  if (!spec.toolkit.empty()) config.flags |= proto::kInitToolkitDisk;
 
   const uint64_t deadline = sys::now_monotonic_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
   sys::UniqueFd sock;

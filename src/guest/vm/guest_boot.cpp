@@ -181,4 +181,34 @@ Status mount_root(int layers) {
   return mount_at("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
 }
 
+Status mount_toolkit_disk(int* fd) {
+  *fd = -1;
+  const std::string dev = disk_with_serial("sl-toolkit");
+  if (dev.empty()) return make_status(SANDLET_INTERNAL, ENODEV, "the toolkit's disk (serial sl-toolkit) is missing");
+  const int fs = static_cast<int>(syscall(SYS_fsopen, "erofs", FSOPEN_CLOEXEC));
+  if (fs < 0) return errno_status(errno, "toolkit: fsopen erofs");
+  Status st;
+  const std::string source = "/dev/" + dev;
+  if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", source.c_str(), 0) != 0)
+    st = errno_status(errno, "toolkit: its disk");
+  for (int b = 0; st.ok(); ++b) {
+    char serial[32];
+    std::snprintf(serial, sizeof serial, "sl-toolkit-b%d", b);
+    const std::string blob = disk_with_serial(serial);
+    if (blob.empty()) break;
+    const std::string device = "/dev/" + blob;
+    if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "device", device.c_str(), 0) != 0)
+      st = errno_status(errno, "toolkit: a data blob's disk");
+  }
+  if (st.ok() && syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "ro", nullptr, 0) != 0) st = errno_status(errno, "toolkit: ro");
+  if (st.ok() && syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+    st = errno_status(errno, "toolkit: mount its EROFS image");
+  if (st.ok()) {
+    *fd = static_cast<int>(syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+    if (*fd < 0) st = errno_status(errno, "toolkit: fsmount");
+  }
+  close(fs);
+  return st;
+}
+
 }  // namespace sandlet::guest::vm

@@ -15,6 +15,9 @@ Status load_modules();
 // OverlayFS of them becomes the root; /dev, /proc and /sys move along; the sandbox's own mounts (devpts,
 // /dev/shm, cgroup2) are made there.
 Status mount_root(int layers);
+// The toolkit's disk (serial "sl-toolkit", its data blobs "sl-toolkit-b<N>") as a detached read-only
+// EROFS mount (guest/toolkit.hpp attaches it); its descriptor in *fd.
+Status mount_toolkit_disk(int* fd);
 // The number after `key=` on the kernel command line, or `fallback`.
 long cmdline_number(const char* key, long fallback);
 

@@ -16,6 +16,9 @@
 #include "guest/server.hpp"
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
+#include "guest/toolkit.hpp"
+#include "guest/vm/guest_boot.hpp"
+#include "guest/vm/guest_lockdown.hpp"
 #include "guest/vm/guest_net.hpp"
 #include "guest/vm/guest_pid1.hpp"
 #include "proto/vm_channel.hpp"
@@ -107,22 +110,29 @@ void run_server(int ctl) {
   if (Status s = receive_config(boot, &cfg, stdio, mount_fds, &toolkit, &denial_log); !s.ok()) fail(boot, s);
   if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit))
     fail(boot, make_status(SANDLET_INTERNAL, EINVAL, "configuration asks for what a microVM does not do"));
-  // The file policy, as in a container: mounts of PID 1's namespace, before anything of the sandbox runs;
-  // the seccomp filter below denies the mount family to every command.
+  if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
+  if (Status s = guest_network_up(cfg.flags & proto::kInitGuestNic); !s.ok()) fail(boot, s);
+  if (cfg.flags & proto::kInitResolverConf)
+    if (Status s = write_resolver_conf(); !s.ok()) fail(boot, s);  // before the rules: /etc may become read-only
+  // The toolkit and the file policy, as in a container: mounts of the agent's namespace, before anything of
+  // the sandbox runs (the toolkit first: a rule covers it too).
+  if (cfg.flags & proto::kInitToolkitDisk) {
+    int fd = -1;
+    if (Status s = mount_toolkit_disk(&fd); !s.ok()) fail(boot, s);
+    if (Status s = attach_toolkit(fd); !s.ok()) fail(boot, s);  // closes fd
+  }
   if (cfg.flags & proto::kInitMaskKernelFiles)
     if (Status s = mask_kernel_files(); !s.ok()) fail(boot, s);
   if (cfg.flags & proto::kInitHasFileRules)
     if (Status s = apply_file_rules(cfg.file_rules); !s.ok()) fail(boot, s);
-  if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
-  if (Status s = guest_network_up(cfg.flags & proto::kInitGuestNic); !s.ok()) fail(boot, s);
-  if (cfg.flags & proto::kInitResolverConf)
-    if (Status s = write_resolver_conf(); !s.ok()) fail(boot, s);
 
   static struct rlimit child_nofile = {1024, 65536};
   InitFds fds;
   fds.listener = ctl;
   fds.listener_passes_fds = true;
   if (Status s = sandbox_cgroup(cfg.pids_max, cfg.memory_max, &fds.cgroup); !s.ok()) fail(boot, s);
+  // Last of the set-up: guest root must not get around the rules through the guest kernel's interfaces.
+  if (Status s = lock_down_guest(); !s.ok()) fail(boot, s);
   std::string bpf = std::move(cfg.seccomp_bpf);
   Server server(std::move(cfg), fds, &child_nofile);
   if (Status s = server.init(); !s.ok()) fail(boot, s);
