@@ -343,14 +343,14 @@ Status forbid_new_namespaces() {
 // /proc/sys read-only (as other runtimes do): root inside could otherwise raise the counters above
 // again, or touch the sandbox's other namespace-scoped kernel settings. Mount calls are denied to commands
 // by the seccomp filter, so this cannot be undone from inside.
-Status protect_proc_sys() {
-  if (mount("/proc/sys", "/proc/sys", nullptr, MS_BIND | MS_REC, nullptr) != 0)
-    return errno_status(errno, "bind /proc/sys");
-  if (mount(nullptr, "/proc/sys", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-            nullptr) != 0)
-    return errno_status(errno, "make /proc/sys read-only");
+Status bind_read_only(const char* path) {
+  if (mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno_statusf(errno, "bind %s", path);
+  if (mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+    return errno_statusf(errno, "make %s read-only", path);
   return Status::Ok();
 }
+
+Status protect_proc_sys() { return bind_read_only("/proc/sys"); }
 
 // The writable layer's mount, at the fixed descriptor the host takes it from (close-on-exec: no command
 // inherits it).

@@ -45,6 +45,9 @@ Status allow_detached_mounts(bool allow);
 // The per-user-namespace counters of every namespace type set to 0: no process may make one (the mount
 // counter stays writable for allow_detached_mounts until that is called with false).
 Status forbid_new_namespaces();
+// `path` bound onto itself read-only (nosuid, nodev, noexec) in this mount namespace: what is mounted there
+// can no longer be written through it (/proc/sys, a microVM's /sys).
+Status bind_read_only(const char* path);
 
 // Installs the host's struct sock_filter[] (no-op when empty). Call last: the agent itself runs under
 // the filter, which typically forbids mount and the like.

@@ -176,20 +176,7 @@ ExecOutcome Runtime::run_via_agent(const Spec& spec, const RunOnceParams& params
 }
 
 void Runtime::run_via_agent_async(Spec spec, RunOnceParams params, RunDone done) {
-  std::lock_guard lock(close_mutex_);
-  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
-  // Finished threads are joined as new ones start: only those in flight (and just finished) exist.
-  for (auto it = agent_runs_.begin(); it != agent_runs_.end();) {
-    if (!it->finished->load()) {
-      ++it;
-      continue;
-    }
-    it->thread.join();
-    it = agent_runs_.erase(it);
-  }
-  auto finished = std::make_shared<std::atomic<bool>>(false);
-  agent_runs_.reserve(agent_runs_.size() + 1);  // no allocation may fail once the thread runs
-  std::thread t([this, finished, spec = std::move(spec), params, done = std::move(done)]() mutable {
+  start_tracked(agent_runs_, [this, spec = std::move(spec), params, done = std::move(done)]() mutable {
     std::exception_ptr error;
     ExecOutcome out;
     try {
@@ -198,9 +185,7 @@ void Runtime::run_via_agent_async(Spec spec, RunOnceParams params, RunDone done)
       error = std::current_exception();
     }
     loop_.post([done = std::move(done), error, out = std::move(out)]() mutable { done(error, std::move(out)); });
-    finished->store(true);
   });
-  agent_runs_.push_back({std::move(t), std::move(finished)});
 }
 
 }  // namespace sandlet

@@ -240,8 +240,7 @@ void Runtime::close() noexcept {
     for (auto& [rec, impl] : owned) reclaim(rec, impl);
     // Runs through the agent in flight saw their sandbox end; they stop waiting for their caller to take
     // output, and their completions go to the loop, still running.
-    const uint64_t one = 1;
-    (void)!::write(closing_.get(), &one, sizeof one);
+    signal_closing();
     std::vector<LongCall> agent_runs;
     {
       std::lock_guard lock(close_mutex_);
@@ -266,8 +265,7 @@ void Runtime::close() noexcept {
     // with the Runtime object: a call on another thread that began before this close may still use them.
   } catch (...) {
     // Whatever failed above, no thread of ours may outlive the runtime.
-    const uint64_t one = 1;
-    (void)!::write(closing_.get(), &one, sizeof one);
+    signal_closing();
     std::vector<LongCall> left;
     {
       std::lock_guard lock(close_mutex_);
@@ -277,6 +275,11 @@ void Runtime::close() noexcept {
     }
     join_all(left);
   }
+}
+
+void Runtime::signal_closing() noexcept {
+  const uint64_t one = 1;
+  (void)!::write(closing_.get(), &one, sizeof one);
 }
 
 void Runtime::join_all(std::vector<LongCall>& calls) noexcept {
@@ -289,20 +292,7 @@ void Runtime::join_all(std::vector<LongCall>& calls) noexcept {
 }
 
 void Runtime::long_call(std::function<std::string()> work, std::function<void(std::exception_ptr, std::string)> done) {
-  std::lock_guard lock(close_mutex_);
-  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
-  // Finished threads are joined as new ones start: only those in flight (and just finished) exist.
-  for (auto it = long_calls_.begin(); it != long_calls_.end();) {
-    if (!it->finished->load()) {
-      ++it;
-      continue;
-    }
-    it->thread.join();
-    it = long_calls_.erase(it);
-  }
-  auto finished = std::make_shared<std::atomic<bool>>(false);
-  long_calls_.reserve(long_calls_.size() + 1);  // no allocation may fail once the thread runs
-  std::thread t([this, finished, work = std::move(work), done = std::move(done)]() mutable {
+  start_tracked(long_calls_, [this, work = std::move(work), done = std::move(done)]() mutable {
     std::exception_ptr err;
     std::string result;
     try {
@@ -311,9 +301,28 @@ void Runtime::long_call(std::function<std::string()> work, std::function<void(st
       err = std::current_exception();
     }
     loop_.post([done = std::move(done), err, result = std::move(result)] { done(err, result); });
+  });
+}
+
+void Runtime::start_tracked(std::vector<LongCall>& threads, std::function<void()> body) {
+  std::lock_guard lock(close_mutex_);
+  if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  // Finished threads are joined as new ones start: only those in flight (and just finished) exist.
+  for (auto it = threads.begin(); it != threads.end();) {
+    if (!it->finished->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = threads.erase(it);
+  }
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  threads.reserve(threads.size() + 1);  // no allocation may fail once the thread runs
+  std::thread t([finished, body = std::move(body)] {
+    body();
     finished->store(true);
   });
-  long_calls_.push_back({std::move(t), std::move(finished)});
+  threads.push_back({std::move(t), std::move(finished)});
 }
 
 std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {

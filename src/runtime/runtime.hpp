@@ -285,6 +285,10 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // caller to take output (runtime/run_via_agent.cpp), so that close() can join them.
   sys::UniqueFd closing_;
   static void join_all(std::vector<LongCall>& calls) noexcept;
+  void signal_closing() noexcept;
+  // Runs `body` on a new thread kept in `threads` (long_calls_ or agent_runs_; close() joins them);
+  // FAILED_PRECONDITION once closed.
+  void start_tracked(std::vector<LongCall>& threads, std::function<void()> body);
   std::atomic<bool> closed_{false};
 };
 

@@ -50,13 +50,6 @@ Status own_dev() {
   return Status::Ok();
 }
 
-Status read_only(const char* path) {
-  if (mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno_statusf(errno, "bind %s", path);
-  if (mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-    return errno_statusf(errno, "make %s read-only", path);
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status lock_down_guest() {
@@ -64,8 +57,8 @@ Status lock_down_guest() {
   // The namespace counters first (they live in /proc/sys), then /proc/sys and /sys read-only.
   if (Status s = forbid_new_namespaces(); !s.ok()) return s;
   if (Status s = allow_detached_mounts(false); !s.ok()) return s;  // closes the counter it kept
-  if (Status s = read_only("/proc/sys"); !s.ok()) return s;
-  if (Status s = read_only("/sys"); !s.ok()) return s;
+  if (Status s = bind_read_only("/proc/sys"); !s.ok()) return s;
+  if (Status s = bind_read_only("/sys"); !s.ok()) return s;
   for (int cap : {CAP_MKNOD, CAP_SYS_RAWIO, CAP_SYS_MODULE, CAP_SYS_BOOT})
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) return errno_statusf(errno, "drop capability %d", cap);
   return Status::Ok();
