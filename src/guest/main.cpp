@@ -15,6 +15,7 @@
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
 #include "guest/toolkit.hpp"
+#include "guest/workdir.hpp"
 
 using namespace sandlet::guest;
 namespace proto = sandlet::proto;
@@ -89,6 +90,8 @@ int main() {
   if (!s.ok()) fail(s);
   if (s.ok() && (cfg.flags & proto::kInitResolverConf)) s = write_resolver_conf();
   if (s.ok()) s = attach_host_mounts(cfg.mounts, mount_fds);  // before anything of the sandbox runs
+  // Below a host mount if the workdir is there; before the file rules, which may make its parent read-only.
+  if (s.ok()) s = make_workdir(cfg.workdir);
   // The kernel files were masked while staging if the stage said so: the host stages with the spec's own
   // choice and hands a pooled sandbox only to a spec that made the same one. A mismatch fails closed.
   if (s.ok() && static_cast<bool>(cfg.flags & proto::kInitMaskKernelFiles) != kernel_files_masked())

@@ -62,17 +62,19 @@ def test_qemu_runs_jailed_and_the_guest_sees_only_itself(rt: sandlet.Runtime, ro
     assert rt.list() == []
 
 
-def test_store_layers_attach_as_disks(rt: sandlet.Runtime, rootfs: str, tmp_path) -> None:
+def test_store_layers_attach_as_disks_and_a_missing_workdir_is_made(rt: sandlet.Runtime, rootfs: str,
+                                                                      tmp_path) -> None:
     microvm_or_skip(rt)
     extra = tmp_path / "extra"
     (extra / "opt").mkdir(parents=True)
     (extra / "opt" / "msg").write_text("from the store\n")
     rt.layer_import(rootfs, name="vm-base")
     rt.layer_import(str(extra), name="vm-extra")
-    rt.env_create("vm-env", ["vm-base", "vm-extra"], env={"FOO": "bar"})
-    with rt.create(backend="microvm", environment="vm-env") as sb:
-        r = sb.exec(["/bin/sh", "-c", "echo $FOO; cat /opt/msg"])
-        assert r.exit_code == 0 and r.stdout == b"bar\nfrom the store\n"
+    # The environment's workdir is not in its layers: the guest's agent makes it (root's, 0755, as a container's).
+    rt.env_create("vm-env", ["vm-base", "vm-extra"], env={"FOO": "bar"}, workdir="/opt/work/deep")
+    with rt.create(backend="microvm", environment="vm-env", user="1000:1000") as sb:
+        r = sb.exec(["/bin/sh", "-c", "echo $FOO; cat /opt/msg; pwd; stat -c '%u:%g %a' /opt/work /opt/work/deep"])
+        assert r.exit_code == 0 and r.stdout == b"bar\nfrom the store\n/opt/work/deep\n0:0 755\n0:0 755\n", r
     assert rt.list() == []
 
 

@@ -17,6 +17,7 @@
 #include "guest/setup.hpp"
 #include "guest/status.hpp"
 #include "guest/toolkit.hpp"
+#include "guest/workdir.hpp"
 #include "guest/vm/guest_boot.hpp"
 #include "guest/vm/guest_lockdown.hpp"
 #include "guest/vm/guest_net.hpp"
@@ -110,6 +111,7 @@ void run_server(int ctl) {
   if (Status s = receive_config(boot, &cfg, stdio, mount_fds, &toolkit, &denial_log); !s.ok()) fail(boot, s);
   if (cfg.flags & (proto::kInitRunOnce | proto::kInitHasMounts | proto::kInitHasToolkit))
     fail(boot, make_status(SANDLET_INTERNAL, EINVAL, "configuration asks for what a microVM does not do"));
+  if (Status s = make_workdir(cfg.workdir); !s.ok()) fail(boot, s);  // before the file rules, as in a container
   if (Status s = setup_identity(cfg); !s.ok()) fail(boot, s);
   if (Status s = guest_network_up(cfg.flags & proto::kInitGuestNic); !s.ok()) fail(boot, s);
   if (cfg.flags & proto::kInitResolverConf)
