@@ -3,6 +3,7 @@
 // spec JSON for the library to validate, and prints.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,7 +29,15 @@ struct Global {
 struct CommandContext {
   Global global;
   std::string name;
+  // The command a usage error's hint points at ("layer pull"): set once the command (and the sub-command
+  // of a group) is known, so that "See 'sandlet layer pull --help'" names the help that lists its options.
+  std::string help_for;
 };
+
+// For the groups that parse their verb as an operand (net, policy): the first operand of `args` when it is
+// one of `verbs` becomes part of ctx.help_for, before the options are parsed (`defs`: which take values).
+void help_for_verb(CommandContext& ctx, const std::vector<OptionDef>& defs, const std::vector<std::string>& args,
+                   std::initializer_list<std::string_view> verbs);
 
 // Parses `args` for a command; handles --help (prints `usage`, returns false: exit 0) and --root.
 bool parse_command(CommandContext& ctx, const std::vector<OptionDef>& defs, const std::vector<std::string>& args,

@@ -57,8 +57,11 @@ int dispatch_sub(CommandContext& ctx, const std::vector<std::string>& args, std:
     write_all(STDERR_FILENO, usage);
     return kExitUsage;
   }
-  for (const auto& s : subs)
-    if (s.name == args[i]) return s.fn(ctx, std::vector<std::string>(args.begin() + static_cast<long>(i) + 1, args.end()));
+  for (const auto& s : subs) {
+    if (s.name != args[i]) continue;
+    ctx.help_for = ctx.name + " " + args[i];
+    return s.fn(ctx, std::vector<std::string>(args.begin() + static_cast<long>(i) + 1, args.end()));
+  }
   throw UsageError("unknown command '" + args[i] + "'");
 }
 

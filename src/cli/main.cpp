@@ -86,8 +86,7 @@ CommandFn find_command(std::string_view name) {
   return nullptr;
 }
 
-int dispatch(int argc, char** argv) {
-  CommandContext ctx;
+int dispatch(CommandContext& ctx, int argc, char** argv) {
   int i = 1;
   // Global options come before the command.
   for (; i < argc && argv[i][0] == '-'; ++i) {
@@ -126,6 +125,7 @@ int dispatch(int argc, char** argv) {
   }
   CommandFn fn = find_command(ctx.name);
   if (fn == nullptr) throw UsageError("unknown command '" + ctx.name + "'");
+  ctx.help_for = ctx.name;
   return fn(ctx, args);
 }
 
@@ -145,6 +145,27 @@ bool parse_command(CommandContext& ctx, const std::vector<OptionDef>& defs, cons
   return true;
 }
 
+void help_for_verb(CommandContext& ctx, const std::vector<OptionDef>& defs, const std::vector<std::string>& args,
+                   std::initializer_list<std::string_view> verbs) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return;
+    if (a.size() > 1 && a[0] == '-') {
+      // A long option's value may follow it (--allow RULE); --root is every command's.
+      if (a.size() > 2 && a[1] == '-' && a.find('=') == std::string::npos) {
+        const std::string_view name = std::string_view(a).substr(2);
+        bool takes = name == "root";
+        for (const auto& d : defs) takes = takes || (d.name == name && d.takes_value);
+        if (takes) ++i;
+      }
+      continue;
+    }
+    for (std::string_view v : verbs)
+      if (a == v) ctx.help_for += " " + a;
+    return;
+  }
+}
+
 Runtime open_runtime(const Global& g, bool sweep, bool create_soon) {
   RuntimeOptions opts;
   opts.skip_gc_on_open = !sweep;
@@ -159,8 +180,9 @@ int main(int argc, char** argv) {
   // One malloc arena for every thread: a short-lived process gains nothing from per-thread arenas, and
   // each new one costs a 64 MiB reservation plus page faults.
   mallopt(M_ARENA_MAX, 1);
+  CommandContext ctx;
   try {
-    return dispatch(argc, argv);
+    return dispatch(ctx, argc, argv);
   } catch (const UsageError& e) {
     // The command name, if any, is the first operand that is not a global option.
     std::string where;
@@ -175,7 +197,9 @@ int main(int argc, char** argv) {
       }
     }
     print_error((where.empty() ? "" : where + ": ") + e.what());
-    write_all(STDERR_FILENO, "See 'sandlet " + (where.empty() ? std::string() : where + " ") + "--help'.\n");
+    // The hint names the sub-command of a group where one was reached: its help lists the options.
+    const std::string help = ctx.help_for.empty() ? where : ctx.help_for;
+    write_all(STDERR_FILENO, "See 'sandlet " + (help.empty() ? std::string() : help + " ") + "--help'.\n");
     return kExitUsage;
   } catch (const sandlet::Error& e) {
     print_error(e.what());

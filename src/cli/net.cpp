@@ -32,9 +32,10 @@ constexpr std::string_view kNetUsage =
 }  // namespace
 
 int cmd_net(CommandContext& ctx, const std::vector<std::string>& args) {
+  static const std::vector<OptionDef> kDefs = {{"allow", 0, true}, {"dns", 0, true}, {"deny-all", 0, false}};
+  help_for_verb(ctx, kDefs, args, {"update", "stats"});
   ParsedArgs a;
-  if (!parse_command(ctx, {{"allow", 0, true}, {"dns", 0, true}, {"deny-all", 0, false}}, args, OperandMode::kPermute, kNetUsage, &a))
-    return 0;
+  if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kNetUsage, &a)) return 0;
   if (a.operands.size() != 2) throw UsageError("expected 'update ID' or 'stats ID'");
   const std::string& verb = a.operands[0];
   const std::string& id = a.operands[1];

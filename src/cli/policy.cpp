@@ -24,6 +24,7 @@ constexpr std::string_view kPolicyUsage =
 }  // namespace
 
 int cmd_policy(CommandContext& ctx, const std::vector<std::string>& args) {
+  help_for_verb(ctx, {}, args, {"stats"});
   ParsedArgs a;
   if (!parse_command(ctx, {}, args, OperandMode::kPermute, kPolicyUsage, &a)) return 0;
   if (a.operands.size() != 2 || a.operands[0] != "stats") throw UsageError("expected 'stats ID'");

@@ -88,6 +88,35 @@ TEST_CASE("cli: unknown commands and options, missing operands exit 2 with a hin
   expect_nothing_left(h);  // none of these made a sandbox
 }
 
+TEST_CASE("cli: a sub-command's usage error points at the sub-command's help", "[cli][commands]") {
+  Harness h;
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"layer", "pull", "--bogus"}, {"layer", "import", "--bogus", "/x"}, {"layer", "--root", h.root(), "ls", "--bogus"},
+           {"env", "create", "--bogus"}, {"env", "rm"}, {"loader", "status", "--bogus"},
+           {"net", "update", "--bogus"}, {"net", "--allow", "10.0.0.1", "update", "--bogus"}, {"net", "stats", "--bogus"},
+           {"policy", "stats", "--bogus"}}) {
+    const CliResult r = cli(h, args);
+    const std::string sub = args[args[1] == "--root" ? 3 : args[1] == "--allow" ? 3 : 1];
+    const std::string help = "sandlet " + args[0] + " " + sub + " --help";
+    INFO(help << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "See '" + help + "'."));
+    // ... and that help exists.
+    const CliResult usage = cli(h, {args[0], sub, "--help"});
+    CHECK(usage.status == 0);
+    CHECK(usage.out.rfind("Usage: sandlet " + args[0] + " ", 0) == 0);
+  }
+  // The group's own mistakes still point at the group's help.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"layer", "frob"}, {"layer", "--bogus"}, {"net", "frob", "x"}, {"env", "--bogus", "create"}}) {
+    const CliResult r = cli(h, args);
+    INFO(args[0] << " " << args[1] << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "See 'sandlet " + args[0] + " --help'."));
+  }
+  expect_nothing_left(h);
+}
+
 TEST_CASE("cli: create prints an id; ps, ps -q and ps --json list it; --label filters; rm removes it",
           "[cli][commands]") {
   Harness h;
