@@ -42,6 +42,12 @@ packages=(
   nginx-light
   # A rebuild on the same machine (CI runs every session on a clean checkout) reuses earlier compiles.
   ccache
+  # Image pulls and package-installing builds (issue 35, test/support/registry_world.py and
+  # mirror_world.py): a real OCI registry (distribution 2.8) filled with skopeo, htpasswd -B for its basic
+  # auth, apt-ftparchive for the test APT mirror (.debs from dpkg-deb, dpkg-dev) served by nginx-light,
+  # curl as a client inside the test namespaces; the test CA and token signing use Python's cryptography and
+  # zstd layers zstandard (Debian's, seen by .venv through --system-site-packages when it is built on them).
+  docker-registry skopeo apache2-utils apt-utils dpkg-dev curl python3-cryptography python3-zstandard
 )
 # Any cmake / cargo on PATH will do (a newer one from pip or rustup, for instance); install Debian's only
 # if none exists. cargo builds the Rust example over the C ABI (examples/rust).

@@ -166,10 +166,10 @@ typedef struct sandlet_runtime_options {
   uint32_t fill_timeout_ms;   /* a read of data not fetched yet fails with EIO after this long; 0 = 60000 */
   /* The root's audit log (sandlet_audit.h), as this runtime writes it (processes sharing a root should agree): */
   uint32_t audit_keep;        /* rotated files kept (audit.jsonl.1 .. .N); 0 = default (5); <= 1000 */
-  uint64_t audit_max_bytes;   /* the live file is rotated before it would grow past this; 0 = default
-                                 (64 MiB); >= 65536 */
+  uint64_t audit_max_bytes;   /* the live file is rotated before it grows past this; 0 = 64 MiB; >= 65536 */
+  const char *registries;     /* OCI registries (sandlet_image_pull), JSON; NULL = $SANDLET_REGISTRIES */
 } sandlet_runtime_options_t;
-#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define SANDLET_RUNTIME_OPTIONS_INIT {sizeof(sandlet_runtime_options_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /* Opens (creating if needed) the runtime rooted at `root`; NULL means $SANDLET_ROOT, else /var/lib/sandlet.
    `opts` may be NULL. On success *out is owned by the caller: release it with sandlet_runtime_close. */

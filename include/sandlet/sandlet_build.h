@@ -18,17 +18,18 @@ extern "C" {
  * "name@N", which imported OCI images are, else a store layer), RUN (shell or exec form), COPY / ADD of
  * files of the context directory, ENV, WORKDIR, USER, LABEL, ARG; CMD and ENTRYPOINT are accepted and
  * ignored (a note says so). Anything else is refused naming its line. Each RUN, COPY / ADD and WORKDIR runs
- * in a new sandbox on the layers so far (network "none", the env / workdir / user the recipe set so far)
+ * in a new sandbox on the layers so far (a RUN with the options' network, "none" by default; the others
+ * with "none"; the env / workdir / user the recipe set so far)
  * and its changes are packed into a layer of role "diff" (a snapshot; /tmp and the other default excludes
  * of a snapshot are left out unless no_default_excludes). Steps are cached by (layers below, instruction
- * after substitution, env / workdir / user, ARG values, the digests of a COPY's files) under
+ * after substitution, env / workdir / user, ARG values, a RUN's network, the digests of a COPY's files) under
  * <root>/layers/build-cache; a cached step makes no sandbox.
  *
  * Errors: bad input is INVALID_ARGUMENT and is found before any sandbox is made: an unreadable recipe, a
  * context that is not a directory, a FROM the store does not have, an instruction outside the subset
  * ("RECIPE:LINE: why"), a COPY source that is missing, absolute, outside the context or a symlink out of
- * it. A step that fails is ABORTED: "step N/M (RECIPE:LINE INSTRUCTION): exit status X" and the tail of
- * its stderr. A failed or cancelled build leaves no sandbox, and no layer it added that nothing else
+ * it. A step that fails is ABORTED: "step N/M (RECIPE:LINE INSTRUCTION): exit status X", the tail of
+ * its stderr and the network it had. A failed or cancelled build leaves no sandbox, and no layer it added that nothing else
  * references (nor their cache entries).
  *
  * Result (*result_json, free with sandlet_free):
@@ -87,8 +88,15 @@ typedef struct sandlet_build_options {
                                         as a read-only file, and never enters a layer, the build cache, the
                                         audit log, progress or an error (docs/BUILD.md). Newer than the first
                                         version: SANDLET_HAS_FIELD(sandlet_build_options_t, secrets, size) */
+  const char *network;               /* NULL, "" or "none": RUN steps have no network (the default: a recipe
+                                        reaches nothing the builder did not allow). Else a policy as JSON, as a
+                                        sandbox spec's "network" takes it (rules, "dns"; no "publish"), checked
+                                        as for a sandbox ("invalid spec field 'network.allow[0]'"). For the build's
+                                        RUN steps only (RUN --network=none opts a step out); the result stores
+                                        no network. Part of a RUN's cache key. Newer than the first version:
+                                        SANDLET_HAS_FIELD(sandlet_build_options_t, network, size) */
 } sandlet_build_options_t;
-#define SANDLET_BUILD_OPTIONS_INIT {sizeof(sandlet_build_options_t), 0, 0, 0, 0, 0, -1, 0, 0}
+#define SANDLET_BUILD_OPTIONS_INIT {sizeof(sandlet_build_options_t), 0, 0, 0, 0, 0, -1, 0, 0, 0}
 
 /* Builds `recipe_path` (a file) with `context_dir` as the context COPY reads from; `opts` may be NULL.
    Blocks the calling thread (not a completion callback's) until the build ends. *result_json (may be

@@ -64,6 +64,9 @@ extern "C" {
  *   "workdir"         string   its default working directory, "" when not set
  *   "user"            string   its default user ("uid[:gid]" or a name), "" when not set
  *   "created"         number   when the version was made
+ *   "image"           object   what an image gave it: "reference" (the registry reference it was pulled as),
+ *                              "manifest_digest", "platform" (strings, "" when not pulled from a registry),
+ *                              the config's "entrypoint" and "cmd" (arrays, empty when none; never run)
  * ------------------------------------------------------------------------------------------------- */
 typedef void (*sandlet_progress_fn)(void *user_data, uint64_t bytes, uint64_t total_bytes, uint64_t files);
 

@@ -61,6 +61,28 @@ SANDLET_API sandlet_error_t *sandlet_layer_push(sandlet_runtime_t *rt, const cha
 SANDLET_API sandlet_error_t *sandlet_layer_pull(sandlet_runtime_t *rt, const char *ref, const char *store,
                                                 uint32_t flags, char **result_json);
 
+/* Registry images. Progress of a pull, called on the pulling threads one call at a time: `phase` "manifest",
+   "download" (`bytes` of `total` of blob `layer`), "import" (layer `layer` of `layers`) or "done". */
+typedef void (*sandlet_image_progress_fn)(void *user, const char *phase, size_t layer, size_t layers,
+                                          uint64_t bytes, uint64_t total);
+/* Pulls image `ref` ("docker://REGISTRY/REPO:TAG", "...@sha256:<hex>", or the same without "docker://"; names
+   without a registry are the default registry's) from its registry or the mirrors the runtime's `registries`
+   option gives for it, for the `platform` of that option (default: linux on this machine's architecture), into
+   this runtime's store: each image layer a store layer, and an environment `name` (NULL or "": the image's
+   canonical reference, "docker.io/library/debian:bookworm") with the config's env / workdir / user and its
+   entrypoint / cmd recorded. Every blob is checked against its digest before it is imported; a layer pulled
+   before is not fetched again; a second pull of an unchanged tag fetches the manifest only (of a digest,
+   nothing). Blocks; `progress` may be NULL. Errors: NOT_FOUND (no such repository, tag or platform),
+   PERMISSION_DENIED (credentials missing or refused), UNAVAILABLE (registry unreachable after retries),
+   DATA_LOSS (a digest mismatch: nothing of that blob is imported). sandlet_layer_pull with a "docker://"
+   reference does the same (its `store` must be NULL, `flags` 0).
+   *result_json (may be NULL; free with sandlet_free): {"reference", "environment", "version", "new_version",
+     "manifest_digest", "platform", "endpoint", "layers": [digests], "blobs_fetched", "layers_reused",
+     "bytes_fetched", "seconds"} */
+SANDLET_API sandlet_error_t *sandlet_image_pull(sandlet_runtime_t *rt, const char *ref, const char *name,
+                                                sandlet_image_progress_fn progress, void *user,
+                                                char **result_json);
+
 /* The node's loader and its cache, as JSON (free with sandlet_free); does not start a loader:
      {"running": bool, "pid", "fetcher_pid", "started" (unix seconds),
       "settings": {"cache_max_bytes", "fetch_unit", "fetch_concurrency", "fill_timeout_ms"},

@@ -1,6 +1,7 @@
 // C ABI: builds from a recipe (src/recipe), synchronous and on a thread of their own.
 #include <memory>
 
+#include "recipe/build_network.hpp"
 #include "recipe/builder.hpp"
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
@@ -34,6 +35,7 @@ sandlet::build::BuildOptions to_options(const char* recipe, const char* context,
   }
   if (const char* const* secrets = field_or(*opts, &T::secrets, nullptr))
     for (auto sp = secrets; *sp; ++sp) o.secrets.emplace_back(*sp);
+  if (const char* network = field_or(*opts, &T::network, nullptr)) o.network = sandlet::build::parse_build_network(network);
   o.cancel_fd = field_or(*opts, &T::cancel_fd, -1);
   o.default_excludes = field_or(*opts, &T::no_default_excludes, 0) == 0;
   if (sandlet_build_progress_fn fn = field_or(*opts, &T::progress, nullptr)) {

@@ -4,7 +4,10 @@
 // depend on which store client would have served the URL.
 #include <cstdio>
 
+#include <functional>
+
 #include "capi/handles.hpp"
+#include "registry/image_ref.hpp"
 
 using sandlet::capi::dup_string;
 using sandlet::capi::guard;
@@ -51,7 +54,32 @@ SANDLET_API sandlet_error_t* sandlet_layer_pull(sandlet_runtime_t* rt, const cha
       std::snprintf(message, sizeof message, "argument 'flags' has unknown bits 0x%x (SANDLET_PULL_*)", unknown);
       throw sandlet::Error(sandlet::Code::kInvalidArgument, message);
     }
+    if (sandlet::registry::has_docker_scheme(ref)) {
+      if (store) throw sandlet::Error(sandlet::Code::kInvalidArgument, "argument 'store': a docker:// image comes from its registry, not a store");
+      if (flags & SANDLET_PULL_LAZY)
+        throw sandlet::Error(sandlet::Code::kInvalidArgument,
+                             "argument 'flags': a registry image is pulled whole (its gzip/zstd tar layers cannot be read "
+                             "in place); push its layers to a store to pull them lazily elsewhere");
+      std::string result = rt->rt->image_pull(ref, "");
+      if (result_json) *result_json = dup_string(result);
+      return;
+    }
     std::string result = rt->rt->layer_pull(ref, store_url(store), (flags & SANDLET_PULL_LAZY) != 0);
+    if (result_json) *result_json = dup_string(result);
+  });
+}
+
+SANDLET_API sandlet_error_t* sandlet_image_pull(sandlet_runtime_t* rt, const char* ref, const char* name,
+                                                sandlet_image_progress_fn progress, void* user, char** result_json) {
+  SANDLET_REQUIRE_HANDLE(rt);
+  SANDLET_REQUIRE(ref);
+  return guard([&] {
+    std::function<void(const sandlet::registry::PullProgress&)> fn;
+    if (progress)
+      fn = [progress, user](const sandlet::registry::PullProgress& p) {
+        progress(user, p.phase.c_str(), p.layer, p.layers, p.bytes, p.total);
+      };
+    std::string result = rt->rt->image_pull(ref, name ? name : "", fn);
     if (result_json) *result_json = dup_string(result);
   });
 }

@@ -1,4 +1,5 @@
 #include "capi/runtime_options.hpp"
+#include "registry/registry_config.hpp"
 
 #include <string>
 
@@ -63,6 +64,10 @@ RuntimeOptions runtime_options(const sandlet_runtime_options_t* opts) {
     options.snapshot_max_depth = depth;
   }
   if (const char* store = field_or(o, &T::store, nullptr)) options.store = store;  // "" = unset, as NULL
+  if (const char* reg = field_or(o, &T::registries, nullptr)) {
+    registry::parse_registry_config(reg, "field 'registries'");  // INVALID_ARGUMENT before anything is opened
+    options.registries = reg;
+  }
   loader_settings(o, options.loader);
   audit_options(o, options.audit);
   return options;

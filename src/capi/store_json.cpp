@@ -31,8 +31,13 @@ json::array layer_array(const std::vector<image::LayerInfo>& layers) {
 json::object env_version_object(const image::EnvVersion& v) {
   json::object env;
   for (const auto& [k, val] : v.env) env[k] = val;
-  return json::object{{"version", v.version}, {"layers", json::value_from(v.layers)}, {"env", std::move(env)},
-                      {"workdir", v.workdir}, {"user", v.user}, {"created", v.created}};
+  json::object o{{"version", v.version}, {"layers", json::value_from(v.layers)}, {"env", std::move(env)},
+                 {"workdir", v.workdir}, {"user", v.user}, {"created", v.created}};
+  // An environment made from an image: where it came from, and the config's entrypoint / cmd (recorded only).
+  o["image"] = json::object{{"reference", v.image.reference}, {"manifest_digest", v.image.manifest_digest},
+                              {"platform", v.image.platform}, {"entrypoint", json::value_from(v.image.entrypoint)},
+                              {"cmd", json::value_from(v.image.cmd)}};
+  return o;
 }
 
 }  // namespace

@@ -16,9 +16,11 @@ constexpr std::string_view kBuildUsage =
     "\n"
     "Build an environment from RECIPE, a Dockerfile subset: FROM (an environment or store layer), RUN,\n"
     "COPY/ADD of files of CONTEXT (default: the current directory), ENV, WORKDIR, USER, LABEL, ARG.\n"
-    "Each RUN, COPY/ADD and WORKDIR runs in a new sandbox without network and becomes one layer;\n"
-    "steps are cached. Prints \"Step i/N : INSTRUCTION\" for each step (\" (cached)\" when its layer\n"
-    "came from the cache) and the output of each RUN on stderr; then, on stdout, NAME@VERSION of the\n"
+    "Each RUN, COPY/ADD and WORKDIR runs in a new sandbox and becomes one layer; steps are cached.\n"
+    "RUN steps have no network unless --allow or --network gives the build a policy (RUN\n"
+    "--network=none opts one step out); the environment made stores no network. Prints\n"
+    "\"Step i/N : INSTRUCTION\" for each step (\" (cached)\" when its layer came from the cache)\n"
+    "and the output of each RUN on stderr; then, on stdout, NAME@VERSION of the\n"
     "environment made (with --tag) or the digest of the top layer. A failed build leaves no sandbox\n"
     "and no layer behind. Ctrl-C cancels it.\n"
     "\n"
@@ -30,6 +32,10 @@ constexpr std::string_view kBuildUsage =
     "      --secret id=NAME,src=FILE | id=NAME,env=VAR\n"
     "                         A secret for RUN --mount=type=secret,id=NAME (repeatable): a read-only\n"
     "                         file in that step only, never in a layer, the cache or the audit log\n"
+    "      --allow RULE       Let RUN steps reach [PROTO:]CIDR[:PORTS] (repeatable; as a sandbox's\n"
+    "                         --allow); a DNS name in place of CIDR needs --dns\n"
+    "      --dns ADDR         Upstream resolver (IP) for --allow's rules by name (repeatable, <= 4)\n"
+    "      --network MODE     none (default), or a policy as JSON (docs/NETWORK.md; no \"publish\")\n"
     "      --no-cache         Run every step, whatever the build cache holds\n"
     "      --keep-tmp         Keep /tmp and the other paths a snapshot leaves out by default\n"
     "  -q, --quiet            No progress on stderr\n"
@@ -39,6 +45,23 @@ constexpr std::string_view kBuildUsage =
     "\n"
     "Exit status: 0 when built; 1 when a step failed or the build was cancelled; 2 on bad input\n"
     "(the recipe, the context, a missing FROM).\n";
+
+// The build's network as the library reads it: --network's text, or a policy of --allow's short-form rules
+// and --dns's resolvers ("" = none). The library checks it as a sandbox's "network".
+std::string network_option(const ParsedArgs& a) {
+  if (a.has("allow")) {
+    if (a.has("network")) throw UsageError("--allow and --network cannot be combined");
+    json::bj::object policy;
+    json::bj::array allow, dns;
+    for (const auto& r : a.all("allow")) allow.emplace_back(r.c_str());
+    for (const auto& d : a.all("dns")) dns.emplace_back(d.c_str());
+    policy["allow"] = std::move(allow);
+    if (!dns.empty()) policy["dns"] = std::move(dns);
+    return json::serialize(json::bj::value(std::move(policy)));
+  }
+  if (a.has("dns")) throw UsageError("--dns goes with --allow (or put \"dns\" in --network's JSON)");
+  return a.last("network") ? *a.last("network") : "";
+}
 
 struct Progress {
   bool quiet = false;
@@ -59,7 +82,7 @@ struct Progress {
 int cmd_build(CommandContext& ctx, const std::vector<std::string>& args) {
   static const std::vector<OptionDef> kDefs = {{"file", 'f', true},      {"tag", 't', true},      {"build-arg", 0, true},  {"secret", 0, true},
                                                {"no-cache", 0, false},   {"keep-tmp", 0, false},  {"quiet", 'q', false},
-                                               {"json", 0, false}};
+                                               {"json", 0, false},       {"allow", 0, true},      {"dns", 0, true},        {"network", 0, true}};
   ParsedArgs a;
   if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, kBuildUsage, &a)) return 0;
   if (a.operands.size() > 1) throw UsageError("unexpected argument '" + a.operands[1] + "'");
@@ -78,6 +101,7 @@ int cmd_build(CommandContext& ctx, const std::vector<std::string>& args) {
   for (const auto& sct : secrets) c_secrets.push_back(sct.c_str());
   c_secrets.push_back(nullptr);
 
+  const std::string network = network_option(a);
   Progress progress;
   progress.quiet = a.has("quiet");
   SignalGuard guard;  // Ctrl-C makes its pipe readable: the library cancels the build and cleans up
@@ -85,6 +109,7 @@ int cmd_build(CommandContext& ctx, const std::vector<std::string>& args) {
   opts.tag = a.last("tag") ? a.last("tag")->c_str() : nullptr;
   opts.build_args = c_args.data();
   opts.secrets = c_secrets.data();
+  opts.network = network.empty() ? nullptr : network.c_str();
   opts.no_cache = a.has("no-cache") ? 1 : 0;
   opts.no_default_excludes = a.has("keep-tmp") ? 1 : 0;
   opts.progress = &Progress::callback;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,10 +44,18 @@ std::string pull_usage() {
       "image's.\n"
       "With --lazy only its metadata is fetched now: sandboxes use the layer at once and the node's\n"
       "loader fetches its data on first read (see `sandlet loader status`). A kernel without what lazy\n"
-      "layers need gets a full pull, and the note says why.\n",
+      "layers need gets a full pull, and the note says why.\n"
+      "\n"
+      "REF may instead be a registry image, docker://[REGISTRY/]REPOSITORY[:TAG|@sha256:DIGEST]: its\n"
+      "layers become store layers and an environment named by the image's canonical reference (or\n"
+      "--name) gets its env, workdir and user. Mirrors, plain-HTTP registries, a CA bundle, credentials\n"
+      "and the platform come from $SANDLET_REGISTRIES (docs/REGISTRIES.md); credentials also from\n"
+      "docker's config.json. A registry image is pulled whole (--lazy does not apply).\n",
       std::string(kStoreOption) + "      --lazy          Fetch metadata only; data on first read\n" +
-          std::string(kJsonOption));
+          "      --name NAME     A registry image: name its environment NAME\n" + std::string(kJsonOption));
 }
+
+
 
 constexpr std::string_view kLoaderUsage =
     "Usage: sandlet loader COMMAND [ARGS...]\n"
@@ -91,13 +100,25 @@ std::string environment_line(const value& r) {
   return "environment " + str(json::find(*env, "name")) + " version " + str(json::find(*env, "version")) + "\n";
 }
 
+// A REF of the form SCHEME://... names no layer or environment of a sandlet store: said before any store
+// is looked for, so that it is not reported as a missing store. (Registry references a command does take,
+// such as pull's docker://, are routed before this.)
+void check_ref(std::string_view command, const std::string& ref) {
+  const size_t sep = ref.find("://");
+  if (sep == std::string::npos) return;
+  throw UsageError(std::string(command) + ": '" + ref + "' is not a layer REF (a digest, a unique prefix or a " +
+                   "name of the store): layer " + std::string(command) + " takes no " + ref.substr(0, sep + 3) +
+                   " reference");
+}
+
 // The one operand REF and --store. A --store given empty is a usage slip, and with neither --store nor
 // $SANDLET_STORE there is nothing to talk to: both are said here in the CLI's words (the library refuses
-// them too, in the C ABI's).
+// them too, in the C ABI's). The REF is checked first: a reference of another kind is not a missing store.
 std::string parse_ref_and_store(const ParsedArgs& a, std::string_view command, std::optional<std::string>* store) {
   if (a.operands.size() != 1)
     throw UsageError(a.operands.empty() ? std::string(command) + ": requires a layer REF"
                                         : std::string(command) + ": unexpected argument '" + a.operands[1] + "'");
+  check_ref(command, a.operands[0]);
   if (const std::string* s = a.last("store")) {
     if (s->empty()) throw UsageError(std::string(command) + ": --store requires a URL");
     *store = *s;
@@ -133,10 +154,54 @@ int layer_push(CommandContext& ctx, const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+
+// `layer pull docker://...`: a registry image, with progress on a terminal.
+int pull_image(CommandContext& ctx, const ParsedArgs& a) {
+  if (a.operands.size() != 1) throw UsageError("pull: unexpected argument '" + a.operands[1] + "'");
+  if (a.last("store")) throw UsageError("pull: --store does not apply to a docker:// image (it comes from its registry)");
+  if (a.has("lazy"))
+    throw UsageError("pull: --lazy does not apply to a docker:// image: its gzip/zstd layers must be read whole "
+                     "(push the pulled layers to a store to pull them lazily on other nodes)");
+  const std::string* name = a.last("name");
+  Runtime rt = open_runtime(ctx.global, /*sweep=*/false);
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  std::function<void(const char*, size_t, size_t, uint64_t, uint64_t)> progress;
+  if (tty)
+    progress = [](const char* phase, size_t layer, size_t layers, uint64_t bytes, uint64_t total) {
+      const std::string p = phase;
+      std::string line;
+      if (p == "download") line = "downloading layer " + std::to_string(layer + 1) + "/" + std::to_string(layers) + ": " +
+                                  human_size(static_cast<double>(bytes)) + " of " + human_size(static_cast<double>(total));
+      else if (p == "import") line = "importing layer " + std::to_string(layer + 1) + "/" + std::to_string(layers);
+      else if (p == "manifest") line = "resolving the manifest";
+      else return;
+      write_all(STDERR_FILENO, "\r\033[K" + line);
+    };
+  const value r = parse_result(rt.image_pull(a.operands[0], name ? *name : "", progress));
+  if (tty) write_all(STDERR_FILENO, "\r\033[K");
+  if (a.has("json")) {
+    write_all(STDOUT_FILENO, json::serialize_pretty(r) + "\n");
+    return 0;
+  }
+  std::string out = str(json::find(r, "environment")) + "@" + str(json::find(r, "version")) + "\n";
+  out += str(json::find(r, "reference")) + " (" + str(json::find(r, "platform")) + ", " +
+         str(json::find(r, "manifest_digest")) + ") from " + str(json::find(r, "endpoint")) + ": " +
+         str(json::find(r, "blobs_fetched")) + " layer(s) fetched, " + str(json::find(r, "layers_reused")) +
+         " already here, " + human_size(num(json::find(r, "bytes_fetched"))) + " received\n";
+  write_all(STDOUT_FILENO, out);
+  return 0;
+}
+
+}  // namespace
+
 int layer_pull(CommandContext& ctx, const std::vector<std::string>& args) {
-  static const std::vector<OptionDef> kDefs = {{"store", 0, true}, {"lazy", 0, false}, {"json", 0, false}};
+  static const std::vector<OptionDef> kDefs = {
+      {"store", 0, true}, {"lazy", 0, false}, {"name", 0, true}, {"json", 0, false}};
   ParsedArgs a;
   if (!parse_command(ctx, kDefs, args, OperandMode::kPermute, pull_usage(), &a)) return 0;
+  if (!a.operands.empty() && a.operands[0].rfind("docker://", 0) == 0) return pull_image(ctx, a);
+  if (a.last("name")) throw UsageError("pull: --name applies to a docker:// image only");
   std::optional<std::string> store;
   const std::string ref = parse_ref_and_store(a, "pull", &store);
   Runtime rt = open_runtime(ctx.global, /*sweep=*/false);

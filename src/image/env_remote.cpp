@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kMaxRecord = 1u << 20;
 constexpr size_t kMaxLayers = 500;
 
-std::string record_key(const std::string& name) { return "envs/" + name + ".json"; }
+std::string record_key(const std::string& name) { return "envs/" + env_file_name(name) + ".json"; }
 
 bool hex64(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
@@ -94,7 +94,7 @@ bool remote_environment_exists(store::BlobStore& from, const std::string& name) 
 
 EnvTransfer pull_environment(LayerStore& layers, const std::string& name, store::BlobStore& from,
                              const std::string& store_url, bool lazy, PullResult& r) {
-  check_layer_name(name, "environment name");
+  check_env_name(name, "environment name");
   std::string text = from.get(record_key(name), kMaxRecord);
   r.bytes_fetched += text.size();
   EnvVersion want = parse_record(text, name, from.config().url + "/" + record_key(name));

@@ -294,26 +294,7 @@ ImportResult LayerStore::import(const std::string& path, const ImportOptions& op
       const OciLayerRef& ref = image.layers[i];
       per.parent = result.layers.empty() ? parent : result.layers.back().digest;
       bool existed = false;
-      LayerInfo l = import_one(label + " layer " + std::to_string(i), per, &existed, [&](FsTree& t, BlobBuilder& b) {
-        Sha256 raw, diff;
-        auto in = open_decompressing(ref.blob_path, ref.compression, &raw);
-        HashingReader hashing(*in, diff);
-        import_tar(hashing, ref.blob_path, t, b, /*oci_whiteouts=*/true, options.progress, file_size(ref.blob_path));
-        // Whatever follows the tar's end still belongs to the blob and the diff.
-        char sink[65536];
-        while (hashing.read(sink, sizeof sink) > 0) {
-        }
-        drain(*in);
-        std::string raw_hex = "sha256:" + to_hex(raw.finish()), diff_hex = "sha256:" + to_hex(diff.finish());
-        if (!ref.digest.empty() && ref.digest != raw_hex) {
-          throw Error(Code::kDataLoss, "import " + label + ": layer blob " + ref.blob_path + " has digest " + raw_hex +
-                                           ", the manifest says " + ref.digest);
-        }
-        if (!ref.diff_id.empty() && ref.diff_id != diff_hex) {
-          throw Error(Code::kDataLoss, "import " + label + ": layer " + std::to_string(i) + " uncompressed digest " +
-                                           diff_hex + " differs from the config's diff_id " + ref.diff_id);
-        }
-      });
+      LayerInfo l = import_oci_layer(ref, label + " layer " + std::to_string(i), per, &existed);
       result.layers.push_back(l);
       result.existed.push_back(existed);
     }
@@ -325,7 +306,10 @@ ImportResult LayerStore::import(const std::string& path, const ImportOptions& op
         size_t eq = kv.find('=');
         if (eq != std::string::npos && eq > 0) env[kv.substr(0, eq)] = kv.substr(eq + 1);
       }
-      env_create(options.name, digests, env, image.workdir, image.user);
+      EnvImage from;
+      from.entrypoint = image.entrypoint;
+      from.cmd = image.cmd;
+      env_create(options.name, digests, env, image.workdir, image.user, from);
       result.environment = options.name;
     }
   };
@@ -375,6 +359,30 @@ ImportResult LayerStore::import(const std::string& path, const ImportOptions& op
     sys::write_file_atomic(dir_ + "/names/" + options.name, result.layers.back().digest + "\n", 0644);
   }
   return result;
+}
+
+LayerInfo LayerStore::import_oci_layer(const OciLayerRef& ref, const std::string& label, const ImportOptions& options,
+                                       bool* existed) {
+  return import_one(label, options, existed, [&](FsTree& t, BlobBuilder& b) {
+    Sha256 raw, diff;
+    auto in = open_decompressing(ref.blob_path, ref.compression, &raw);
+    HashingReader hashing(*in, diff);
+    import_tar(hashing, ref.blob_path, t, b, /*oci_whiteouts=*/true, options.progress, file_size(ref.blob_path));
+    // Whatever follows the tar's end still belongs to the blob and the diff.
+    char sink[65536];
+    while (hashing.read(sink, sizeof sink) > 0) {
+    }
+    drain(*in);
+    std::string raw_hex = "sha256:" + to_hex(raw.finish()), diff_hex = "sha256:" + to_hex(diff.finish());
+    if (!ref.digest.empty() && ref.digest != raw_hex) {
+      throw Error(Code::kDataLoss, "import " + label + ": layer blob " + ref.blob_path + " has digest " + raw_hex +
+                                       ", the manifest says " + ref.digest);
+    }
+    if (!ref.diff_id.empty() && ref.diff_id != diff_hex) {
+      throw Error(Code::kDataLoss, "import " + label + ": uncompressed digest " + diff_hex +
+                                       " differs from the config's diff_id " + ref.diff_id);
+    }
+  });
 }
 
 LayerInfo LayerStore::import_tree(const std::string& dir, const std::string& source_label, const ImportOptions& options,

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "image/importers.hpp"
+#include "image/oci.hpp"
 #include "remote_store/blob_store.hpp"
 
 namespace sandlet::image {
@@ -91,6 +92,14 @@ struct PullResult {
   uint64_t image_bytes = 0;    // the layers' file content
 };
 
+// Where an environment made from an image came from, and the image config's parts a sandbox does not apply.
+struct EnvImage {
+  std::string reference;        // canonical registry reference ("" = not from a registry pull)
+  std::string manifest_digest;  // "sha256:..." the reference resolved to (an index, or the manifest)
+  std::string platform;         // "linux/amd64"
+  std::vector<std::string> entrypoint, cmd;  // recorded, never run by sandlet
+};
+
 struct EnvVersion {
   uint32_t version = 0;
   std::vector<std::string> layers;  // digests, lowest first
@@ -98,6 +107,7 @@ struct EnvVersion {
   std::string workdir;  // "" = not set
   std::string user;     // "" = not set
   double created = 0;
+  EnvImage image;
 };
 
 struct EnvInfo {
@@ -123,6 +133,11 @@ class LayerStore final {
   // Imports a directory, a tar / tar.gz / tar.zst, an OCI image layout directory, or a `docker save`
   // tarball (or its extracted directory). Atomic: a crash leaves only a tmp dir the next store open sweeps.
   ImportResult import(const std::string& path, const ImportOptions& options);
+
+  // One layer blob of an image (a tar, gzip or zstd as `ref` says) on top of `options.parent`; checked against
+  // ref.digest and ref.diff_id while it streams (kDataLoss, nothing committed).
+  LayerInfo import_oci_layer(const OciLayerRef& ref, const std::string& label, const ImportOptions& options,
+                             bool* existed);
 
   // A directory as one layer, whatever it holds (a sandbox's changes may look like an image layout).
   LayerInfo import_tree(const std::string& dir, const std::string& source_label, const ImportOptions& options,
@@ -155,12 +170,14 @@ class LayerStore final {
                             const std::function<std::string(const std::string& digest)>& mounted_dir) const;
 
   // Environments: a new version each time `create` is called with the same name.
+  // Names: as layer names, and also registry references ("ghcr.io/org/img:tag", "host:5000/a/b@sha256:...").
   EnvVersion env_create(const std::string& name, const std::vector<std::string>& layer_refs,
                         const std::map<std::string, std::string>& env, const std::string& workdir,
-                        const std::string& user);
+                        const std::string& user, const EnvImage& image = {});
   std::vector<EnvInfo> env_list() const;
   // "name" (latest version) or "name@N". Throws kNotFound.
   EnvVersion env_resolve(const std::string& name_at_version) const;
+  bool env_exists(const std::string& name) const;
   void env_remove(const std::string& name);
 
   // Checks the metadata image and every blob of a layer against their digests (kDataLoss if not). Files this
@@ -204,6 +221,13 @@ std::string layer_digest(const Digest& content, const std::vector<std::string>& 
 // Validation shared with the spec and the CLI. Throw kInvalidArgument naming `field`.
 void check_layer_name(const std::string& name, const std::string& field);
 void check_role(const std::string& role, const std::string& field);
+// An environment's name: a layer name, or a canonical image reference (components separated by '/', an optional
+// "@sha256:<64 hex>" at the end). Throws kInvalidArgument naming `field`.
+void check_env_name(const std::string& name, const std::string& field);
+// The file (and remote record) name of an environment: '/' and '@' escaped, so every name is one path component.
+std::string env_file_name(const std::string& name);
+// "name@N" -> ("name", N); "name" -> ("name", -1). A trailing "@sha256:..." belongs to the name.
+std::pair<std::string, long> split_env_version(const std::string& ref);
 // True when `ref` names a store object (digest or name) rather than a host directory (absolute path).
 inline bool is_store_ref(const std::string& ref) { return !ref.empty() && ref[0] != '/'; }
 

@@ -294,6 +294,7 @@ OciImage read_oci_layout(const std::string& dir) {
     ref.compression = layer_compression(d.media_type, manifest_file, at + ".mediaType");
     ref.media_type = d.media_type;
     ref.digest = d.digest;
+    ref.size = d.size;
     ref.blob_path = blob_path(dir, d.hex);
     // Cheap checks now, so a missing blob fails before any import work; the digest is checked while streaming.
     struct stat st;
@@ -370,6 +371,77 @@ OciImage read_image_dir(const std::string& dir) {
   if (is_regular_file(dir + "/manifest.json")) return read_docker_save(dir);
   throw Error(Code::kInvalidArgument, dir + ": neither an OCI image layout (no oci-layout file) nor an extracted "
                                             "docker save archive (no manifest.json)");
+}
+
+bool is_image_index(const std::string& media_type) { return media_type == kOciIndex || media_type == kDockerList; }
+
+bool is_image_manifest(const std::string& media_type) {
+  return media_type == kOciManifest || media_type == kDockerManifest;
+}
+
+ManifestChoice pick_platform(const std::string& index_json, const std::string& platform, const std::string& what) {
+  const json::value v = parse_json(index_json, what);
+  const auto& o = as_object(v, what, "");
+  if (req_int(o, "schemaVersion", what, "") != 2) bad_field(what, "schemaVersion", "must be 2", Code::kUnimplemented);
+  const auto& list = req_array(o, "manifests", what, "");
+  std::string want_os = platform.substr(0, platform.find('/'));
+  std::string rest = platform.substr(platform.find('/') + 1);
+  const std::string want_arch = rest.substr(0, rest.find('/'));
+  const std::string want_variant = rest.find('/') == std::string::npos ? "" : rest.substr(rest.find('/') + 1);
+  std::string have;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = "manifests[" + std::to_string(i) + "]";
+    Descriptor d = parse_descriptor(list[i], what, at);
+    const json::value* p = d.obj->if_contains("platform");
+    if (!p || p->is_null()) continue;
+    const auto& po = as_object(*p, what, at + ".platform");
+    const std::string os = opt_string(po, "os", what, at), arch = opt_string(po, "architecture", what, at),
+                      variant = opt_string(po, "variant", what, at);
+    const std::string name = os + "/" + arch + (variant.empty() ? "" : "/" + variant);
+    if (os == "unknown") continue;  // attestation manifests, not images
+    have += (have.empty() ? "" : ", ") + name;
+    if (os == want_os && arch == want_arch && (want_variant.empty() || variant.empty() || variant == want_variant))
+      return ManifestChoice{d.digest, d.media_type, d.size};
+  }
+  throw Error(Code::kNotFound, what + ": no image for " + platform + " (the index has: " +
+                                   (have.empty() ? "no platforms" : have) + ")");
+}
+
+ImageManifest parse_image_manifest(const std::string& manifest_json, const std::string& media_type,
+                                   const std::string& what) {
+  if (!is_image_manifest(media_type))
+    throw Error(Code::kUnimplemented, what + ": unsupported manifest media type '" + media_type + "'");
+  const json::value mv = parse_json(manifest_json, what);
+  const auto& mo = as_object(mv, what, "");
+  if (req_int(mo, "schemaVersion", what, "") != 2) bad_field(what, "schemaVersion", "must be 2", Code::kUnimplemented);
+  if (std::string mt = opt_string(mo, "mediaType", what, ""); !mt.empty() && mt != media_type)
+    bad_field(what, "mediaType", "'" + mt + "' differs from the registry's '" + media_type + "'");
+  const json::value* cv = mo.if_contains("config");
+  if (!cv) bad_field(what, "config", "missing");
+  Descriptor config = parse_descriptor(*cv, what, "config");
+  if (config.media_type != "application/vnd.oci.image.config.v1+json" &&
+      config.media_type != "application/vnd.docker.container.image.v1+json")
+    bad_field(what, "config.mediaType", "'" + config.media_type + "' is not a container image config",
+              Code::kUnimplemented);
+  ImageManifest m;
+  m.config_digest = config.digest;
+  m.config_size = config.size;
+  const auto& layers = req_array(mo, "layers", what, "");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string at = "layers[" + std::to_string(i) + "]";
+    Descriptor d = parse_descriptor(layers[i], what, at);
+    OciLayerRef ref;
+    ref.compression = layer_compression(d.media_type, what, at + ".mediaType");
+    ref.media_type = d.media_type;
+    ref.digest = d.digest;
+    ref.size = d.size;
+    m.image.layers.push_back(std::move(ref));
+  }
+  return m;
+}
+
+void parse_image_config(const std::string& config_json, const std::string& what, OciImage& img) {
+  read_config(config_json, what, img);
 }
 
 }  // namespace sandlet::image

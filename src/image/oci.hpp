@@ -2,6 +2,7 @@
 // No registry access. Manifest, index and config blobs are checked against their digests here; layer
 // blobs are large, so their digests are checked by the importer while it streams them (raw_digest hook).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct OciLayerRef {
   std::string media_type;  // as declared; "" when the format declares none (docker save's manifest.json)
   Compression compression = Compression::kAuto;  // from the media type; kAuto when none is declared
   std::string diff_id;     // "sha256:<64 hex>" of the uncompressed layer tar (config rootfs.diff_ids), or ""
+  int64_t size = -1;       // the blob's size from its descriptor, or -1
 };
 
 struct OciImage {
@@ -34,5 +36,26 @@ OciImage read_oci_layout(const std::string& dir);
 OciImage read_docker_save(const std::string& dir);
 // Either of the two; Error(kInvalidArgument) when the directory is neither.
 OciImage read_image_dir(const std::string& dir);
+
+// Documents fetched one by one (from a registry), checked with the same rules. `what` names the document in
+// errors (kInvalidArgument for malformed ones, kUnimplemented for unsupported media types).
+bool is_image_index(const std::string& media_type);
+bool is_image_manifest(const std::string& media_type);
+struct ManifestChoice {
+  std::string digest, media_type;
+  int64_t size = -1;
+};
+// The entry of an image index for `platform` ("os/arch" or "os/arch/variant"; an entry without a variant
+// matches any); kNotFound listing the platforms the index has.
+ManifestChoice pick_platform(const std::string& index_json, const std::string& platform, const std::string& what);
+struct ImageManifest {
+  std::string config_digest;
+  int64_t config_size = -1;
+  OciImage image;  // layers with digest, media type, compression and size (no blob_path yet)
+};
+ImageManifest parse_image_manifest(const std::string& manifest_json, const std::string& media_type,
+                                   const std::string& what);
+// Fills env / workdir / user / cmd / entrypoint and each layer's diff_id from an image config document.
+void parse_image_config(const std::string& config_json, const std::string& what, OciImage& img);
 
 }  // namespace sandlet::image

@@ -11,7 +11,7 @@
 namespace sandlet::build {
 
 std::string cache_key(const std::vector<std::string>& layers, const Step& step, const std::string& inputs,
-                      const std::vector<std::string>& secrets_given) {
+                      const std::vector<std::string>& secrets_given, const std::string& network) {
   image::Sha256 h;
   // Length-prefixed fields: no two different steps hash the same bytes.
   auto field = [&](const std::string& tag, const std::string& s) {
@@ -29,6 +29,7 @@ std::string cache_key(const std::vector<std::string>& layers, const Step& step, 
     field("secret", m.id + " " + m.target + " " + std::to_string(m.mode) + " " + std::to_string(m.uid) + ":" +
                         std::to_string(m.gid) + (m.required ? " required" : ""));
   for (const auto& id : secrets_given) field("secret-given", id);
+  if (step.kind == Kind::kRun) field("network", network);
   for (const auto& s : step.sources) field("source", s);
   field("dest", step.dest);
   field("chown", step.chown);

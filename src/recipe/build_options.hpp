@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "spec/network_spec.hpp"
+
 namespace sandlet::build {
 
 // One progress event: a step begins (stream 0; `text` is the instruction, `cached` says its result comes
@@ -29,6 +31,8 @@ struct BuildOptions {
   std::map<std::string, std::string> build_args;
   // `--secret` sources: "id=NAME,src=FILE" or "id=NAME,env=VAR" (secrets.hpp), read when the build starts.
   std::vector<std::string> secrets;
+  // What RUN steps may reach (build_network.hpp): "none" unless given; never stored in the result.
+  NetworkPolicy network;
   bool no_cache = false;
   bool default_excludes = true;  // step snapshots leave out SnapshotOptions' default excludes (/tmp/*...)
   // Called on the building thread (never the runtime's event-loop thread); must not throw.

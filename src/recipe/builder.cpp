@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "recipe/build_cache.hpp"
+#include "recipe/build_network.hpp"
 #include "recipe/context.hpp"
 #include "recipe/secret_stage.hpp"
 #include "recipe/secrets.hpp"
@@ -54,6 +55,7 @@ class Builder {
 
   BuildResult run() {
     rt_.check_not_on_loop("build");
+    check_build_network(o_.network);
     Recipe recipe = parse_recipe(read_recipe(o_.recipe), o_.recipe);
     const std::string context = open_context(o_.context);
     const std::string from = from_reference(recipe, o_.build_args);
@@ -117,18 +119,34 @@ class Builder {
       if (in.kind == Kind::kFrom) line = in.line;
     if (ref[0] == '/')
       refuse(recipe.name, line, "FROM " + ref + ": a host directory; import it first ('sandlet layer import')");
+    // A local environment, then a store layer, then a registry image (pulled as the runtime's policy says;
+    // FROM reads a bare name as Docker does: "ubuntu" is the default registry's library/ubuntu:latest).
+    const bool forced = registry::has_docker_scheme(ref);
+    if (!forced && !store_.env_exists(ref)) {
+      try {
+        return with_stack({store_.resolve(ref)});
+      } catch (const Error& e) {
+        if (e.code() != Code::kNotFound && e.code() != Code::kInvalidArgument) throw;
+      }
+    }
+    std::string local;
     try {
-      image::EnvVersion env = store_.env_resolve(ref);
+      local = rt_.resolve_environment(ref, /*bare_names_are_images=*/true);
+    } catch (const Error& e) {
+      // A registry that cannot be reached stays UNAVAILABLE (retry later); anything else is the recipe's.
+      if (e.code() == Code::kUnavailable || e.code() == Code::kDataLoss)
+        throw Error(e.code(), recipe.name + ":" + std::to_string(line) + ": FROM " + ref + ": " + e.what());
+      if (e.code() == Code::kNotFound && !forced)
+        refuse(recipe.name, line, "FROM " + ref + ": no environment or store layer of that name or digest; " + e.what());
+      refuse(recipe.name, line, "FROM " + ref + ": " + e.what());
+    }
+    try {
+      image::EnvVersion env = store_.env_resolve(local);
       base.env = env.env;
       base.workdir = env.workdir;
       base.user = env.user;
       return with_stack(env.layers);
     } catch (const Error&) {
-    }
-    try {
-      return with_stack({store_.resolve(ref)});
-    } catch (const Error& e) {
-      if (e.code() != Code::kNotFound && e.code() != Code::kInvalidArgument) throw;
     }
     refuse(recipe.name, line, "FROM " + ref + ": no environment or store layer of that name or digest");
   }
@@ -136,7 +154,7 @@ class Builder {
   void step(const Recipe& recipe, const Plan& plan, size_t i, const std::optional<CopyInputs>& inputs,
             std::vector<std::string>& layers) {
     const Step& st = plan.steps[i];
-    StepRun run{o_, recipe.name, i + 1, plan.steps.size(), [this] { return cancelled(); }};
+    StepRun run{o_, recipe.name, i + 1, plan.steps.size(), [this] { return cancelled(); }, ""};
     if (cancelled()) throw Error(Code::kCancelled, run.where(st) + ": build cancelled");
     StepReport report{st.line, st.text, false, ""};
     const bool makes_layer = st.kind == Kind::kRun || st.kind == Kind::kCopy || st.kind == Kind::kAdd || st.kind == Kind::kWorkdir;
@@ -148,7 +166,10 @@ class Builder {
     std::vector<std::string> given;
     for (const auto& m : st.secrets)
       if (secrets_.count(m.id)) given.push_back(m.id);
-    const std::string key = cache_key(layers, st, inputs ? inputs->digest : "", given);
+    // Only a RUN gets a network; COPY and WORKDIR run the builder's own helpers.
+    const NetworkPolicy net = st.kind == Kind::kRun && !st.no_network ? o_.network : NetworkPolicy{};
+    run.network = network_note(o_.network, st.no_network);
+    const std::string key = cache_key(layers, st, inputs ? inputs->digest : "", given, network_key(net));
     if (!o_.no_cache) {
       if (auto hit = cached(key, layers)) {
         announce(run, st, true);
@@ -165,6 +186,7 @@ class Builder {
     spec.layers = layers;
     spec.hostname = "build";
     spec.labels["sandlet.build.step"] = std::to_string(i + 1);
+    spec.network = net;
     if (st.kind == Kind::kRun) {
       spec.env = st.state.env;
       spec.workdir = st.state.workdir;
@@ -189,6 +211,9 @@ class Builder {
         so.default_excludes = o_.default_excludes;
         // The secrets' mount points (directories the init made to mount them on) stay out of the layer.
         if (stage) so.exclude = stage->excludes();
+        // The resolver the init wrote for this step's policy is the build's, not the result's (as Docker
+        // keeps a RUN's /etc/resolv.conf out of the image).
+        if (!net.none && !net.dns.empty()) so.exclude.push_back("/etc/resolv.conf");
         snap = sb->snapshot(so);
       } catch (const Error& e) {
         throw Error(e.code(), run.where(st) + ": snapshot: " + e.what(), e.err_no());

@@ -115,6 +115,7 @@ Plan plan_recipe(const Recipe& recipe, const Vars& build_args, const State& base
           st.argv = {"/bin/sh", "-c", in.rest};
         }
         st.secrets = in.secrets;
+        st.no_network = in.network == "none";
         for (const auto& [k, v] : args)
           if (!state.env.count(k)) st.arg_env.push_back(k + "=" + v);
         break;

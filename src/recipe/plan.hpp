@@ -25,6 +25,7 @@ struct Step {
   std::vector<std::string> argv;
   std::vector<std::string> arg_env;
   std::vector<SecretMount> secrets;  // RUN --mount=type=secret: ids and where they appear, never values
+  bool no_network = false;           // RUN --network=none: no network even when the build has a policy
   // COPY / ADD: context paths (patterns) and the destination, absolute (a trailing '/' kept).
   std::vector<std::string> sources;
   std::string dest;

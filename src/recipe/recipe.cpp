@@ -34,7 +34,7 @@ bool continues(std::string_view& line) {
 
 // Why an instruction outside the subset is refused (empty: not a Dockerfile instruction at all).
 std::string unsupported_reason(const std::string& kw) {
-  if (kw == "EXPOSE") return "an environment has no ports; builds and sandboxes run with network \"none\"";
+  if (kw == "EXPOSE") return "an environment has no ports; a sandbox publishes them through its network policy";
   if (kw == "VOLUME") return "a sandbox's files are its layers and its writable layer";
   if (kw == "HEALTHCHECK") return "sandboxes have no health checks";
   if (kw == "ONBUILD") return "there are no build triggers";
@@ -172,6 +172,10 @@ class Parser {
       in.chmod = value;
       return;
     }
+    if (in.kind == Kind::kRun && flag == "network") {
+      run_network(in, value);
+      return;
+    }
     if (in.kind == Kind::kRun && flag == "mount") {
       in.secrets.push_back(parse_secret_mount(value, where(in.line) + "RUN --mount=" + value));
       return;
@@ -180,10 +184,24 @@ class Parser {
     if (flag == "from") why = "multi-stage builds: copy from the context only";
     else if (flag == "platform") why = "a build runs on this host's platform";
     else if (flag == "mount") why = "only RUN takes --mount (type=secret)";
-    else if (flag == "network") why = "build steps always run with network \"none\"";
+    else if (flag == "network") why = "only RUN takes --network";
     else if (flag == "security") why = "build steps run with the sandbox's own isolation";
     else why = "unknown flag";
     refuse(name_, in.line, kw + " --" + flag + " is not supported (" + why + ")");
+  }
+
+  // BuildKit's RUN --network: "default" is the build's policy (itself "none" unless the builder gave one),
+  // "none" takes it away for this step. "host" would bypass the sandbox's own network namespace.
+  void run_network(Instruction& in, const std::string& value) {
+    if (!in.network.empty()) refuse(name_, in.line, "RUN --network given twice");
+    if (value == "none" || value == "default") {
+      in.network = value;
+      return;
+    }
+    if (value == "host")
+      refuse(name_, in.line, "RUN --network=host is not supported (a step never shares the host's network; give the "
+                             "build a policy with --allow or --network and use RUN --network=default)");
+    refuse(name_, in.line, "RUN --network=" + value + ": unknown value (none or default)");
   }
 
   void from(Instruction& in) {

@@ -26,6 +26,7 @@ struct Instruction {
   bool exec_form = false;
   std::vector<std::string> argv;  // exec form only
   std::vector<SecretMount> secrets;  // RUN --mount=type=secret,...
+  std::string network;  // RUN --network: "" (not given), "default" (the build's policy) or "none"
   // COPY/ADD: the words (sources..., dest) unsubstituted; --chown / --chmod values.
   std::vector<std::string> words;
   bool json_form = false;  // COPY/ADD given as a JSON array

@@ -161,7 +161,7 @@ void run_step(Sandbox& sb, const Step& st, const StepRun& run) {
   std::string msg = run.where(st) + ": " + status;
   while (!tail.empty() && tail.back() == '\n') tail.pop_back();
   if (!tail.empty()) msg += "\n" + tail;
-  msg += "\n(build steps run without network access: network \"none\")";
+  if (!run.network.empty()) msg += "\n(" + run.network + ")";
   throw Error(Code::kAborted, msg);
 }
 

@@ -16,6 +16,7 @@ struct StepRun {
   const std::string& recipe;
   size_t index = 0, count = 0;  // 1-based step number, of `count`
   std::function<bool()> cancelled;
+  std::string network;  // a failed RUN's note on the network it had (network_note)
   // "step N/M (RECIPE:LINE INSTRUCTION)": how errors name the step.
   std::string where(const Step& st) const;
 };

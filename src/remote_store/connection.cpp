@@ -91,8 +91,12 @@ void Connection::connect_tcp(const Endpoint& e) {
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* res = nullptr;
   const std::string port = std::to_string(e.port);
-  if (int rc = getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res); rc != 0)
-    unavailable("cannot resolve " + where() + ": " + gai_strerror(rc));
+  if (int rc = getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    // A name that does not exist (errno ENOENT) stays so on a retry; a resolver that failed for now
+    // (EAI_AGAIN) may not.
+    throw Error(Code::kUnavailable, "cannot resolve " + where() + ": " + gai_strerror(rc),
+                rc == EAI_NONAME || rc == EAI_NODATA ? ENOENT : 0);
+  }
   int last_errno = 0;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
     sys::UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));

@@ -1,7 +1,8 @@
 // One blocking TCP connection to a store, plain or TLS (OpenSSL libssl: the peer's certificate is checked
 // against a CA bundle or the system's, and against the host name or IP address). Every wait (connect,
 // each read, each write) is bounded by the timeout. Errors are sandlet::Error: kUnavailable for
-// connection failures and timeouts (retryable), kFailedPrecondition for a rejected certificate.
+// connection failures and timeouts (retryable; errno ENOENT: the host name does not exist),
+// kFailedPrecondition for a rejected certificate.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -217,10 +217,15 @@ void ResponseParser::start_body() {
 void ResponseParser::add_body(const char* data, size_t n) {
   body_seen_ += n;
   if (status_ >= 200 && status_ < 300) {
-    if (body_.size() + n > body_cap_)
+    if (success_bytes_ + n > body_cap_)
       throw Error(Code::kResourceExhausted,
                   "HTTP response body is over the cap of " + std::to_string(body_cap_) + " bytes");
-    body_.append(data, n);
+    success_bytes_ += n;
+    if (sink_) {
+      if (n > 0) sink_(data, n);
+    } else {
+      body_.append(data, n);
+    }
   } else if (body_.size() < error_body_cap_) {
     body_.append(data, std::min(n, error_body_cap_ - body_.size()));
   }
@@ -298,7 +303,7 @@ size_t ResponseParser::feed(const char* data, size_t n) {
           v = v * 16 + static_cast<uint64_t>(d);
         }
         line_.clear();
-        if (status_ >= 200 && status_ < 300 && body_.size() + v > body_cap_)
+        if (status_ >= 200 && status_ < 300 && success_bytes_ + v > body_cap_)
           throw Error(Code::kResourceExhausted,
                       "HTTP response body is over the cap of " + std::to_string(body_cap_) + " bytes");
         remaining_ = v;

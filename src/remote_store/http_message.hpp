@@ -4,6 +4,7 @@
 // meet a healthy server), kResourceExhausted when a cap is exceeded.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ class ResponseParser final {
   // the response to a HEAD carries no body whatever its Content-Length says.
   explicit ResponseParser(uint64_t body_cap, bool head_request = false,
                           size_t error_body_cap = kDefaultErrorBodyCap);
+
+  // A success (2xx) body goes to `sink` as it arrives instead of into body() (a blob of any size streamed to a
+  // file); the cap still bounds it. Set before feeding.
+  void set_body_sink(std::function<void(const char*, size_t)> sink) { sink_ = std::move(sink); }
 
   // Consumes bytes of the response; returns how many were used. Fewer than n only once done(): what is
   // left belongs to the next response on the connection.
@@ -98,7 +103,9 @@ class ResponseParser final {
   bool keep_alive_ = true;
   uint64_t remaining_ = 0;  // of the body or the current chunk
   uint64_t body_seen_ = 0;
+  uint64_t success_bytes_ = 0;  // of a 2xx body, kept or streamed
   std::string body_;
+  std::function<void(const char*, size_t)> sink_;
 };
 
 }  // namespace sandlet::store

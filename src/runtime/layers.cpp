@@ -76,12 +76,14 @@ Spec LayerUsage::resolve(const Spec& spec, SandboxRecord& rec, std::vector<sys::
   std::vector<std::string> refs;
   if (!spec.environment.empty()) {
     image::EnvVersion env;
+    std::string local = spec.environment;
     try {
-      env = store_.env_resolve(spec.environment);
+      if (env_resolver_) local = env_resolver_(spec.environment);
+      env = store_.env_resolve(local);
     } catch (const Error& e) {
       throw Error(spec_code(e), "invalid spec field 'environment': " + std::string(e.what()), e.err_no());
     }
-    std::string name = spec.environment.substr(0, spec.environment.find('@'));
+    const std::string name = image::split_env_version(local).first;
     rec.environment = name + "@" + std::to_string(env.version);
     refs = env.layers;
     out.env = env.env;  // the environment's variables, overridden by the spec's

@@ -38,12 +38,15 @@ class LayerUsage final {
   void release_of(const SandboxRecord& rec) noexcept;
   // Unmounts every layer no live sandbox uses (close, gc). Never throws.
   void release_unused() noexcept;
+  // Maps a spec's `environment` to the store's name for it (a registry image: pulled as the policy says).
+  void set_environment_resolver(std::function<std::string(const std::string&)> fn) { env_resolver_ = std::move(fn); }
 
  private:
   image::LayerStore& store_;
   image::LayerMounts& mounts_;
   const SandboxDirs& dirs_;
   std::function<std::set<std::string>(const std::string&)> used_here_;
+  std::function<std::string(const std::string&)> env_resolver_;
 };
 
 }  // namespace sandlet

@@ -103,8 +103,9 @@ Runtime::Started Runtime::start_one_shot(const Spec& spec, OneShot& one_shot) {
   return started;
 }
 
-ExecOutcome Runtime::run_once(const Spec& spec, const RunOnceParams& params) {
+ExecOutcome Runtime::run_once(const Spec& given, const RunOnceParams& params) {
   check_not_on_loop("run");
+  const Spec spec = with_local_environment(given);  // a registry image is pulled here, not on a worker
   if (Backend* b = backend_named(spec.backend); b && !(b->capabilities() & kCapOneShot)) {
     (void)one_shot_of(spec, params);  // the same checks, naming the run's fields
     return run_via_agent(spec, params);

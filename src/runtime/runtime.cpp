@@ -49,6 +49,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
   rt->audit_ = std::make_shared<AuditLog>(AuditLog::dir_of_root(root), options.audit);
   rt->state_ = prepare_state(root);
   rt->dirs_ = std::make_unique<SandboxDirs>(root);
+  rt->registry_config_ = registry::registry_config_from_env_or(options.registries, "runtime option 'registries'");
   rt->layer_store_ = std::make_unique<image::LayerStore>(root + "/layers");
   rt->layer_mounts_ = std::make_unique<image::LayerMounts>(*rt->layer_store_, root + "/layers/mounts");
   rt->wire_lazy_layers();
@@ -59,6 +60,7 @@ std::shared_ptr<Runtime> Runtime::open(const std::string& root_arg, const Runtim
                                                  for (const auto& d : raw->pool_->kept_digests()) used.insert(d);
                                                return used;
                                              });
+  rt->layers_->set_environment_resolver([raw = rt.get()](const std::string& text) { return raw->resolve_environment(text); });
   rt->expired_ = std::make_unique<ExpiredLogs>(root, *rt->dirs_, rt->audit_, [raw = rt.get()](const SandboxRecord& rec) {
     std::shared_ptr<BackendSandbox> impl;
     if (Backend* backend = raw->backend_named(rec.backend)) {
@@ -325,9 +327,10 @@ void Runtime::start_tracked(std::vector<LongCall>& threads, std::function<void()
   threads.push_back({std::move(t), std::move(finished)});
 }
 
-std::shared_ptr<Sandbox> Runtime::create(const Spec& spec) {
+std::shared_ptr<Sandbox> Runtime::create(const Spec& given) {
   check_not_on_loop("sandbox create");
   if (closed_) throw Error(Code::kFailedPrecondition, "runtime is closed");
+  const Spec spec = with_local_environment(given);  // a registry image is pulled here, not on a worker
   // Always on a runtime worker: the parent-death signal that ties an owned sandbox to this process fires
   // when the *thread* that cloned it exits, and a caller's thread may be short-lived.
   std::promise<std::shared_ptr<Sandbox>> promise;

@@ -29,6 +29,7 @@
 #include "runtime/event_loop.hpp"
 #include "runtime/layers.hpp"
 #include "runtime/record.hpp"
+#include "registry/image_pull.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/sandbox.hpp"
 #include "runtime/sandbox_dirs.hpp"
@@ -53,6 +54,7 @@ struct RuntimeOptions {
   bool create_soon = false;  // a create follows the open at once: start its slowest part meanwhile
   size_t snapshot_max_depth = 16;  // snapshots stacked on each other before the chain is merged into one (>= 2)
   std::string store;  // default store URL of push and pull ("" = $SANDLET_STORE)
+  std::string registries;  // OCI registries: JSON (registry/registry_config.hpp); "" = $SANDLET_REGISTRIES
   lazy::LoaderSettings loader;  // for the node's loader, if this runtime starts it
   AuditOptions audit;           // rotation of the root's audit log (audit_log.hpp)
 };
@@ -152,6 +154,17 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::string layer_push(const std::string& ref, const std::string& store);
   std::string layer_pull(const std::string& ref, const std::string& store, bool lazy);
   std::string loader_status();
+  // Registry images (runtime/image_pulls.cpp; JSON result documented in sandlet_store.h at sandlet_image_pull):
+  // pulls `ref` ("docker://..." or a reference) into the store as environment `name` ("" = its canonical name).
+  std::string image_pull(const std::string& ref, const std::string& name,
+                         const std::function<void(const registry::PullProgress&)>& progress = nullptr);
+  const registry::RegistryConfig& registry_config() const { return registry_config_; }
+  // The store's environment for `text` (a local name, or a registry image pulled as the policy says), for
+  // callers that name environments the way a spec does; `bare_names_are_images` as a recipe's FROM reads them.
+  std::string resolve_environment(const std::string& text, bool bare_names_are_images = false);
+  // `spec` with its environment made local (resolve_environment), on the calling thread: create and run_once
+  // call it before handing the create to a worker; INVALID_ARGUMENT naming the field when nothing matches.
+  Spec with_local_environment(const Spec& spec);
   // The store URL to use: `given`, else the runtime's, else $SANDLET_STORE; INVALID_ARGUMENT when none or bad.
   std::string store_url(const std::string& given) const;
 
@@ -241,6 +254,7 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   std::map<std::string, std::unique_ptr<Backend>> backends_;  // the available ones, started
   std::vector<BackendStatus> statuses_;
   std::unique_ptr<image::LayerStore> layer_store_;
+  registry::RegistryConfig registry_config_;
   std::unique_ptr<image::LayerMounts> layer_mounts_;
   std::unique_ptr<lazy::LoaderClient> loader_;  // the node's loader of lazy layers (started on first use)
   void wire_lazy_layers();                      // store_ops.cpp

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "registry/image_ref.hpp"
 #include "spec/spec_text.hpp"
 #include "spec/weaker_guarantees.hpp"
 
@@ -263,16 +264,26 @@ void spec_set_toolkit(Spec& s, std::string_view v) {
   s.toolkit = v;
 }
 
+// An environment: a store name or a registry reference ("ghcr.io/org/img:tag", "docker://..."), maybe "@N".
 void spec_set_environment(Spec& s, std::string_view v) {
-  if (!v.empty()) {
-    std::string_view name = v.substr(0, v.find('@'));
-    check_store_ref("environment", name);
-    if (name.size() != v.size()) {
-      std::string_view ver = v.substr(name.size() + 1);
-      if (ver.empty() || ver.size() > 9 || ver[0] == '0' ||
-          !std::all_of(ver.begin(), ver.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        throw_invalid("environment", "the version after '@' must be a positive integer: " + quoted(v));
-      }
+  const std::string text(v);
+  const size_t at = text.rfind('@');
+  const bool versioned = !v.empty() && !registry::has_docker_scheme(text) && at != std::string::npos &&
+                         text.compare(at, 8, "@sha256:") != 0;
+  const std::string name = versioned ? text.substr(0, at) : text;
+  if (versioned) {
+    const std::string ver = text.substr(at + 1);
+    if (ver.empty() || ver.size() > 9 || ver[0] == '0' || !std::all_of(ver.begin(), ver.end(), is_digit))
+      throw_invalid("environment", "the version after '@' must be a positive integer: " + quoted(v));
+  }
+  // A local name, else an image reference (pulled from its registry when the store lacks it).
+  if (name.empty() || (name.find_first_of("/@") == std::string::npos && !registry::has_docker_scheme(name))) {
+    if (!name.empty()) check_store_ref("environment", name);
+  } else {
+    try {
+      registry::parse_image_ref(name, "image reference");
+    } catch (const Error& e) {
+      throw_invalid("environment", e.what());
     }
   }
   s.environment = v;

@@ -19,6 +19,7 @@ int sandlet_header_check(const sandlet_backend_info_t *first, size_t elem_size) 
   n += SANDLET_HAS_FIELD(sandlet_layer_import_options_t, progress_user_data, layer.size);
   n += SANDLET_HAS_FIELD(sandlet_build_options_t, no_default_excludes, build.size);
   n += SANDLET_HAS_FIELD(sandlet_build_options_t, secrets, build.size);
+  n += SANDLET_HAS_FIELD(sandlet_build_options_t, network, build.size);
   n += SANDLET_HAS_FIELD(sandlet_backend_info_t, reason, elem_size);
   n += SANDLET_ARRAY_AT(sandlet_backend_info_t, first, elem_size, 1)->available;
   n += (SANDLET_ARRAY_AT(sandlet_backend_info_t, first, elem_size, 0)->capabilities & SANDLET_CAP_PAUSE) != 0;

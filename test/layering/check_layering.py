@@ -51,6 +51,8 @@ RULES = [
     # The image layer knows the loader only through LayerMounts' hooks; the loader never reaches up.
     ("src/image/", ("lazy/",), ()),
     ("src/remote_store/", ("lazy/",), ()),
+    # Registry pulls sit beside the layer store: below the runtime, which calls them.
+    ("src/registry/", ("runtime/", "backends/", "capi/", "cli/", "recipe/", "lazy/"), ()),
 ]
 
 # (files under this prefix may include only headers under these prefixes, or these exact headers)

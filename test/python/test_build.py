@@ -130,3 +130,31 @@ def test_build_async_progress_on_the_loop_and_cancel(root_dir: str, rootfs: str,
             assert ok["environment"] == "a@1"
             assert len(await rt.layer_list()) == 2
     asyncio.run(main())
+
+
+def test_build_network_is_checked_as_a_sandbox_s_and_keys_the_cache(rt: sandlet.Runtime, rootfs: str, ctx: Path,
+                                                                   root_dir: str) -> None:
+    rt.layer_import(rootfs, name="busybox")
+    path = recipe(ctx, "FROM busybox\nRUN echo fetched > /f\nRUN --network=none true\n")
+    # A policy object with no rules (no egress, so no real network): a dict or its JSON, the same policy.
+    first = rt.build(path, ctx, network={"allow": []})
+    assert first["sandboxes"] == 2
+    assert rt.build(path, ctx, network='{"allow": []}')["sandboxes"] == 0
+    # Another network is another RUN (the key holds it); the step that opted out is keyed "none" either way.
+    other = rt.build(path, ctx, network="none")
+    assert [s["cached"] for s in other["steps"]][1] is False
+    before = layer_count(rt)
+    with pytest.raises(sandlet.InvalidArgument, match=r"invalid spec field 'network\.allow\[0\]'"):
+        rt.build(path, ctx, network={"allow": ["tcp:10.0.0.1/33:443"]})
+    with pytest.raises(sandlet.InvalidArgument, match=r"invalid spec field 'network\.publish'"):
+        rt.build(path, ctx, network={"publish": [{"port": 80}]})
+    with pytest.raises(sandlet.InvalidArgument, match=r"invalid spec field 'network'"):
+        rt.build(path, ctx, network=5)  # type: ignore[arg-type]
+    assert layer_count(rt) == before and rt.list() == []
+
+    async def main() -> None:
+        async with sandlet.AsyncRuntime(root_dir) as art:
+            with pytest.raises(sandlet.InvalidArgument, match=r"'network\.dns\[0\]'"):
+                await art.build(path, ctx, network={"allow": [], "dns": ["resolver"]})
+            assert (await art.build(path, ctx, network={"allow": []}))["sandboxes"] == 0
+    asyncio.run(main())

@@ -113,7 +113,7 @@ TEST_CASE("recipe: instructions outside the subset are refused naming the line",
   CHECK(refusal("FROM base\nFROBNICATE x\n") == "Dockerfile:2: unknown instruction 'FROBNICATE'");
   CHECK(refusal("FROM base\nRUN --mount=type=cache,target=/x true\n").find("Dockerfile:2: RUN --mount=type=cache,target=/x: type=cache is not supported (") == 0);
   CHECK(refusal("FROM base\nCOPY --mount=type=secret,id=a x /y\n").find("Dockerfile:2: COPY --mount is not supported (only RUN") == 0);
-  CHECK(refusal("FROM base\nRUN --network=host true\n").find("Dockerfile:2: RUN --network is not supported") == 0);
+  CHECK(refusal("FROM base\nCOPY --network=none a /b\n") == "Dockerfile:2: COPY --network is not supported (only RUN takes --network)");
   CHECK(refusal("FROM base\nCOPY --from=build /a /b\n").find("Dockerfile:2: COPY --from is not supported (multi-stage") == 0);
   CHECK(refusal("FROM base\nCOPY --link a /b\n").find("Dockerfile:2: COPY --link is not supported") == 0);
   CHECK(refusal("FROM base\nCOPY --chmod=u+x a /b\n") == "Dockerfile:2: COPY --chmod=u+x: only an octal mode is supported");

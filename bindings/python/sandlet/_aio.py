@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _sandlet
 from ._common import Command, SpecLike, build_spec, call_args, exec_args, run_args
 from ._errors import Error, FailedPrecondition, command_error, os_flavoured
-from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
+from ._build import BuildProgressFn, NetworkArg, SecretsArg, build_call_args, handle as build_handle
 from ._fork import (AsyncForkResult, Excludes, close_handles, fork_args, fork_result, snapshot_args,
                     snapshot_fork_args)
 from ._store import StoreURL
@@ -286,23 +286,26 @@ class AsyncRuntime:
     def __init__(self, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
                  warm_pool: bool = True, create_soon: bool = False, store: Optional[StoreURL] = None,
                  cache_max_bytes: Optional[int] = None, fetch_unit: Optional[int] = None,
-                 fetch_concurrency: Optional[int] = None, fill_timeout_ms: Optional[int] = None) -> None:
+                 fetch_concurrency: Optional[int] = None, fill_timeout_ms: Optional[int] = None,
+                 registries: Union[None, str, Dict[str, Any]] = None) -> None:
         # Opening is quick, but its sweep of a crashed run's leftovers may take longer: see open().
         self.sync = Runtime(root, worker_threads=worker_threads, gc_on_open=gc_on_open, warm_pool=warm_pool,
                             create_soon=create_soon, store=store, cache_max_bytes=cache_max_bytes,
                             fetch_unit=fetch_unit, fetch_concurrency=fetch_concurrency,
-                            fill_timeout_ms=fill_timeout_ms)
+                            fill_timeout_ms=fill_timeout_ms, registries=registries)
 
     @classmethod
     async def open(cls, root: Optional[PathLike] = None, *, worker_threads: int = 0, gc_on_open: bool = True,
                    warm_pool: bool = True, create_soon: bool = False, store: Optional[StoreURL] = None,
                    cache_max_bytes: Optional[int] = None, fetch_unit: Optional[int] = None,
-                   fetch_concurrency: Optional[int] = None, fill_timeout_ms: Optional[int] = None) -> "AsyncRuntime":
+                   fetch_concurrency: Optional[int] = None, fill_timeout_ms: Optional[int] = None,
+                   registries: Union[None, str, Dict[str, Any]] = None) -> "AsyncRuntime":
         """Opens the runtime in a worker thread, so that the event loop never waits on the sweep at open."""
         return await asyncio.to_thread(cls, root, worker_threads=worker_threads, gc_on_open=gc_on_open,
                                        warm_pool=warm_pool, create_soon=create_soon, store=store,
                                        cache_max_bytes=cache_max_bytes, fetch_unit=fetch_unit,
-                                       fetch_concurrency=fetch_concurrency, fill_timeout_ms=fill_timeout_ms)
+                                       fetch_concurrency=fetch_concurrency, fill_timeout_ms=fill_timeout_ms,
+                                       registries=registries)
 
     @property
     def root(self) -> str:
@@ -482,6 +485,10 @@ class AsyncRuntime:
     async def layer_pull(self, ref: str, store: Optional[StoreURL] = None, lazy: bool = False) -> Dict[str, Any]:
         return await asyncio.to_thread(self.sync.layer_pull, ref, store, lazy)
 
+    async def image_pull(self, ref: str, name: Optional[str] = None,
+                         progress: Optional[Callable[[str, int, int, int, int], None]] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.image_pull, ref, name, progress)
+
     async def loader_status(self) -> Dict[str, Any]:
         return await asyncio.to_thread(self.sync.loader_status)
 
@@ -497,8 +504,8 @@ class AsyncRuntime:
 
     async def build(self, recipe: PathLike, context: PathLike = ".", *, tag: Optional[str] = None,
                     build_args: Optional[Mapping[str, str]] = None, no_cache: bool = False, keep_tmp: bool = False,
-                    progress: Optional[BuildProgressFn] = None,
-                    secrets: Optional[SecretsArg] = None) -> Dict[str, Any]:
+                    progress: Optional[BuildProgressFn] = None, secrets: Optional[SecretsArg] = None,
+                    network: Optional[NetworkArg] = None) -> Dict[str, Any]:
         """Runtime.build without blocking the event loop: the build runs on a thread of the library's and
         ``progress`` is called on this loop. Cancelling the awaiting task cancels the build."""
         loop, bridge = _bridge()
@@ -518,7 +525,7 @@ class AsyncRuntime:
         try:
             try:
                 build_call_args(self.sync._h, recipe, context, tag, build_args, no_cache, keep_tmp, cancel_r,
-                                progress is not None, secrets)(bridge.queue, token)
+                                progress is not None, secrets, network)(bridge.queue, token)
             except BaseException:
                 bridge.forget(token)
                 raise

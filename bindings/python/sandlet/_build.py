@@ -4,6 +4,7 @@ callbacks run on the caller's thread and Ctrl-C / task cancellation cancel the b
 and the layers it made are removed)."""
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -51,12 +52,29 @@ def secret_args(secrets: Optional[SecretsArg]) -> List[str]:
     return [str(s) for s in secrets]
 
 
+# A build's network: "none", a policy as JSON text, or a policy as a dict (as a sandbox spec's "network").
+NetworkArg = Union[str, Mapping[str, Any]]
+
+
+def network_arg(network: Optional[NetworkArg]) -> str:
+    """The library's text of ``network`` ("" = none); the library checks it as a sandbox's "network"."""
+    if network is None:
+        return ""
+    if isinstance(network, str):
+        return network
+    if isinstance(network, Mapping):
+        return json.dumps(dict(network))
+    raise InvalidArgument(f"invalid spec field 'network': expected \"none\" or a policy object, got {type(network).__name__}")
+
+
 def build_call_args(runtime: Any, recipe: PathLike, context: PathLike, tag: Optional[str],
                     build_args: Optional[Mapping[str, str]], no_cache: bool, keep_tmp: bool,
                     cancel_fd: int, progress: bool,
-                    secrets: Optional[SecretsArg] = None) -> Callable[[_sandlet.CompletionQueue, int], None]:
+                    secrets: Optional[SecretsArg] = None,
+                    network: Optional[NetworkArg] = None) -> Callable[[_sandlet.CompletionQueue, int], None]:
     """The call that starts the build on ``queue`` with ``token``."""
     secret_sources = secret_args(secrets)
+    network_text = network_arg(network)
     args: List[str] = []
     for k, v in (build_args or {}).items():
         if not isinstance(k, str) or not k or "=" in k:
@@ -66,7 +84,7 @@ def build_call_args(runtime: Any, recipe: PathLike, context: PathLike, tag: Opti
 
     def begin(queue: _sandlet.CompletionQueue, token: int) -> None:
         runtime.build_async(queue, token, r, c, tag or "", args, no_cache, keep_tmp, cancel_fd, progress,
-                            secret_sources)
+                            secret_sources, network_text)
     return begin
 
 

@@ -4,7 +4,7 @@ resume by label, the FnCall pools, node admission, and the logs kept of sandboxe
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from . import _sandlet
 from ._common import SpecLike, build_spec
@@ -71,6 +71,16 @@ class RuntimeOperations:
     def forget_expired(self, sandbox_id: str) -> None:
         """Drops what is kept of an expired sandbox now (gc does it after its keep_s). NotFound if nothing is."""
         self._h.forget_expired(sandbox_id)
+
+    def image_pull(self, ref: str, name: Optional[str] = None,
+                   progress: Optional[Callable[[str, int, int, int, int], None]] = None) -> Dict[str, Any]:
+        """Pulls registry image ``ref`` ("docker://REGISTRY/REPO:TAG", "REPO@sha256:...", "debian:bookworm") into
+        the store as environment ``name`` (None: the image's canonical reference). ``progress(phase, layer,
+        layers, bytes, total)`` is called from the pulling threads. Returns {"reference", "environment",
+        "version", "new_version", "manifest_digest", "platform", "endpoint", "layers", "blobs_fetched",
+        "layers_reused", "bytes_fetched", "seconds"}. NotFound, PermissionDenied, Unavailable, DataLoss as in
+        sandlet_store.h."""
+        return json.loads(self._h.image_pull(ref, name or "", progress))
 
 
 def _selector(labels: Mapping[str, str]) -> str:

@@ -7,8 +7,9 @@ too large number), as InvalidArgument naming the argument like the library's own
 """
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Union
 
 from ._errors import InvalidArgument
 
@@ -39,11 +40,14 @@ def call_store(store: Optional[StoreURL]) -> Optional[str]:
 
 
 def open_kwargs(store: Optional[StoreURL], cache_max_bytes: Optional[int], fetch_unit: Optional[int],
-                fetch_concurrency: Optional[int], fill_timeout_ms: Optional[int]) -> Dict[str, Any]:
-    """The extension's keyword arguments for a runtime's store and loader settings (None or 0: the
-    default; an empty ``store`` is no store, as in sandlet_runtime_options_t)."""
+                fetch_concurrency: Optional[int], fill_timeout_ms: Optional[int],
+                registries: Union[None, str, Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The extension's keyword arguments for a runtime's store, loader and registry settings (None or 0: the
+    default; an empty ``store`` is no store, as in sandlet_runtime_options_t; ``registries`` a dict or JSON)."""
     url = _url("store", store) if store is not None else ""
     out: Dict[str, Any] = {"store": url or None}
+    if registries is not None:
+        out["registries"] = registries if isinstance(registries, str) else json.dumps(dict(registries))
     for name, value in (("cache_max_bytes", cache_max_bytes), ("fetch_unit", fetch_unit),
                         ("fetch_concurrency", fetch_concurrency), ("fill_timeout_ms", fill_timeout_ms)):
         if value is None:

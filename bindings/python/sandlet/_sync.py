@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from . import _audit, _sandlet
 from ._common import (Command, SpecLike, build_spec, capability_names, env_defaults_json, exec_args, import_kwargs,
                       listed, run_args, call_args)
-from ._build import BuildProgressFn, SecretsArg, build_call_args, handle as build_handle
+from ._build import BuildProgressFn, NetworkArg, SecretsArg, build_call_args, handle as build_handle
 from ._errors import Error, FailedPrecondition, InvalidArgument, command_error, os_flavoured
 from ._operations import RuntimeOperations
 from ._fork import Excludes, ForkResult, fork_args, fork_result, snapshot_args, snapshot_fork_args
@@ -259,6 +259,9 @@ class Runtime(RuntimeOperations):
 
     ``audit_max_bytes`` (>= 65536; default 64 MiB) and ``audit_keep`` (<= 1000; default 5): rotation of the
     root's audit log as this runtime writes it (see ``audit``).
+
+    ``registries``: how OCI registries are reached, a dict or its JSON (docs/REGISTRIES.md; default
+    $SANDLET_REGISTRIES).
     """
 
     def __init__(
@@ -276,10 +279,11 @@ class Runtime(RuntimeOperations):
         fill_timeout_ms: Optional[int] = None,
         audit_max_bytes: Optional[int] = None,
         audit_keep: Optional[int] = None,
+        registries: Union[None, str, Dict[str, Any]] = None,
     ) -> None:
         # create_soon: a create follows at once (a one-shot script); its network namespace is made
         # during the open.
-        loader = open_kwargs(store, cache_max_bytes, fetch_unit, fetch_concurrency, fill_timeout_ms)
+        loader = open_kwargs(store, cache_max_bytes, fetch_unit, fetch_concurrency, fill_timeout_ms, registries)
         self._h = _sandlet.Runtime(os.fspath(root) if root is not None else None, worker_threads,
                                    not gc_on_open, not warm_pool, create_soon, **loader,
                                    audit_keep=audit_keep or 0, audit_max_bytes=audit_max_bytes or 0)
@@ -543,19 +547,19 @@ class Runtime(RuntimeOperations):
 
     def build(self, recipe: PathLike, context: PathLike = ".", *, tag: Optional[str] = None,
               build_args: Optional[Mapping[str, str]] = None, no_cache: bool = False, keep_tmp: bool = False,
-              progress: Optional[BuildProgressFn] = None, secrets: Optional[SecretsArg] = None) -> Dict[str, Any]:
+              progress: Optional[BuildProgressFn] = None, secrets: Optional[SecretsArg] = None,
+              network: Optional[NetworkArg] = None) -> Dict[str, Any]:
         """Builds an environment from ``recipe`` (a Dockerfile subset: docs/BUILD.md) with ``context`` as the
         directory COPY reads from, and returns the result (see sandlet.h: "layers", "environment" when
         ``tag`` names one, "env", "workdir", "user", "labels", "steps", "cached_steps", "sandboxes", ...).
         ``progress(BuildEvent)`` runs on this thread as each step begins and with each RUN's output. Bad input
         raises InvalidArgument before any sandbox is made; a failing step raises Aborted naming it. Ctrl-C
         cancels the build (nothing it made is left) and then raises KeyboardInterrupt. ``secrets``: {"id": file}
-        or ["id=NAME,src=FILE", "id=NAME,env=VAR"] for RUN --mount=type=secret,id=NAME (docs/BUILD.md)."""
-        queue = _sandlet.CompletionQueue()
-        cancel_r, cancel_w = os.pipe()
+        or ["id=NAME,src=FILE", ...] for RUN --mount=type=secret; ``network``: RUN's policy (docs/BUILD.md)."""
+        queue, (cancel_r, cancel_w) = _sandlet.CompletionQueue(), os.pipe()
         try:
             build_call_args(self._h, recipe, context, tag, build_args, no_cache, keep_tmp, cancel_r,
-                            progress is not None, secrets)(queue, 1)
+                            progress is not None, secrets, network)(queue, 1)
             final: Any = None
             try:
                 while final is None:

@@ -150,7 +150,8 @@ void bind_runtime(py::module_& m) {
       .def(py::init([](std::optional<std::string> root, uint32_t worker_threads, bool skip_gc_on_open,
                        bool disable_warm_pool, bool create_soon, std::optional<std::string> store,
                        uint64_t cache_max_bytes, uint32_t fetch_unit, uint32_t fetch_concurrency,
-                       uint32_t fill_timeout_ms, uint32_t audit_keep, uint64_t audit_max_bytes) {
+                       uint32_t fill_timeout_ms, uint32_t audit_keep, uint64_t audit_max_bytes,
+                       std::optional<std::string> registries) {
              sandlet::RuntimeOptions o;
              o.worker_threads = worker_threads;
              o.skip_gc_on_open = skip_gc_on_open;
@@ -163,6 +164,7 @@ void bind_runtime(py::module_& m) {
              o.fill_timeout_ms = fill_timeout_ms;
              o.audit_keep = audit_keep;
              o.audit_max_bytes = audit_max_bytes;
+             o.registries = registries.value_or("");
              std::shared_ptr<sandlet::Runtime> rt;
              {
                py::gil_scoped_release release;
@@ -174,7 +176,8 @@ void bind_runtime(py::module_& m) {
            py::arg("root") = py::none(), py::arg("worker_threads") = 0, py::arg("skip_gc_on_open") = false,
            py::arg("disable_warm_pool") = false, py::arg("create_soon") = false, py::arg("store") = py::none(),
            py::arg("cache_max_bytes") = 0, py::arg("fetch_unit") = 0, py::arg("fetch_concurrency") = 0,
-           py::arg("fill_timeout_ms") = 0, py::arg("audit_keep") = 0, py::arg("audit_max_bytes") = 0)
+           py::arg("fill_timeout_ms") = 0, py::arg("audit_keep") = 0, py::arg("audit_max_bytes") = 0,
+           py::arg("registries") = py::none())
       .def_property_readonly("root", &RuntimeHandle::root)
       .def_property_readonly("closed", &RuntimeHandle::closed)
       .def_property_readonly("audit_path", [](RuntimeHandle& h) { return h.get()->audit_path(); })
@@ -363,8 +366,9 @@ void bind_runtime(py::module_& m) {
       .def("build_async",
            [](RuntimeHandle& h, std::shared_ptr<CompletionQueue> q, uint64_t token, const std::string& recipe,
               const std::string& context, const std::string& tag, std::vector<std::string> build_args, bool no_cache,
-              bool keep_tmp, int cancel_fd, bool progress, std::vector<std::string> secrets) {
+              bool keep_tmp, int cancel_fd, bool progress, std::vector<std::string> secrets, std::string network) {
              sandlet::BuildOptions o;
+             o.network = std::move(network);
              o.tag = tag;
              o.build_args = std::move(build_args);
              o.secrets = std::move(secrets);
@@ -386,7 +390,7 @@ void bind_runtime(py::module_& m) {
            },
            py::arg("queue"), py::arg("token"), py::arg("recipe"), py::arg("context"), py::arg("tag"),
            py::arg("build_args"), py::arg("no_cache"), py::arg("keep_tmp"), py::arg("cancel_fd"), py::arg("progress"),
-           py::arg("secrets"))
+           py::arg("secrets"), py::arg("network") = "")
       .def("fork_snapshot",
            [](RuntimeHandle& h, const std::string& snapshot, const sandlet::Spec* base, size_t n,
               std::vector<std::pair<std::string, std::string>> labels, bool copy_secrets) {
@@ -448,6 +452,32 @@ void bind_runtime(py::module_& m) {
              return blocking(h, [&](sandlet::Runtime& rt) { return rt.layer_pull(ref, store, lazy); });
            },
            py::arg("ref"), py::arg("store") = py::none(), py::arg("lazy") = false)
+      .def("image_pull",
+           [](RuntimeHandle& h, const std::string& ref, const std::string& name, py::object progress) {
+             // The callable is held through a shared_ptr: copies of the std::function (made without the GIL)
+             // never touch its reference count. A callback that raises is raised again after the pull.
+             std::function<void(const char*, size_t, size_t, uint64_t, uint64_t)> fn;
+             auto err = std::make_shared<py::object>();
+             if (!progress.is_none()) {
+               auto cb = std::make_shared<py::object>(std::move(progress));
+               fn = [cb, err](const char* phase, size_t layer, size_t layers, uint64_t bytes, uint64_t total) {
+                 py::gil_scoped_acquire gil;
+                 if (*err) return;
+                 try {
+                   (*cb)(phase, layer, layers, bytes, total);
+                 } catch (py::error_already_set& e) {
+                   *err = e.value();
+                 }
+               };
+             }
+             std::string out = blocking(h, [&](sandlet::Runtime& rt) { return rt.image_pull(ref, name, fn); });
+             if (*err) {
+               PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err->ptr())), err->ptr());
+               throw py::error_already_set();
+             }
+             return out;
+           },
+           py::arg("ref"), py::arg("name") = "", py::arg("progress") = py::none())
       .def("loader_status",
            [](RuntimeHandle& h) { return blocking(h, [](sandlet::Runtime& rt) { return rt.loader_status(); }); })
       .def("env_create",

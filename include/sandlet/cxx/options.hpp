@@ -166,6 +166,7 @@ struct RuntimeOptions {
   // The root's audit log (sandlet_audit.h); 0 = the library's default:
   uint32_t audit_keep = 0;        // rotated files kept, <= 1000
   uint64_t audit_max_bytes = 0;   // rotation size, >= 65536
+  std::string registries;  // OCI registries, JSON (sandlet.h); empty = $SANDLET_REGISTRIES
 };
 
 struct LayerImportOptions {
@@ -241,6 +242,7 @@ struct BuildOptions {
   std::string tag;                      // empty, or the environment to make of the result
   std::vector<std::string> build_args;  // "NAME=VALUE"
   std::vector<std::string> secrets;     // "id=NAME,src=FILE" or "id=NAME,env=VAR" (sandlet_build_options_t)
+  std::string network;                  // RUN steps' network: "" / "none", or a policy as JSON (sandlet_build_options_t)
   bool no_cache = false;
   bool no_default_excludes = false;     // step layers keep /tmp and the other default snapshot excludes
   int cancel_fd = -1;                   // readable = cancel (see sandlet_build_options_t)
@@ -274,6 +276,7 @@ class CBuildOptions {
     c_.tag = o.tag.empty() ? nullptr : o.tag.c_str();
     c_.build_args = args_.get_or_null();
     c_.secrets = secrets_.get_or_null();
+    c_.network = o.network.empty() ? nullptr : o.network.c_str();
     c_.no_cache = o.no_cache ? 1 : 0;
     c_.no_default_excludes = o.no_default_excludes ? 1 : 0;
     c_.cancel_fd = o.cancel_fd;

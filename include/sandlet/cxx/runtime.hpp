@@ -37,6 +37,7 @@ class Runtime {
     c.disable_warm_pool = options.disable_warm_pool ? 1 : 0;
     c.create_soon = options.create_soon ? 1 : 0;
     c.store = options.store.empty() ? nullptr : options.store.c_str();
+    c.registries = options.registries.empty() ? nullptr : options.registries.c_str();
     c.cache_max_bytes = options.cache_max_bytes;
     c.fetch_unit = options.fetch_unit;
     c.fetch_concurrency = options.fetch_concurrency;
@@ -267,6 +268,19 @@ class Runtime {
     char* out = nullptr;
     detail::check(sandlet_layer_pull(rt_, ref.c_str(), store ? store->c_str() : nullptr,
                                      lazy ? SANDLET_PULL_LAZY : 0u, &out));
+    return detail::take_string(out);
+  }
+  // Pulls a registry image (sandlet_image_pull) into the store as environment `name` ("" = its canonical
+  // reference). `progress` (may be empty) runs on the pulling threads. Returns the result JSON.
+  std::string image_pull(const std::string& ref, const std::string& name = "",
+                         std::function<void(const char* phase, size_t layer, size_t layers, uint64_t bytes,
+                                            uint64_t total)> progress = nullptr) {
+    char* out = nullptr;
+    auto tramp = [](void* user, const char* phase, size_t layer, size_t layers, uint64_t bytes, uint64_t total) {
+      (*static_cast<decltype(progress)*>(user))(phase, layer, layers, bytes, total);
+    };
+    detail::check(sandlet_image_pull(rt_, ref.c_str(), name.empty() ? nullptr : name.c_str(),
+                                     progress ? +tramp : nullptr, progress ? &progress : nullptr, &out));
     return detail::take_string(out);
   }
   // The node's loader, its cache and every lazy layer (sandlet_loader_status); starts no loader.

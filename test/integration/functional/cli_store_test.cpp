@@ -31,7 +31,7 @@ TEST_CASE("cli: layer push/pull and loader usage errors exit 2 and say what is w
     auto r = cli_store(h, {"layer", sub, "--store", "/srv/store"});
     CHECK(r.status == 2);
     CHECK(contains(r.err, "requires a layer REF"));
-    CHECK(contains(r.err, "See 'sandlet layer --help'"));
+    CHECK(contains(r.err, "See 'sandlet layer " + std::string(sub) + " --help'"));
     r = cli_store(h, {"layer", sub, "a", "b", "--store", "/srv/store"});
     CHECK(r.status == 2);
     CHECK(contains(r.err, "unexpected argument 'b'"));
@@ -49,6 +49,14 @@ TEST_CASE("cli: layer push/pull and loader usage errors exit 2 and say what is w
     CHECK(r.status == 2);
     CHECK(contains(r.err, "no store: pass --store URL or set SANDLET_STORE"));
     CHECK(r.out.empty());
+    // A SCHEME:// reference it does not take is said to be one, before (and whether or not) a store is given.
+    for (const std::string store : {"", "/srv/store"}) {
+      r = cli_store(h, {"layer", sub, "oci://example/busybox:latest"}, store);
+      CHECK(r.status == 2);
+      CHECK(contains(r.err, "'oci://example/busybox:latest' is not a layer REF"));
+      CHECK(contains(r.err, "takes no oci:// reference"));
+      CHECK(!contains(r.err, "no store"));
+    }
     r = cli_store(h, {"layer", sub, "--help"});
     CHECK(r.status == 0);
     CHECK(contains(r.out, "--store URL"));

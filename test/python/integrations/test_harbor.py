@@ -54,14 +54,19 @@ def task(root: str, name: str, solve: str, test: str, *, agent_timeout: float = 
     return d
 
 
-def harbor_run(root: str, tasks: str, agent: str, jobs: str, name: str, *extra: str, timeout: float = 600) -> Dict:
+def harbor(root: str, tasks: str, agent: str, jobs: str, name: str, *extra: str,
+           timeout: float = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.update({"PYTHONPATH": PACKAGE, "SANDLET_ROOT": root, "HARBOR_TELEMETRY": "0",
                 "HOME": os.path.join(jobs, "home")})
     env.pop("VIRTUAL_ENV", None)
-    p = subprocess.run([HARBOR, "run", "-p", tasks, "-a", agent, "-e", "sandlet.harbor:SandletEnvironment",
-                        "-o", jobs, "--job-name", name, "-y", *extra],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=timeout)
+    return subprocess.run([HARBOR, "run", "-p", tasks, "-a", agent, "-e", "sandlet.harbor:SandletEnvironment",
+                           "-o", jobs, "--job-name", name, "-y", *extra],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=timeout)
+
+
+def harbor_run(root: str, tasks: str, agent: str, jobs: str, name: str, *extra: str, timeout: float = 600) -> Dict:
+    p = harbor(root, tasks, agent, jobs, name, *extra, timeout=timeout)
     result = os.path.join(jobs, name, "result.json")
     assert p.returncode == 0 and os.path.exists(result), p.stdout[-4000:]
     with open(result) as f:
@@ -167,4 +172,23 @@ def test_a_recipe_it_cannot_honour_offline_is_refused_by_name(harbor_root: str, 
     info = t["exception_info"]
     assert info is not None
     assert "ADD" in info["exception_message"], info
+    assert left_in(harbor_root) == []
+
+
+def test_ek_options_unknown_keys_are_refused_by_name_known_ones_taken(harbor_root: str, tmp_path) -> None:
+    tasks = str(tmp_path / "tasks")
+    hello = task(tasks, "hello", solve="mkdir -p /app && echo hi > /app/out\n",
+                 test='[ "$(cat /app/out)" = hi ] && echo 1 > /logs/verifier/reward.txt\n')
+    jobs = str(tmp_path / "jobs")
+    # A misspelt option (backend) must not be ignored: refused before any trial, named, with what is accepted.
+    p = harbor(harbor_root, hello, "oracle", jobs, "typo", "--ek", "backnd=microvm", "--ek", "network=none")
+    assert p.returncode != 0, p.stdout[-4000:]
+    said = " ".join(p.stdout.split())  # (Harbor's console wraps long lines)
+    assert "unknown option 'backnd' (--ek); accepted: root, environment, network, backend, build_network, auto_mounting" in said, \
+        p.stdout[-4000:]
+    assert trials(jobs, "typo") == []
+    # The accepted ones reach the sandbox (root: this root through the option rather than $SANDLET_ROOT).
+    ok = harbor_run(str(tmp_path), hello, "oracle", jobs, "ok", "--ek", f"root={harbor_root}",
+                    "--ek", f"environment={ENVIRONMENT}", "--ek", "network=none", "--ek", "backend=container")
+    assert mean(ok) == 1.0
     assert left_in(harbor_root) == []

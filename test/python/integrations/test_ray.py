@@ -25,7 +25,7 @@ from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
 import sandlet  # noqa: E402
 import sandlet.ray as sray  # noqa: E402
-from conftest import mounts_under, python_env  # noqa: E402
+from conftest import REPO, mounts_under, python_env  # noqa: E402
 
 NODE_MEMORY_MB = 1024
 
@@ -74,12 +74,43 @@ class LocalCluster:
 
 
 @pytest.fixture(scope="module")
-def local_cluster() -> Iterator[LocalCluster]:
+def registry(rootfs: str) -> Iterator[str]:
+    """A real registry on loopback holding one image (test/support/registry_world.py); the nodes' runtimes
+    reach it through $SANDLET_REGISTRIES, which Ray's processes inherit. Yields the image's reference."""
+    sys.path.insert(0, os.path.join(REPO, "test", "support"))
+    from registry_world import Registry, write_oci_layout
+    layouts = tempfile.mkdtemp(prefix="sandlet-ray-layout.")
+    saved = os.environ.get("SANDLET_REGISTRIES")
+    with Registry.mode("http") as reg:
+        reg.push(write_oci_layout(layouts, [rootfs, {"etc/task": "from-the-registry\n"}]), "rl/task", "1")
+        os.environ["SANDLET_REGISTRIES"] = f'{{"insecure": ["{reg.host}"]}}'
+        try:
+            yield reg.ref("rl/task", "1")
+        finally:
+            if saved is None:
+                os.environ.pop("SANDLET_REGISTRIES", None)
+            else:
+                os.environ["SANDLET_REGISTRIES"] = saved
+            shutil.rmtree(layouts, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def local_cluster(registry: str) -> Iterator[LocalCluster]:
     c = LocalCluster()
     try:
         yield c
     finally:
         c.close()
+
+
+def test_registry_image_sandboxes_are_placed_on_both_nodes(local_cluster: LocalCluster, registry: str) -> None:
+    """Each node's runtime pulls the image the spec names on its first use there, no environment made by hand."""
+    cluster = sray.Cluster()
+    boxes = [cluster.create(environment=registry, node_labels={"zone": z}, labels={"job": "registry"})
+             for z in ("a", "b")]
+    assert sorted(b.node for b in boxes) == sorted(n.name for n in cluster.nodes())
+    assert [b.exec("cat /etc/task").stdout_text for b in boxes] == ["from-the-registry\n"] * 2
+    assert sorted(cluster.destroy({"job": "registry"})) == sorted(b.id for b in boxes)
 
 
 def node_of_zone(cluster: sray.Cluster, zone: str) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
+from harbor.environments.options import EnvironmentOptions
 from harbor.models.task.config import NetworkMode
 
 import sandlet
@@ -38,20 +40,55 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+class SandletOptions(EnvironmentOptions):
+    """The user's options (``--ek key=value``): Harbor validates them with this model (extra keys forbidden)."""
+
+    root: Optional[str] = None  # the runtime root; default $SANDLET_ROOT, else the library's
+    environment: Optional[str] = None  # a sandlet environment for every task, instead of its image or Dockerfile
+    network: Union[str, Dict[str, Any], None] = None  # a sandlet network value, instead of the task's mode
+    backend: Optional[str] = None  # "container" (the default) or "microvm"
+    # The network of the RUN steps of a task's Dockerfile (a sandlet network value). Default: public
+    # addresses, as Harbor's docker environment builds (installs reach package mirrors); "none" forbids it.
+    build_network: Union[str, Dict[str, Any], None] = None
+
+
+# What Harbor itself passes to every environment (task, paths, overrides, mounts...): never a user option.
+_FRAMEWORK_KEYS = frozenset(
+    name for name, p in inspect.signature(BaseEnvironment.__init__).parameters.items()
+    if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name not in ("self", "auto_mounting"))
+
+
 class SandletEnvironment(BaseEnvironment):
     """Extra options (``--ek key=value``): ``root`` (the runtime root; default $SANDLET_ROOT, else the
     library's), ``environment`` (a sandlet environment for every task, instead of its docker_image or
     Dockerfile), ``network`` (a sandlet network value, instead of the task's network mode), ``backend``
-    ("container", the default, or "microvm": each trial in a VM with a kernel of its own)."""
+    ("container", the default, or "microvm": each trial in a VM with a kernel of its own), ``build_network``
+    (the network of a Dockerfile's RUN steps; default public addresses, "none" forbids it), and Harbor's own
+    ``auto_mounting``. Any other key is refused by name (a misspelt option must not be ignored)."""
 
-    def __init__(self, *args: Any, root: Optional[str] = None, environment: Optional[str] = None,
-                 network: Union[str, Dict[str, Any], None] = None, backend: Optional[str] = None,
-                 **kwargs: Any) -> None:
-        # (set before the base __init__, which validates the task through these)
-        self._backend = backend
-        self._root = root if root is not None else os.environ.get("SANDLET_ROOT", "")
-        self._environment = environment
-        self._network_override = network
+    options_model = SandletOptions
+    options: SandletOptions
+
+    @classmethod
+    def parse_options(cls, kwargs: Optional[Dict[str, Any]] = None) -> SandletOptions:
+        # Harbor's own message names the key; this one also lists what is accepted.
+        fields = SandletOptions.model_fields
+        shared = [name for name in EnvironmentOptions.model_fields if not fields[name].exclude]
+        accepted = [name for name in fields if name not in EnvironmentOptions.model_fields] + shared
+        unknown = sorted(k for k in (kwargs or {}) if k not in SandletOptions.model_fields)
+        if unknown:
+            raise ValueError(f"sandlet environment: unknown option{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(repr(k) for k in unknown)} (--ek); accepted: {', '.join(accepted)}")
+        return super().parse_options(kwargs)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Parsed before the base __init__ (which then keeps them), since it validates the task through them.
+        user = {k: v for k, v in kwargs.items() if k not in _FRAMEWORK_KEYS}
+        self.options = type(self).parse_options(user)
+        self._backend = self.options.backend
+        self._root = self.options.root if self.options.root is not None else os.environ.get("SANDLET_ROOT", "")
+        self._environment = self.options.environment
+        self._network_override = self.options.network
         self._sandbox: Optional[sandlet.AsyncSandbox] = None
         super().__init__(*args, **kwargs)
 
@@ -97,11 +134,16 @@ class SandletEnvironment(BaseEnvironment):
             if name is None or force_build:
                 name = f"harbor-{digest}"
                 try:
-                    await rt.build(recipe, recipe.parent, tag=name, no_cache=force_build)
+                    await rt.build(recipe, recipe.parent, tag=name, no_cache=force_build, network=self._build_network())
                 except sandlet.Error as e:
                     raise RuntimeError(f"sandlet build of {recipe} failed: {e}") from None
                 _builds[key] = name
             return name
+
+    def _build_network(self) -> Union[str, Dict[str, Any]]:
+        if self.options.build_network is not None:
+            return self.options.build_network
+        return {"allow": [{"cidr": "0.0.0.0/0"}, {"cidr": "::/0"}]}  # (the host's own addresses stay out)
 
     def _network(self) -> Union[str, Dict[str, Any]]:
         if self._network_override is not None:
