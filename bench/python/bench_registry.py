@@ -104,8 +104,7 @@ def bench_pull(args: argparse.Namespace, work: str) -> Dict[str, object]:
 
 def bench_build(args: argparse.Namespace, work: str) -> Dict[str, object]:
     import mirror_world
-    sys.path.insert(0, os.path.join(REPO, "test", "python", "integrations"))
-    from test_harbor_registry import python_image_layer  # the same "python" image the Harbor test makes
+    from python_image import python_image_layer  # the same "python" image the Harbor test makes
     layouts = os.path.join(work, "py-layout")
     cold, warm = [], []
     with mirror_world.MirrorWorld(max_lifetime=3600) as mirrors, Registry.mode("http", max_lifetime=3600) as reg:

@@ -23,31 +23,9 @@ from integrations.test_harbor import _why_not, harbor_run, mean, task, trials
 sys.path.insert(0, os.path.join(REPO, "test", "support"))
 import mirror_world  # noqa: E402
 from registry_world import Registry, write_oci_layout  # noqa: E402
+from python_image import PIP_SRC, python_image_layer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "ready")
-
-PIP_SRC = os.path.join(REPO, ".venv", "lib", "python3.11", "site-packages", "pip")
-
-
-def python_image_layer(world: mirror_world.MirrorWorld) -> dict:
-    """What a "python" base image adds to Debian: pip, and apt / pip configured for the mirrors (as a company's
-    images point at its own mirrors)."""
-    files = {
-        "etc/apt/sources.list": world.apt_source + "\n",
-        "etc/pip.conf": f"[global]\nindex-url = {world.pip_index_url}\ntrusted-host = {world.address}\n"
-                        "break-system-packages = true\n",
-        "usr/local/bin/pip": "#!/bin/sh\nexec python3 -m pip \"$@\"\n",
-    }
-    for dirpath, _, names in os.walk(PIP_SRC):
-        for n in names:
-            if n.endswith(".pyc"):
-                continue
-            src = os.path.join(dirpath, n)
-            rel = os.path.relpath(src, os.path.dirname(PIP_SRC))
-            with open(src, "rb") as f:
-                files[os.path.join("usr/lib/python3/dist-packages", rel)] = f.read()
-    return files
-
 
 @pytest.fixture(scope="module")
 def world(debian_base: str) -> Iterator[dict]:
