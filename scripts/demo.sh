@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sandlet demo: a miniature agentic rollout through the C++ API (examples/rollout.cpp), a trajectory
 # forked at step k into children that diverge (examples/fork.cpp), then the same runtime from the shell with
-# the `sandlet` CLI (layered environments, a build from a recipe, snapshot and fork, layer export), then from
+# the `sandlet` CLI (layered environments, a build from a recipe, a registry image, snapshot and fork, layer export), then from
 # Python: a PyTorch REINFORCE trainer whose episodes run in layered-environment sandboxes, killed mid-rollout
 # and resumed (examples/python/reinforce_trainer.py).
 # Expects a finished build (`make demo` builds first).
@@ -40,7 +40,11 @@ cleanup() {
   stop_nginx
   rm -rf --one-file-system -- "$scratch"
 }
-stop_nginx() { [[ -f $scratch/nginx/nginx.pid ]] && kill "$(cat "$scratch/nginx/nginx.pid")" 2>/dev/null || true; }
+stop_nginx() {
+  [[ -f $scratch/nginx/nginx.pid ]] && kill "$(cat "$scratch/nginx/nginx.pid")" 2>/dev/null
+  [[ -f $scratch/registry.pid ]] && kill "$(cat "$scratch/registry.pid")" 2>/dev/null
+  true
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 export TMPDIR=$scratch
@@ -110,6 +114,34 @@ echo "  # the same build again: every layer step comes from the cache (no sandbo
 echo "  # run again: same time), and the environment gets a new version"
 show sandlet build -f greeter.recipe -t greeter greeter
 show sandlet run --environment greeter@2 -- ./hello.sh
+
+echo "  -- a task image from a registry (docs/REGISTRIES.md): a local OCI registry (Debian's docker-registry)"
+echo "     holding a task image; the spec names it, and the first use pulls it (layers checked by digest)"
+registry_demo() {
+  local port=$(( 20000 + RANDOM % 20000 ))
+  printf 'version: 0.1\nstorage: {filesystem: {rootdirectory: %s/registry}}\nhttp: {addr: "127.0.0.1:%s"}\n' \
+    "$scratch" "$port" >"$scratch/registry.yml"
+  timeout 300 docker-registry serve "$scratch/registry.yml" >"$scratch/registry.log" 2>&1 &
+  echo $! >"$scratch/registry.pid"
+  "${PYTHON:-$repo/.venv/bin/python}" - "$scratch/task-image" "$layer" <<'PY' || return 1
+import sys; sys.path.insert(0, "test/support")
+from oci_layout import write_oci_layout
+write_oci_layout(sys.argv[1], [sys.argv[2], {"task/README": "fix the failing test in /task\n"}],
+                 config={"WorkingDir": "/task", "Env": ["TASK=demo-1"]})
+PY
+  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
+  skopeo copy -q --dest-tls-verify=false "oci:$scratch/task-image:latest" "docker://127.0.0.1:$port/tasks/demo:1" || return 1
+  export SANDLET_REGISTRIES="{\"insecure\": [\"127.0.0.1:$port\"]}"
+  show sandlet run --environment "127.0.0.1:$port/tasks/demo:1" -- sh -c 'echo "$TASK in $PWD: $(cat README)"'
+  show sandlet layer pull "docker://127.0.0.1:$port/tasks/demo:1"
+  unset SANDLET_REGISTRIES
+}
+if command -v docker-registry >/dev/null && command -v skopeo >/dev/null; then
+  (cd "$repo" && registry_demo) || echo "    (the registry step failed; see $scratch/registry.log)"
+  kill "$(cat "$scratch/registry.pid")" 2>/dev/null || true
+else
+  echo "    (skipped: docker-registry or skopeo is missing; scripts/setup.sh installs them)"
+fi
 
 echo "  -- snapshot and fork from the shell: a sandbox's state at step k, then 3 children carry on from it"
 echo '  $ id=$(sandlet create --environment greeter --hostname cli --label task=cli --max-lifetime 60)'
