@@ -95,3 +95,22 @@ def test_without_a_build_network_the_install_fails_named(world: dict, tmp_path) 
     (t,) = trials(jobs, "offline")
     info = t["exception_info"]
     assert info is not None and 'network "none"' in info["exception_message"], info
+
+
+def test_a_build_reaches_only_the_mirrors_its_allowlist_names(world: dict, tmp_path) -> None:
+    """`sandlet build` itself (no Harbor): FROM the registry image, apt-get and pip through an allowlist of the
+    mirror's address alone; without a network the same recipe fails naming the step's network."""
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(f"FROM {world['image']}\n"
+                                    "RUN apt-get update && apt-get install -y --no-install-recommends sandlet-hello\n"
+                                    "RUN pip install sandlet-hello==1.0\n")
+    mirror_only = {"allow": [{"cidr": f"{world['mirrors'].address}/32", "ports": 80, "protocol": "tcp"}]}
+    with sandlet.Runtime(world["root"]) as rt:
+        with pytest.raises(sandlet.Error, match='network "none"'):
+            rt.build(str(ctx / "Dockerfile"), str(ctx), tag="offline-app")
+        r = rt.build(str(ctx / "Dockerfile"), str(ctx), tag="mirror-app", network=mirror_only)
+        assert r["environment"].startswith("mirror-app")
+        with rt.create({"environment": "mirror-app"}) as sb:
+            assert sb.exec(["sandlet-hello"]).stdout_text.strip() == mirror_world.HELLO_LINE
+            assert sb.exec(["sandlet-hello-py"]).stdout_text.strip() == mirror_world.PY_HELLO_LINE
