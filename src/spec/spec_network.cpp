@@ -137,8 +137,13 @@ void parse_cidr(std::string_view t, const std::string& field, NetAllowRule& r) {
 }
 
 // RFC 1123 host name: dot-separated labels of [A-Za-z0-9-], not starting or ending with '-'; or "*." and
-// such a name (a wildcard over one domain: every name under it).
+// such a name (a wildcard over one domain: every name under it); or "*" alone (every name: what the
+// resolvers answer, minus the protected ranges, as a public network that resolves names needs).
 void parse_host(std::string_view full, const std::string& field, NetAllowRule& r) {
+  if (full == "*") {
+    r.host = "*";
+    return;
+  }
   const bool wildcard = full.substr(0, 2) == "*.";
   const std::string_view t = wildcard ? full.substr(2) : full;
   bool ok = !t.empty() && full.size() <= kMaxName && t.front() != '.' && t.back() != '.';
@@ -155,7 +160,7 @@ void parse_host(std::string_view full, const std::string& field, NetAllowRule& r
   }
   ok = ok && t.back() != '-';
   if (!ok)
-    throw_invalid(field, quoted(full) + " is not a DNS name (labels of letters, digits and '-', or \"*.\" and such a name)");
+    throw_invalid(field, quoted(full) + " is not a DNS name (labels of letters, digits and '-', \"*.\" and such a name, or \"*\")");
   r.host.assign(full);
   for (char& c : r.host) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }

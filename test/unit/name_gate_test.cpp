@@ -126,6 +126,7 @@ TEST_CASE("name gate: wildcard rules match names under the domain only", "[net][
   CHECK_FALSE(dns_name_matches("*.example.com", "example.com"));
   CHECK_FALSE(dns_name_matches("*.example.com", "badexample.com"));
   CHECK_FALSE(dns_name_matches("*.example.com", "a.example.com.evil"));
+  CHECK(dns_name_matches("*", "deb.debian.org"));  // "*": every name
 }
 
 TEST_CASE("name gate: an allowed name through a CNAME chain opens its addresses with the rules' ports", "[net][dns]") {

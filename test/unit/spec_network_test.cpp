@@ -154,7 +154,9 @@ TEST_CASE("network: a rule by name may be a wildcard over one domain", "[spec][n
   CHECK(parse_network_text(network_to_json(p)) == p);
   CHECK(parse_net_rule_text("tcp:*.pypi.internal:443", "--allow").host == "*.pypi.internal");
   CHECK(parse_net_rule_text("*.internal", "--allow").host == "*.internal");
-  for (const char* bad : {"*", "*.", "*example.com", "a.*.example.com", "**.example.com", "*.-x.com", "x.*"}) {
+  // "*" alone is every name (a public network whose names resolve).
+  CHECK(parse_network_text(R"({"allow": [{"host": "*"}], "dns": ["10.0.0.53"]})").allow[0].host == "*");
+  for (const char* bad : {"*.", "*example.com", "a.*.example.com", "**.example.com", "*.-x.com", "x.*"}) {
     INFO(bad);
     try {
       parse_network_text(std::string(R"({"allow": [{"host": ")") + bad + R"("}], "dns": ["10.0.0.53"]})");

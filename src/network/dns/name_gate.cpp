@@ -29,6 +29,7 @@ GateResult answer(const DnsMessage& query, uint8_t rcode, DnsTransport t, std::s
 }  // namespace
 
 bool dns_name_matches(std::string_view pattern, std::string_view name) {
+  if (pattern == "*") return true;  // every name
   if (pattern.size() > 2 && pattern.substr(0, 2) == "*.") {
     const std::string_view domain = pattern.substr(1);  // ".example.com"
     return name.size() > domain.size() && name.substr(name.size() - domain.size()) == domain;

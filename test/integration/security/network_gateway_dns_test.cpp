@@ -96,6 +96,23 @@ TEST_CASE("network by name: the sandbox's resolver answers allowed names and ope
   expect_clean_end(h);
 }
 
+TEST_CASE("network by name: \"*\" resolves every name, and the protected ranges still hold", "[network][gateway][dns]") {
+  if (!have_tools()) return;
+  FakeUplink up;
+  UplinkEnv env{up};
+  FakeDns upstream{zone, up.elsewhere_netns(), "198.19.0.53", 53};
+  Harness h;
+  sandlet::Sandbox sb = create_with(h, R"({"allow": [{"host": "*", "ports": 443, "protocol": "tcp"}], "dns": ["198.19.0.53"]})");
+  CHECK(probe(sb, {"tcp", "198.19.0.1", "443"}) == "ERR EPERM");  // an address, before any name gave it
+  CHECK(probe(sb, {"dns", "conf", "mirror.test"}) == "OK 198.19.0.1");
+  CHECK(probe(sb, {"tcp", "198.19.0.1", "443"}) == "OK tcp-echo");
+  CHECK(probe(sb, {"dns", "conf", "other.test"}) == "RCODE 3");  // asked: the upstream says it does not exist
+  CHECK(probe(sb, {"dns", "conf", "host.test"}) == "OK 198.18.0.1");
+  CHECK(probe(sb, {"tcp", "198.18.0.1", "443"}) == "ERR EPERM");  // the uplink's own address stays closed
+  sb.destroy();
+  expect_clean_end(h);
+}
+
 TEST_CASE("network by name: a restarted gateway answers again and keeps what was resolved", "[network][gateway][dns]") {
   if (!have_tools()) return;
   DnsWorld w;

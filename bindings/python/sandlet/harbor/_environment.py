@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
 import inspect
 import os
 from pathlib import Path
@@ -56,6 +57,25 @@ class SandletOptions(EnvironmentOptions):
 _FRAMEWORK_KEYS = frozenset(
     name for name, p in inspect.signature(BaseEnvironment.__init__).parameters.items()
     if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name not in ("self", "auto_mounting"))
+
+
+def _host_resolvers() -> List[str]:
+    """The host's nameservers (/etc/resolv.conf), at most 4, loopback ones (a local stub) left out."""
+    out: List[str] = []
+    try:
+        with open("/etc/resolv.conf") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and parts[0] == "nameserver":
+                    try:
+                        addr = ipaddress.ip_address(parts[1].split("%")[0])
+                    except ValueError:
+                        continue
+                    if not addr.is_loopback and str(addr) not in out:
+                        out.append(str(addr))
+    except OSError:
+        pass
+    return out[:4]
 
 
 class SandletEnvironment(BaseEnvironment):
@@ -143,7 +163,14 @@ class SandletEnvironment(BaseEnvironment):
     def _build_network(self) -> Union[str, Dict[str, Any]]:
         if self.options.build_network is not None:
             return self.options.build_network
-        return {"allow": [{"cidr": "0.0.0.0/0"}, {"cidr": "::/0"}]}  # (the host's own addresses stay out)
+        # Every address but the host's own, and every name through the host's resolvers (a Dockerfile's apt
+        # and pip sources are names), as Harbor's docker environment builds.
+        policy: Dict[str, Any] = {"allow": [{"cidr": "0.0.0.0/0"}, {"cidr": "::/0"}]}
+        resolvers = _host_resolvers()
+        if resolvers:
+            policy["allow"].append({"host": "*"})
+            policy["dns"] = resolvers
+        return policy
 
     def _network(self) -> Union[str, Dict[str, Any]]:
         if self._network_override is not None:
