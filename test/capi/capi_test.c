@@ -389,6 +389,13 @@ static void test_store_arguments(const char *root) {
   expect_invalid(sandlet_loader_status(rt, NULL), "json");
   expect_invalid(sandlet_layer_push(NULL, "some-layer", "/srv/store", NULL), "rt");
   expect_invalid(sandlet_loader_status(NULL, &json), "rt");
+  /* Registry images: a bad reference is named before any network; a docker:// pull takes no store, no lazy. */
+  expect_invalid(sandlet_image_pull(rt, "docker://Bad/Name", NULL, NULL, NULL, &json), "image reference");
+  expect_invalid(sandlet_image_pull(rt, NULL, NULL, NULL, NULL, NULL), "ref");
+  expect_invalid(sandlet_image_pull(NULL, "debian:12", NULL, NULL, NULL, NULL), "rt");
+  expect_invalid(sandlet_image_pull(rt, "127.0.0.1:5000/a:1", "Bad/Name", NULL, NULL, NULL), "environment name");
+  expect_invalid(sandlet_layer_pull(rt, "docker://127.0.0.1:5000/a:1", "/srv/store", 0, NULL), "'store'");
+  expect_invalid(sandlet_layer_pull(rt, "docker://127.0.0.1:5000/a:1", NULL, SANDLET_PULL_LAZY, NULL), "'flags'");
 
   /* URLs the store client refuses (pending until it exists). */
   for (i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; ++i) {
