@@ -130,7 +130,10 @@ write_oci_layout(sys.argv[1], [sys.argv[2], {"task/README": "fix the failing tes
                  config={"WorkingDir": "/task", "Env": ["TASK=demo-1"]})
 PY
   for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/v2/" >/dev/null && break; sleep 0.1; done
-  skopeo copy -q --dest-tls-verify=false "oci:$scratch/task-image:latest" "docker://127.0.0.1:$port/tasks/demo:1" || return 1
+  # skopeo keeps a blob-info cache under /var/lib/containers as root: a private tmpfs there, so nothing stays.
+  unshare -m --propagation private sh -c 'mount -t tmpfs demo /var/lib &&
+    skopeo copy -q --dest-tls-verify=false "$0" "$1"' "oci:$scratch/task-image:latest" \
+    "docker://127.0.0.1:$port/tasks/demo:1" || return 1
   export SANDLET_REGISTRIES="{\"insecure\": [\"127.0.0.1:$port\"]}"
   show sandlet run --environment "127.0.0.1:$port/tasks/demo:1" -- sh -c 'echo "$TASK in $PWD: $(cat README)"'
   show sandlet layer pull "docker://127.0.0.1:$port/tasks/demo:1"
