@@ -158,7 +158,6 @@ class Runtime final : public SandboxOwner, public std::enable_shared_from_this<R
   // pulls `ref` ("docker://..." or a reference) into the store as environment `name` ("" = its canonical name).
   std::string image_pull(const std::string& ref, const std::string& name,
                          const std::function<void(const registry::PullProgress&)>& progress = nullptr);
-  const registry::RegistryConfig& registry_config() const { return registry_config_; }
   // The store's environment for `text` (a local name, or a registry image pulled as the policy says), for
   // callers that name environments the way a spec does; `bare_names_are_images` as a recipe's FROM reads them.
   std::string resolve_environment(const std::string& text, bool bare_names_are_images = false);
